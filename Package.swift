@@ -1,0 +1,34 @@
+// swift-tools-version:6.0
+// The Whereabot relay: see README.md for the layout and ../shared/SPEC.md for the design.
+import PackageDescription
+
+let package = Package(
+    name: "whereabot",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "whereabot", targets: ["whereabot"]),
+        .library(name: "PGBus", targets: ["PGBus"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "Relay", targets: ["Relay"]),
+    ],
+    targets: [
+        // System libraries from Debian (libpq-dev, libssl-dev, libcurl4-openssl-dev).
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // Tiny C shims for what Swift cannot call directly (epoll, eventfd, accept4,
+        // and libcurl's variadic curl_easy_setopt).
+        .target(name: "CSystem", dependencies: ["CCurl"]),
+
+        .target(name: "PGBus", dependencies: ["CLibPQ"]),
+        .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL"]),
+        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "CSystem", "COpenSSL"]),
+        .executableTarget(name: "whereabot", dependencies: ["Relay"]),
+
+        .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay"]),
+        .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

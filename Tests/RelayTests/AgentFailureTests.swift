@@ -1,0 +1,26 @@
+import Relay
+import Testing
+
+/// The status table of SPEC §3, row by row.
+@Suite struct AgentFailureTests {
+    /// Each failure maps to its status and its exact agent text.
+    @Test(arguments: [
+        (AgentFailure.badCredential, 401, "Missing, unknown, expired or revoked credential."),
+        (.declined, 403, "The user declined to share their location."),
+        (.noAnswer, 408, "The user did not respond on their phone. Ask them before trying again."),
+        (.permissionOff, 424,
+         "Location access is off for Whereabot on the user's phone. Ask them to allow it in Settings."),
+        (.noFix, 424, "The phone could not get a location fix. Try again in a moment."),
+        (.tooManyWaiting, 429,
+         "Too many location requests are already waiting for this user. Wait for one to finish, then retry."),
+        (.notConnected(email: "ada@example.com"), 503,
+         "The user's phone is not connected. Ask the user to open the Whereabot app, signed in as ada@example.com and keep it open, then retry."),
+        (.notConnected(email: nil), 503,
+         "The user's phone is not connected. Ask the user to open the Whereabot app and keep it open, then retry."),
+        (.phoneSilent, 504, "The phone did not answer in time. Ask the user to open Whereabot and retry."),
+    ])
+    func statusAndText(failure: AgentFailure, status: Int, text: String) {
+        #expect(failure.status == status)
+        #expect(failure.agentText == text)
+    }
+}
