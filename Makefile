@@ -1,0 +1,62 @@
+# Whereabot relay. `make help` lists the targets; README.md explains them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV        := .venv
+PYTHON      := $(VENV)/bin/python
+APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
+                postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
+SWIFT_FLAGS ?=
+
+.PHONY: help deps venv db db-stop migrate build test test-swift test-db test-acceptance clean
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+deps: ## Install missing Debian packages and the Python test tools (.venv)
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing $$missing"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@$(MAKE) --no-print-directory venv
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: Tests/Acceptance/requirements.txt
+	@[ -x $(PYTHON) ] || /usr/bin/python3 -m venv $(VENV)
+	@$(PYTHON) -m pip install -q --disable-pip-version-check -r Tests/Acceptance/requirements.txt
+	@touch $@
+
+db: ## Create and start the local PostgreSQL on 127.0.0.1:54322 with the Supabase shim and migrations
+	@scripts/db.sh start >/dev/null
+	@scripts/db.sh migrate-local
+
+db-stop: ## Stop the local PostgreSQL
+	@scripts/db.sh stop
+
+migrate: ## Apply pending migrations to DATABASE_URL (default: the local database)
+	@scripts/migrate.sh
+
+build: ## Build the relay (debug)
+	swift build $(SWIFT_FLAGS)
+
+test: deps ## Run every test: Swift, pgTAP and acceptance, with a fresh test database
+	@scripts/test.sh
+
+test-swift: ## Swift tests only (needs `make db`)
+	swift test $(SWIFT_FLAGS)
+
+test-db: ## pgTAP tests only, on a fresh test database (needs `make db`)
+	@scripts/db.sh reset-test
+	@scripts/test.sh pgtap
+
+test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
+	@scripts/db.sh reset-test
+	@scripts/test.sh acceptance
+
+clean: ## Remove build output, the local cluster and the venv
+	-@scripts/db.sh stop
+	rm -rf .build .local $(VENV)

@@ -1,0 +1,44 @@
+# Shared settings for the local database scripts. Sourced, never run.
+# Every value can be overridden from the environment.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LOCAL_DIR=${LOCAL_DIR:-$ROOT/.local}
+PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+PGHOST_LOCAL=${PGHOST_LOCAL:-127.0.0.1}
+PGPORT_LOCAL=${PGPORT_LOCAL:-54322}
+# Development-only passwords, as the Supabase CLI's local stack uses.
+ADMIN_PASSWORD=${ADMIN_PASSWORD:-postgres}
+RELAY_PASSWORD=${RELAY_PASSWORD:-whereabot-relay-dev}
+LOCAL_DB=${LOCAL_DB:-postgres}
+TEST_DB=${TEST_DB:-whereabot_test}
+
+# The bootstrap superuser (as on Supabase), the migration role, and the relay's role.
+admin_url() { echo "postgresql://supabase_admin:$ADMIN_PASSWORD@$PGHOST_LOCAL:$PGPORT_LOCAL/${1:-$LOCAL_DB}"; }
+owner_url() { echo "postgresql://postgres:$ADMIN_PASSWORD@$PGHOST_LOCAL:$PGPORT_LOCAL/${1:-$LOCAL_DB}"; }
+relay_url() { echo "postgresql://whereabot_relay:$RELAY_PASSWORD@$PGHOST_LOCAL:$PGPORT_LOCAL/${1:-$LOCAL_DB}"; }
+
+# The cluster lives under .local/ unless the postgres OS user cannot reach it (a checkout
+# in a private home directory, say); then in a folder of its own under /var/tmp.
+pg_data_dir() {
+  if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+    echo "/var/tmp/whereabot-$(printf %s "$ROOT" | md5sum | cut -c1-12)/pgdata"
+  else
+    echo "$LOCAL_DIR/pgdata"
+  fi
+}
+PGDATA_LOCAL=${PGDATA_LOCAL:-$(pg_data_dir)}
+PG_LOG=$(dirname "$PGDATA_LOCAL")/postgres.log
+
+# Runs a PostgreSQL server binary as the postgres OS user when we are root (initdb and
+# postgres refuse to run as root), or as ourselves otherwise.
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# psql that stops at the first error and reads no ~/.psqlrc.
+psql_strict() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# NOTICEs ("already exists, skipping") are noise in re-runnable scripts.
+export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"

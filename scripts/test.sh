@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# `make test`: every suite against a fresh test database.
+#   scripts/test.sh               start the cluster if needed, reset the test database,
+#                                 run pgTAP, acceptance and Swift tests, stop what it started
+#   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
+#   scripts/test.sh acceptance    pytest over Tests/Acceptance (test database must exist)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+export WHEREABOT_TEST_ADMIN_URL=${WHEREABOT_TEST_ADMIN_URL:-$(admin_url "$TEST_DB")}
+export WHEREABOT_TEST_OWNER_URL=${WHEREABOT_TEST_OWNER_URL:-$(owner_url "$TEST_DB")}
+export WHEREABOT_TEST_RELAY_URL=${WHEREABOT_TEST_RELAY_URL:-$(relay_url "$TEST_DB")}
+
+run_pgtap() {
+  echo "== pgTAP (supabase/tests)"
+  PGPASSWORD=$ADMIN_PASSWORD pg_prove --host "$PGHOST_LOCAL" --port "$PGPORT_LOCAL" \
+    --username postgres --dbname "$TEST_DB" --failures supabase/tests/*.test.sql
+}
+
+run_acceptance() {
+  echo "== acceptance (Tests/Acceptance)"
+  "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Acceptance
+}
+
+run_swift() {
+  echo "== Swift (swift test)"
+  swift test
+}
+
+case "${1:-all}" in
+  pgtap) run_pgtap ;;
+  acceptance) run_acceptance ;;
+  swift) run_swift ;;
+  all)
+    state=$(scripts/db.sh start)
+    if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
+    scripts/db.sh reset-test
+    run_pgtap
+    run_acceptance
+    run_swift
+    echo "make test: every suite passed"
+    ;;
+  *) echo "usage: $0 [all|pgtap|acceptance|swift]" >&2; exit 64 ;;
+esac

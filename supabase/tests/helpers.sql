@@ -1,0 +1,140 @@
+-- =============================================================================
+-- pgTAP helpers (test databases only), in the manner of basejump's
+-- supabase-test-helpers: create users and act as PostgREST would for each of them.
+-- =============================================================================
+-- Applied by `scripts/db.sh reset-test` as the bootstrap superuser, before pg_prove runs
+-- the NN-topic.test.sql files as the migration role `postgres`.
+
+create schema if not exists tests;
+grant usage on schema tests to public;
+
+-- The tests switch to the relay's role to prove what it can and cannot do.
+grant whereabot_relay to postgres;
+
+-- A user in auth.users with a live session; identifier is the test's name for them.
+create or replace function tests.create_supabase_user(
+  identifier text, email text default null, full_name text default null)
+returns uuid
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_user uuid := gen_random_uuid();
+begin
+  insert into auth.users (id, aud, role, email, raw_app_meta_data, raw_user_meta_data, created_at, updated_at)
+  values (v_user, 'authenticated', 'authenticated',
+          coalesce(email, identifier || '@test.example'),
+          '{"provider": "email"}',
+          jsonb_build_object('test_identifier', identifier, 'full_name', coalesce(full_name, initcap(identifier))),
+          now(), now());
+  insert into auth.sessions (id, user_id, created_at, updated_at, aal)
+  values (gen_random_uuid(), v_user, now(), now(), 'aal1');
+  return v_user;
+end;
+$$;
+
+create or replace function tests.get_supabase_uid(identifier text)
+returns uuid
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select id from auth.users where raw_user_meta_data ->> 'test_identifier' = identifier
+$$;
+
+create or replace function tests.get_session_id(identifier text)
+returns uuid
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select s.id from auth.sessions s join auth.users u on u.id = s.user_id
+  where u.raw_user_meta_data ->> 'test_identifier' = identifier
+  order by s.created_at limit 1
+$$;
+
+-- The claims PostgREST sets for a Supabase access token of this user. With client_id,
+-- the token is an OAuth access token issued to that agent.
+create or replace function tests.claims_for(identifier text, client_id text default null)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_strip_nulls(jsonb_build_object(
+    'sub', u.id, 'role', 'authenticated', 'aud', 'authenticated', 'email', u.email,
+    'session_id', tests.get_session_id(identifier), 'client_id', client_id))
+  from auth.users u where u.raw_user_meta_data ->> 'test_identifier' = identifier
+$$;
+
+-- As the user's own session (the phone app).
+create or replace function tests.authenticate_as(identifier text)
+returns void
+language plpgsql
+as $$
+declare
+  v_claims jsonb := tests.claims_for(identifier);
+begin
+  if v_claims is null then
+    raise exception 'tests.authenticate_as: no test user %', identifier;
+  end if;
+  perform set_config('role', 'authenticated', true);
+  perform set_config('request.jwt.claims', v_claims::text, true);
+end;
+$$;
+
+-- As an agent's OAuth access token for the user (claims carry client_id).
+create or replace function tests.authenticate_as_agent(
+  identifier text, client_id text default '6f1d0c1e-5b1a-4c1e-9a55-0a9f3c1e7b21')
+returns void
+language plpgsql
+as $$
+declare
+  v_claims jsonb := tests.claims_for(identifier, client_id);
+begin
+  if v_claims is null then
+    raise exception 'tests.authenticate_as_agent: no test user %', identifier;
+  end if;
+  perform set_config('role', 'authenticated', true);
+  perform set_config('request.jwt.claims', v_claims::text, true);
+end;
+$$;
+
+-- As the anon key (no user).
+create or replace function tests.clear_authentication()
+returns void
+language plpgsql
+as $$
+begin
+  perform set_config('role', 'anon', true);
+  perform set_config('request.jwt.claims', '{"role": "anon"}', true);
+end;
+$$;
+
+-- As the service role key.
+create or replace function tests.authenticate_as_service_role()
+returns void
+language plpgsql
+as $$
+begin
+  perform set_config('role', 'service_role', true);
+  perform set_config('request.jwt.claims', '{"role": "service_role"}', true);
+end;
+$$;
+
+-- As the relay's database role (no JWT at all).
+create or replace function tests.authenticate_as_relay()
+returns void
+language plpgsql
+as $$
+begin
+  perform set_config('role', 'whereabot_relay', true);
+  perform set_config('request.jwt.claims', '', true);
+end;
+$$;
+
+grant execute on all functions in schema tests to public;
