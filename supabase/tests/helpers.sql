@@ -8,8 +8,10 @@
 create schema if not exists tests;
 grant usage on schema tests to public;
 
--- The tests switch to the relay's role to prove what it can and cannot do.
+-- The tests switch to the relay's role to prove what it can and cannot do; pgTAP's
+-- functions (in `extensions`) must stay callable while they do. pgTAP owns no table of ours.
 grant whereabot_relay to postgres;
+grant usage on schema extensions to whereabot_relay;
 
 -- A user in auth.users with a live session; identifier is the test's name for them.
 create or replace function tests.create_supabase_user(
