@@ -111,13 +111,13 @@ set search_path = ''
 as $$
   select jsonb_build_object(
     'user_id', u.id,
-    'name', coalesce(nullif(btrim(u.raw_user_meta_data ->> 'full_name'), ''),
-                     nullif(btrim(u.raw_user_meta_data ->> 'name'), ''),
-                     split_part(u.email, '@', 1)),
+    'name', left(coalesce(nullif(btrim(u.raw_user_meta_data ->> 'full_name'), ''),
+                          nullif(btrim(u.raw_user_meta_data ->> 'name'), ''),
+                          split_part(u.email, '@', 1)), 200),
     'email', u.email)
   from auth.users u
   where u.id = p_user
 $$;
 comment on function private.user_card(uuid) is
-  'The {user_id, name, email} shown for a user in pings and sharing lists.';
+  'The {user_id, name (at most 200 characters), email} shown for a user in pings and sharing lists.';
 revoke execute on function private.user_card(uuid) from public, anon, authenticated;

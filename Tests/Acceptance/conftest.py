@@ -1,0 +1,62 @@
+"""Shared fixtures for the acceptance tests: real PostgreSQL connections as each role.
+
+The URLs come from scripts/test.sh (a fresh test database with the shim and every
+migration): WHEREABOT_TEST_ADMIN_URL (bootstrap superuser), WHEREABOT_TEST_OWNER_URL
+(the migration role `postgres`) and WHEREABOT_TEST_RELAY_URL (the relay's role).
+"""
+import json
+import os
+import pathlib
+import uuid
+
+import psycopg
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ADMIN_URL = os.environ.get(
+    "WHEREABOT_TEST_ADMIN_URL", "postgresql://supabase_admin:postgres@127.0.0.1:54322/whereabot_test")
+OWNER_URL = os.environ.get(
+    "WHEREABOT_TEST_OWNER_URL", "postgresql://postgres:postgres@127.0.0.1:54322/whereabot_test")
+RELAY_URL = os.environ.get(
+    "WHEREABOT_TEST_RELAY_URL", "postgresql://whereabot_relay:whereabot-relay-dev@127.0.0.1:54322/whereabot_test")
+
+
+@pytest.fixture
+def admin():
+    """An autocommit connection as the bootstrap superuser, for test data."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def relay_connect():
+    """Opens connections as whereabot_relay; all are closed after the test."""
+    opened = []
+
+    def connect(autocommit=True):
+        conn = psycopg.connect(RELAY_URL, autocommit=autocommit)
+        opened.append(conn)
+        return conn
+
+    yield connect
+    for conn in opened:
+        conn.close()
+
+
+@pytest.fixture
+def make_user(admin):
+    """Creates a user in auth.users (with a session) and returns their id."""
+
+    def make(name="Test User", email=None):
+        user_id = uuid.uuid4()
+        email = email or f"{user_id.hex[:12]}@test.example"
+        admin.execute(
+            "insert into auth.users (id, aud, role, email, raw_user_meta_data, created_at, updated_at)"
+            " values (%s, 'authenticated', 'authenticated', %s, %s, now(), now())",
+            (user_id, email, json.dumps({"full_name": name})),
+        )
+        admin.execute("insert into auth.sessions (id, user_id, created_at) values (%s, %s, now())",
+                      (uuid.uuid4(), user_id))
+        return user_id
+
+    return make
