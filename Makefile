@@ -8,7 +8,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv db db-stop migrate build test test-swift test-db test-acceptance clean
+.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,10 @@ $(VENV)/.installed: Tests/Acceptance/requirements.txt
 	@[ -x $(PYTHON) ] || /usr/bin/python3 -m venv $(VENV)
 	@$(PYTHON) -m pip install -q --disable-pip-version-check -r Tests/Acceptance/requirements.txt
 	@touch $@
+
+run: deps db ## Install what is missing and start the local database (the relay server comes with `whereabot serve`)
+	@echo "run: the database is up at postgresql://postgres:postgres@127.0.0.1:54322/postgres"
+	@echo "run: the relay's own server (whereabot serve) is not built yet; see README.md (Status)"
 
 db: ## Create and start the local PostgreSQL on 127.0.0.1:54322 with the Supabase shim and migrations
 	@scripts/db.sh start >/dev/null
