@@ -6,6 +6,9 @@
 
 create schema if not exists private;
 revoke all on schema private from public, anon;
+-- Signed-in users may reach the few functions granted to them by name (those behind the
+-- public API and the RLS policies); every other function here is closed to them.
+grant usage on schema private to authenticated;
 comment on schema private is
   'Helpers and security-definer functions behind the public API; never exposed by PostgREST.';
 

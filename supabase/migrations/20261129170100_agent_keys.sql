@@ -73,7 +73,6 @@ $$;
 comment on function private.create_agent_key(text) is
   'Creates an agent key for the calling user session and returns its plaintext; only the hash is stored.';
 revoke execute on function private.create_agent_key(text) from public, anon;
-grant usage on schema private to authenticated;
 grant execute on function private.create_agent_key(text) to authenticated;
 
 create or replace function public.create_agent_key(name text)

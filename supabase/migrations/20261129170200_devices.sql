@@ -56,6 +56,25 @@ create trigger devices_per_user_limit
   for each row execute function private.enforce_per_user_limit('user_id', '50');
 
 -- -----------------------------------------------------------------------------
+-- private.is_own_device(device): for policies of tables that point at a device
+-- -----------------------------------------------------------------------------
+-- Security invoker: it sees devices through RLS, so it is true only for the caller's own
+-- devices. A null device (not tied to one) counts as own.
+create or replace function private.is_own_device(p_device uuid)
+returns boolean
+language sql
+stable
+set search_path = ''
+as $$
+  select p_device is null
+      or exists (select from public.devices d where d.id = p_device and d.user_id = (select auth.uid()))
+$$;
+comment on function private.is_own_device(uuid) is
+  'True when DEVICE is null or one of the calling user''s devices; used by RLS policies.';
+revoke execute on function private.is_own_device(uuid) from public, anon;
+grant execute on function private.is_own_device(uuid) to authenticated;
+
+-- -----------------------------------------------------------------------------
 -- whereabot_device {device, event: revoked}: the instance holding the socket closes it
 -- -----------------------------------------------------------------------------
 create or replace function private.notify_device_revoked()

@@ -33,9 +33,7 @@ create policy "Users can add push tokens for their own devices from their own se
   with check (
     user_id = (select auth.uid())
     and (select auth.jwt() ->> 'client_id') is null
-    and (device_id is null
-         or exists (select from public.devices d
-                    where d.id = device_id and d.user_id = (select auth.uid()))));
+    and private.is_own_device(device_id));
 
 drop policy if exists "Users can update their own push tokens from their own session" on public.push_tokens;
 create policy "Users can update their own push tokens from their own session"
@@ -43,9 +41,7 @@ create policy "Users can update their own push tokens from their own session"
   using (user_id = (select auth.uid()) and (select auth.jwt() ->> 'client_id') is null)
   with check (
     user_id = (select auth.uid())
-    and (device_id is null
-         or exists (select from public.devices d
-                    where d.id = device_id and d.user_id = (select auth.uid()))));
+    and private.is_own_device(device_id));
 
 drop policy if exists "Users can delete their own push tokens from their own session" on public.push_tokens;
 create policy "Users can delete their own push tokens from their own session"

@@ -36,9 +36,7 @@ create policy "Users can add web push subscriptions from their own session"
   with check (
     user_id = (select auth.uid())
     and (select auth.jwt() ->> 'client_id') is null
-    and (device_id is null
-         or exists (select from public.devices d
-                    where d.id = device_id and d.user_id = (select auth.uid()))));
+    and private.is_own_device(device_id));
 
 drop policy if exists "Users can update their own web push subscriptions from their own session" on public.web_push_subscriptions;
 create policy "Users can update their own web push subscriptions from their own session"
@@ -46,9 +44,7 @@ create policy "Users can update their own web push subscriptions from their own 
   using (user_id = (select auth.uid()) and (select auth.jwt() ->> 'client_id') is null)
   with check (
     user_id = (select auth.uid())
-    and (device_id is null
-         or exists (select from public.devices d
-                    where d.id = device_id and d.user_id = (select auth.uid()))));
+    and private.is_own_device(device_id));
 
 drop policy if exists "Users can delete their own web push subscriptions from their own session" on public.web_push_subscriptions;
 create policy "Users can delete their own web push subscriptions from their own session"

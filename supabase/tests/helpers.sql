@@ -73,19 +73,27 @@ as $$
   from auth.users u where u.raw_user_meta_data ->> 'test_identifier' = identifier
 $$;
 
+-- Acts as PostgREST does for a request: switch role, set the verified claims.
+create or replace function tests.act_as(role_name text, claims jsonb)
+returns void
+language plpgsql
+as $$
+begin
+  perform set_config('role', role_name, true);
+  perform set_config('request.jwt.claims', coalesce(claims::text, ''), true);
+end;
+$$;
+
 -- As the user's own session (the phone app).
 create or replace function tests.authenticate_as(identifier text)
 returns void
 language plpgsql
 as $$
-declare
-  v_claims jsonb := tests.claims_for(identifier);
 begin
-  if v_claims is null then
+  if tests.get_supabase_uid(identifier) is null then
     raise exception 'tests.authenticate_as: no test user %', identifier;
   end if;
-  perform set_config('role', 'authenticated', true);
-  perform set_config('request.jwt.claims', v_claims::text, true);
+  perform tests.act_as('authenticated', tests.claims_for(identifier));
 end;
 $$;
 
@@ -95,48 +103,30 @@ create or replace function tests.authenticate_as_agent(
 returns void
 language plpgsql
 as $$
-declare
-  v_claims jsonb := tests.claims_for(identifier, client_id);
 begin
-  if v_claims is null then
+  if tests.get_supabase_uid(identifier) is null then
     raise exception 'tests.authenticate_as_agent: no test user %', identifier;
   end if;
-  perform set_config('role', 'authenticated', true);
-  perform set_config('request.jwt.claims', v_claims::text, true);
+  perform tests.act_as('authenticated', tests.claims_for(identifier, client_id));
 end;
 $$;
 
 -- As the anon key (no user).
 create or replace function tests.clear_authentication()
 returns void
-language plpgsql
-as $$
-begin
-  perform set_config('role', 'anon', true);
-  perform set_config('request.jwt.claims', '{"role": "anon"}', true);
-end;
-$$;
+language sql
+as $$ select tests.act_as('anon', '{"role": "anon"}') $$;
 
 -- As the service role key.
 create or replace function tests.authenticate_as_service_role()
 returns void
-language plpgsql
-as $$
-begin
-  perform set_config('role', 'service_role', true);
-  perform set_config('request.jwt.claims', '{"role": "service_role"}', true);
-end;
-$$;
+language sql
+as $$ select tests.act_as('service_role', '{"role": "service_role"}') $$;
 
 -- As the relay's database role (no JWT at all).
 create or replace function tests.authenticate_as_relay()
 returns void
-language plpgsql
-as $$
-begin
-  perform set_config('role', 'whereabot_relay', true);
-  perform set_config('request.jwt.claims', '', true);
-end;
-$$;
+language sql
+as $$ select tests.act_as('whereabot_relay', null) $$;
 
 grant execute on all functions in schema tests to public;
