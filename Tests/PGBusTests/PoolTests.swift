@@ -1,0 +1,57 @@
+import PGBus
+import Testing
+
+/// The pool bounds connections, queues callers, times out, and replaces broken connections.
+@Suite struct PoolTests {
+    /// 200 concurrent queries through a pool of 4 all complete, on at most 4 connections.
+    @Test func twoHundredConcurrentQueriesThroughFourConnections() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 4)
+        let results = try await withThrowingTaskGroup(of: (Int, Int32).self) { group in
+            for n in 0..<200 {
+                group.addTask {
+                    let row = try #require(try await pool.query(
+                        "select $1::int + 1, pg_backend_pid() from pg_sleep(0.005)", [n]).first)
+                    #expect(try row.decode(0, as: Int.self) == n + 1)
+                    return (n, try row.decode(1, as: Int32.self))
+                }
+            }
+            var all: [(Int, Int32)] = []
+            for try await result in group { all.append(result) }
+            return all
+        }
+        #expect(results.count == 200)
+        #expect(Set(results.map(\.1)).count <= 4)
+        let health = await pool.health
+        #expect(health.open <= 4 && health.waiting == 0)
+        await pool.shutdown()
+    }
+
+    /// With every connection leased, a caller waits up to the acquire timeout, then fails.
+    @Test func acquireTimesOutWhenEveryConnectionIsBusy() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 1, acquireTimeout: .milliseconds(200))
+        let holder = Task { try await pool.query("select pg_sleep(1)") }
+        try await Task.sleep(for: .milliseconds(100))
+        let error = await #expect(throws: PGError.self) { try await pool.query("select 1") }
+        #expect(error?.code == .poolTimeout)
+        _ = try await holder.value
+        #expect(try await pool.query("select 2").scalar(Int.self) == 2)
+        await pool.shutdown()
+    }
+
+    /// A connection whose backend was terminated is discarded; the next caller gets a new one.
+    @Test func brokenConnectionIsDiscardedAndReplaced() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 1)
+        let pid = try await pool.query("select pg_backend_pid()").scalar(Int32.self)
+        let killer = try await TestDatabase.connect()
+        try await killer.query("select pg_terminate_backend($1)", [pid])
+        await killer.close()
+        try await Task.sleep(for: .milliseconds(100))
+        await #expect(throws: PGError.self) { try await pool.query("select 1") }
+        let newPID = try await pool.query("select pg_backend_pid()").scalar(Int32.self)
+        #expect(newPID != pid)
+        #expect(await pool.health.discarded == 1)
+        await pool.shutdown()
+        let error = await #expect(throws: PGError.self) { try await pool.query("select 1") }
+        #expect(error?.code == .shutDown)
+    }
+}
