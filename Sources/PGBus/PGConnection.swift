@@ -51,23 +51,30 @@ public final class PGConnection: @unchecked Sendable {
     public static func connect(_ configuration: PGConfiguration) async throws -> PGConnection {
         let connection = PGConnection(worker: PGWorker(name: "pgbus-\(configuration.applicationName)"))
         try await connection.onWorker { connection in
-            let parameters = configuration.libpqParameters
-            let handle = withCStringArray(parameters.map(\.0)) { keys in
-                withCStringArray(parameters.map(\.1)) { values in
-                    PQconnectdbParams(keys, values, 1)
-                }
-            }
-            guard let handle else { throw PGError(.connectionFailed, detail: "out of memory") }
-            guard PQstatus(handle) == CONNECTION_OK else {
-                let error = PGSocket.connectionError(handle)
-                PQfinish(handle)
-                throw PGError(.connectionFailed, detail: error.detail)
-            }
-            PQsetnonblocking(handle, 1)
+            let handle = try PGConnection.openHandle(configuration)
             connection.handle = handle
             connection.cancelState.withLock { $0.handle = PQgetCancel(handle).map(CancelHandle.init) }
         }
         return connection
+    }
+
+    /// Opens a libpq connection in non-blocking mode (blocking the calling thread, which
+    /// is always a PGBus thread, for at most the connect timeout).
+    /// Server notices are dropped: they can quote data, and nothing here reads them.
+    static func openHandle(_ configuration: PGConfiguration) throws -> OpaquePointer {
+        let parameters = configuration.libpqParameters
+        let handle = withCStringArray(parameters.map(\.0)) { keys in
+            withCStringArray(parameters.map(\.1)) { values in PQconnectdbParams(keys, values, 1) }
+        }
+        guard let handle else { throw PGError(.connectionFailed, detail: "out of memory") }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let error = PGSocket.connectionError(handle)
+            PQfinish(handle)
+            throw PGError(.connectionFailed, detail: error.detail)
+        }
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        PQsetnonblocking(handle, 1)
+        return handle
     }
 
     /// False once the connection broke or was closed; a pool discards such connections.
