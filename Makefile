@@ -8,7 +8,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance clean
+.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,11 @@ test-db: ## pgTAP tests only, on a fresh test database (needs `make db`)
 test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
 	@scripts/db.sh reset-test
 	@scripts/test.sh acceptance
+
+bench: bench-pgbus ## Every benchmark (prints numbers, asserts nothing)
+
+bench-pgbus: deps db ## PGBus: query latency, NOTIFY round trip and throughput beside pgbench
+	@scripts/bench-pgbus.sh
 
 clean: ## Remove build output, the local cluster and the venv
 	-@scripts/db.sh stop

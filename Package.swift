@@ -24,6 +24,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL"]),
         .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "CSystem", "COpenSSL"]),
         .executableTarget(name: "whereabot", dependencies: ["Relay"]),
+        // Benchmarks (`make bench-*`): print numbers, assert nothing.
+        .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
 
         .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),

@@ -1,13 +1,31 @@
 /// PGBus: PostgreSQL over libpq for Swift concurrency.
 ///
-/// PGBus is a reusable client library: connections, parameterized queries, and
-/// LISTEN/NOTIFY as async sequences. It knows nothing of locations, phones or agents.
+/// PGBus is a reusable client library: connections, a pool, parameterized queries, and
+/// LISTEN/NOTIFY as scoped async sequences that survive reconnects. It knows nothing of
+/// locations, phones or agents.
 ///
-/// Lifecycle, concurrency and invariants are documented on each type as it lands; the
-/// invariants that hold for the whole module:
-/// - no Swift concurrency thread ever blocks on the network;
-/// - errors never carry SQL text or parameter values in their `description`;
-/// - a notification is a hint: consumers re-read their tables after a reconnect.
+/// ## Lifecycle
+/// - `PGConnection.connect(_:)` opens one connection; `close()` ends it.
+/// - `PGPool` opens up to `size` connections on demand and hands them out with
+///   `withConnection(_:)`; `shutdown()` closes them.
+/// - `PGListener.run()` keeps one dedicated LISTEN connection alive until `shutdown()` or
+///   until its task is cancelled; `listen(on:_:)` scopes a consumer.
+///
+/// ## Concurrency
+/// - Every connection has its own thread. libpq runs there in non-blocking mode, driven by
+///   poll(2); Swift tasks only await continuations, so no concurrency thread ever blocks
+///   on the network.
+/// - Statements on one connection run one at a time, in submission order.
+/// - Cancelling a task that awaits a statement sends PQcancel for that statement only; the
+///   connection stays usable.
+///
+/// ## Invariants
+/// - Errors (`PGError`) carry a stable code and the SQLSTATE; their `description` never
+///   holds SQL text, parameter values or the server's message.
+/// - Server notices are dropped, never printed: they can quote data.
+/// - A NOTIFY payload of 8000 bytes or more is refused before it reaches the server.
+/// - A notification is a hint. After any (re)connect of the listener, and whenever a
+///   consumer's buffer overflows, the consumer gets `.resync` and must re-read its tables.
 import CLibPQ
 
 /// Facts about the libpq this module was linked against.
