@@ -1,6 +1,119 @@
-/// HTTPServer: a small, strict HTTP/1.1 and WebSocket (RFC 6455) server over epoll.
+import Foundation
+import Synchronization
+
+/// A small, strict HTTP/1.1 and WebSocket server over epoll with an async handler API.
 ///
-/// HTTPServer is reusable: it knows nothing of phones, tokens or locations. SPEC §7 of the
-/// project explains why it is our own (no SwiftNIO; libwebsockets spins on pipelined bodies).
-/// SHA-1 and random bytes come from OpenSSL, base64 from Foundation.
-public enum HTTPServerModule {}
+/// HTTPServer is reusable: it knows nothing of phones, tokens or locations. One event-loop
+/// thread owns every socket; handlers run as Swift tasks and may answer whenever they are
+/// ready (long polls of minutes). A client that hangs up cancels its handler's task.
+///
+/// Lifecycle: `start()` binds and starts the loop; `run()` waits until the server has
+/// stopped; `shutdown(...)` stops accepting, closes WebSockets with a chosen code, lets
+/// handlers finish until a drain deadline, then closes the rest.
+///
+/// What it refuses (and closes): malformed requests (400), bodies without Content-Length
+/// framing (411), oversized heads (431) and bodies (413), slow heads (408); WebSocket
+/// protocol errors (1002), invalid UTF-8 (1007), oversized messages (1009), peers that
+/// stop reading (outbound queue cap) or stop answering pings.
+public final class HTTPServer: Sendable {
+    /// The address the server listens on.
+    public let host: String
+    private let requestedPort: Int
+    private let limits: HTTPServerLimits
+    private let handler: HTTPHandler
+    private let state = Mutex(State())
+
+    private struct State {
+        var loop: EventLoop?
+        var core: HTTPServerCore?
+        var port: Int?
+        var stopped = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Creates a server; nothing is bound until `start()`.
+    /// - Parameters:
+    ///   - host: an IPv4 address to listen on (`127.0.0.1`, `0.0.0.0`).
+    ///   - port: the port, or 0 for any free port (see `port`).
+    ///   - limits: the bounds to enforce.
+    ///   - handler: answers every request.
+    public init(host: String = "127.0.0.1", port: Int, limits: HTTPServerLimits = HTTPServerLimits(),
+                handler: @escaping HTTPHandler) {
+        self.host = host
+        self.requestedPort = port
+        self.limits = limits
+        self.handler = handler
+    }
+
+    /// The bound port, once started.
+    public var port: Int? { state.withLock { $0.port } }
+
+    /// Binds, listens and starts the event-loop thread.
+    /// - Returns: the bound port.
+    @discardableResult
+    public func start() throws -> Int {
+        let loop = try EventLoop()
+        let core = HTTPServerCore(loop: loop, limits: limits, handler: handler)
+        let port = try core.listen(host: host, port: requestedPort)
+        state.withLock {
+            $0.loop = loop
+            $0.core = core
+            $0.port = port
+        }
+        loop.execute { try? core.startAccepting() }
+        let thread = Thread { [self] in
+            loop.run()
+            finished()
+        }
+        thread.name = "http-loop"
+        thread.start()
+        return port
+    }
+
+    /// Waits until the server has stopped (after `shutdown`).
+    public func run() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.stopped || state.loop == nil { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    /// Graceful shutdown: stop accepting, send every WebSocket a close frame with `code` and
+    /// `reason`, let running handlers finish for up to `drainTimeout`, then close every
+    /// connection; returns when the server has stopped.
+    public func shutdown(drainTimeout: Duration = .seconds(10),
+                         webSocketCloseCode: UInt16 = WebSocketCloseCode.goingAway,
+                         reason: String = "") async {
+        guard let (loop, core) = state.withLock({ state in state.loop.flatMap { loop in state.core.map { (loop, $0) } } }) else {
+            return
+        }
+        let deadline = ContinuousClock.now + drainTimeout
+        loop.execute {
+            core.shutdown(deadline: deadline, code: webSocketCloseCode, reason: reason) {}
+        }
+        await run()
+    }
+
+    /// Counts for metrics: open connections and open WebSockets (a snapshot).
+    public func connectionCounts() async -> (connections: Int, webSockets: Int) {
+        guard let (loop, core) = state.withLock({ state in state.loop.flatMap { loop in state.core.map { (loop, $0) } } }) else {
+            return (0, 0)
+        }
+        return await withCheckedContinuation { continuation in
+            loop.execute { continuation.resume(returning: (core.connectionCount, core.webSocketCount)) }
+        }
+    }
+
+    private func finished() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.stopped = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+}

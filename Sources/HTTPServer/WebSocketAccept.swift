@@ -17,4 +17,23 @@ public enum WebSocketAccept {
         }
         return Data(digest).base64EncodedString()
     }
+
+    /// Whether `key` is base64 of 16 bytes, as RFC 6455 requires.
+    public static func isValidKey(_ key: String) -> Bool {
+        Data(base64Encoded: key)?.count == 16
+    }
+
+    /// A fresh random key for a client's handshake (16 random bytes from OpenSSL).
+    public static func randomKey() -> String {
+        Data(RandomBytes.make(16)).base64EncodedString()
+    }
+}
+
+/// Random bytes from OpenSSL's CSPRNG.
+enum RandomBytes {
+    static func make(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        precondition(RAND_bytes(&bytes, Int32(count)) == 1, "RAND_bytes failed")
+        return bytes
+    }
 }

@@ -1,0 +1,122 @@
+import CSystem
+import Glibc
+import Synchronization
+
+/// One epoll thread: it owns every socket registered with it and runs jobs submitted from
+/// any thread (woken through an eventfd, never by polling).
+///
+/// Everything registered with the loop is touched only on its thread; other threads reach
+/// it through `execute(_:)`.
+final class EventLoop: @unchecked Sendable {
+    /// Something that owns a descriptor and reacts to its readiness.
+    protocol Handler: AnyObject {
+        /// Called on the loop thread with the epoll event bits.
+        func handle(events: UInt32)
+    }
+
+    private let epoll: Int32
+    private let wake: Int32
+    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private var handlers: [UInt64: Handler] = [:]
+    private var nextToken: UInt64 = 1
+    private var stopped = false
+    /// Called on the loop thread about every `tickInterval` (timeouts, keep-alives).
+    var onTick: (() -> Void)?
+    /// How often `onTick` runs.
+    let tickInterval: Duration = .milliseconds(250)
+
+    private static let wakeToken: UInt64 = 0
+
+    init() throws {
+        epoll = wb_epoll_create()
+        wake = wb_eventfd_create()
+        guard epoll >= 0, wake >= 0 else { throw HTTPServerError.system("epoll/eventfd", errno) }
+        guard wb_epoll_add(epoll, wake, WB_EPOLLIN, Self.wakeToken) == 0 else {
+            throw HTTPServerError.system("epoll_ctl", errno)
+        }
+    }
+
+    deinit {
+        close(epoll)
+        close(wake)
+    }
+
+    /// Runs `job` on the loop thread soon (from any thread).
+    func execute(_ job: @escaping @Sendable () -> Void) {
+        jobs.withLock { $0.append(job) }
+        _ = wb_eventfd_signal(wake)
+    }
+
+    /// Registers `fd` for `events`; loop thread only. Returns the token for changes.
+    func register(_ fd: Int32, events: UInt32, handler: Handler) throws -> UInt64 {
+        let token = nextToken
+        nextToken += 1
+        guard wb_epoll_add(epoll, fd, events, token) == 0 else { throw HTTPServerError.system("epoll_ctl add", errno) }
+        handlers[token] = handler
+        return token
+    }
+
+    /// Changes the events watched for `fd`; loop thread only.
+    func modify(_ fd: Int32, token: UInt64, events: UInt32) {
+        _ = wb_epoll_modify(epoll, fd, events, token)
+    }
+
+    /// Stops watching `fd` (call before closing it); loop thread only.
+    func deregister(_ fd: Int32, token: UInt64) {
+        _ = wb_epoll_remove(epoll, fd)
+        handlers[token] = nil
+    }
+
+    /// Ends `run()` after the current iteration; loop thread only.
+    func stop() { stopped = true }
+
+    /// The loop; returns after `stop()`.
+    func run() {
+        var events = [wb_event](repeating: wb_event(), count: 256)
+        let tickMilliseconds = Int32(tickInterval.components.attoseconds / 1_000_000_000_000_000)
+        var nextTick = ContinuousClock.now + tickInterval
+        while !stopped {
+            let count = wb_epoll_wait(epoll, &events, Int32(events.count), tickMilliseconds)
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let event = events[index]
+                    if event.token == Self.wakeToken {
+                        _ = wb_eventfd_drain(wake)
+                    } else {
+                        handlers[event.token]?.handle(events: event.events)
+                    }
+                }
+            }
+            runJobs()
+            let now = ContinuousClock.now
+            if now >= nextTick {
+                nextTick = now + tickInterval
+                onTick?()
+            }
+        }
+        runJobs()
+    }
+
+    private func runJobs() {
+        while true {
+            let batch = jobs.withLock { jobs -> [@Sendable () -> Void] in
+                defer { jobs.removeAll(keepingCapacity: true) }
+                return jobs
+            }
+            if batch.isEmpty { return }
+            for job in batch { job() }
+        }
+    }
+}
+
+/// Failures of the server itself (binding, system calls), never of a client.
+public enum HTTPServerError: Error, CustomStringConvertible {
+    /// A system call failed with errno.
+    case system(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}

@@ -1,0 +1,354 @@
+import CSystem
+import Glibc
+
+/// One client connection, confined to the event loop's thread: HTTP/1.1 with pipelining
+/// answered in order, then possibly a WebSocket.
+///
+/// Handler calls run as tasks owned by the connection; a client that hangs up cancels
+/// them. Every timeout is checked by `tick(now:)`.
+final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
+    private enum Mode {
+        /// HTTP; `inFlight` is the handler task of the request being answered.
+        case http(inFlight: Task<Void, Never>?)
+        /// WebSocket after a 101.
+        case webSocket(WebSocketSession)
+        /// Closed; nothing more happens.
+        case closed
+    }
+
+    /// Items waiting to be answered, in order.
+    private enum Pending {
+        case request(HTTPRequest)
+        case failure(status: Int)
+    }
+
+    let fd: Int32
+    private(set) var token: UInt64 = 0
+    private unowned let server: HTTPServerCore
+    private var mode = Mode.http(inFlight: nil)
+    private var parser: HTTPRequestParser
+    private var pending: [Pending] = []
+    private var readingPaused = false
+    private var outbound = OutboundQueue()
+    private var closeAfterFlush = false
+    private var watchingWrites = false
+    private var lastActivity: ContinuousClock.Instant
+    private var requestStartedAt: ContinuousClock.Instant?
+    /// Set during graceful shutdown: finish the request in flight, then close.
+    private var draining = false
+    /// Whether this connection was upgraded (for the server's WebSocket count).
+    var wasWebSocket = false
+
+    var serverCore: HTTPServerCore { server }
+
+    /// The WebSocket side, once upgraded and until closed.
+    var webSocketSession: WebSocketSession? {
+        if case .webSocket(let session) = mode { session } else { nil }
+    }
+
+    init(fd: Int32, server: HTTPServerCore, now: ContinuousClock.Instant) {
+        self.fd = fd
+        self.server = server
+        self.parser = HTTPRequestParser(limits: server.limits)
+        self.lastActivity = now
+    }
+
+    func register() throws {
+        token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, handler: self)
+    }
+
+    var isClosed: Bool { if case .closed = mode { true } else { false } }
+
+    // MARK: - Events
+
+    func handle(events: UInt32) {
+        if events & WB_EPOLLOUT != 0 { flush() }
+        if isClosed { return }
+        if events & (WB_EPOLLIN | WB_EPOLLHUP | WB_EPOLLERR | WB_EPOLLRDHUP) != 0 { readAvailable() }
+    }
+
+    private func readAvailable() {
+        let count = server.scratch.withUnsafeMutableBytes { buffer in
+            read(fd, buffer.baseAddress, buffer.count)
+        }
+        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        if count <= 0 {
+            peerClosed()
+            return
+        }
+        lastActivity = server.now
+        server.scratch.withUnsafeBytes { buffer in
+            let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
+            switch mode {
+            case .http:
+                parser.append(bytes)
+                if requestStartedAt == nil { requestStartedAt = server.now }
+                parseRequests()
+            case .webSocket(let session):
+                session.received(bytes)
+            case .closed:
+                break
+            }
+        }
+    }
+
+    private func parseRequests() {
+        while !readingPaused, let event = parser.next() {
+            switch event {
+            case .request(let request):
+                pending.append(.request(request))
+                requestStartedAt = parser.isMidRequest ? server.now : nil
+                // A WebSocket upgrade's following bytes are frames, not requests.
+                if request.isWebSocketUpgrade { pauseReading() }
+            case .expectContinue:
+                send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+            case .failure(let status):
+                pending.append(.failure(status: status))
+                requestStartedAt = nil
+                pauseReading()
+            }
+        }
+        // Bound pipelining: stop reading while many requests wait.
+        if pending.count > 16 { pauseReading() }
+        dispatchNext()
+    }
+
+    private func pauseReading() {
+        guard !readingPaused else { return }
+        readingPaused = true
+        updateInterest()
+    }
+
+    private func resumeReading() {
+        guard readingPaused, case .http = mode, !closeAfterFlush else { return }
+        readingPaused = false
+        updateInterest()
+        parseRequests()
+    }
+
+    /// Starts the handler for the oldest waiting request, if none is in flight.
+    private func dispatchNext() {
+        guard case .http(let inFlight) = mode, inFlight == nil, !closeAfterFlush, !pending.isEmpty else { return }
+        switch pending.removeFirst() {
+        case .failure(let status):
+            respond(HTTPResponse.text(status, HTTPResponse.reasonPhrase(status)), keepAlive: false)
+        case .request(let request):
+            let handler = server.handler
+            let loop = server.loop
+            let task = Task { [self] in
+                let response = await handler(request)
+                loop.execute { self.complete(request, response) }
+            }
+            mode = .http(inFlight: task)
+        }
+    }
+
+    /// The handler answered (loop thread).
+    private func complete(_ request: HTTPRequest, _ response: HTTPResponse) {
+        guard case .http = mode else { return }
+        mode = .http(inFlight: nil)
+        if let webSocketHandler = response.webSocket {
+            guard request.isWebSocketUpgrade, !draining else {
+                respond(.text(400, "Bad Request"), keepAlive: false)
+                return
+            }
+            upgrade(request, response, webSocketHandler)
+            return
+        }
+        if request.method == "HEAD" {
+            var response = response
+            response.headers.set("Content-Length", String(response.body.count))
+            response.body = []
+            respond(response, keepAlive: request.keepAlive && !draining, contentLengthSet: true)
+        } else {
+            respond(response, keepAlive: request.keepAlive && !draining)
+        }
+        if !closeAfterFlush {
+            if pending.count <= 16 { resumeReading() }
+            dispatchNext()
+        }
+    }
+
+    private func respond(_ response: HTTPResponse, keepAlive: Bool, contentLengthSet: Bool = false) {
+        var head = "HTTP/1.1 \(response.status) \(response.reason ?? HTTPResponse.reasonPhrase(response.status))\r\n"
+        for (name, value) in response.headers
+        where !name.caseInsensitiveEquals("Content-Length") && !name.caseInsensitiveEquals("Connection") {
+            head += "\(name): \(value)\r\n"
+        }
+        if contentLengthSet, let length = response.headers["Content-Length"] {
+            head += "Content-Length: \(length)\r\n"
+        } else if response.status >= 200 && response.status != 204 && response.status != 304 {
+            head += "Content-Length: \(response.body.count)\r\n"
+        }
+        if !keepAlive { head += "Connection: close\r\n" }
+        head += "\r\n"
+        var bytes = Array(head.utf8)
+        bytes.append(contentsOf: response.body)
+        send(bytes)
+        lastActivity = server.now
+        if !keepAlive { closeAfterFlush = true; if outbound.isEmpty { close() } }
+    }
+
+    private func upgrade(_ request: HTTPRequest, _ response: HTTPResponse,
+                         _ handler: @escaping @Sendable (WebSocket) async -> Void) {
+        var head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        head += "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: request.headers["Sec-WebSocket-Key"] ?? ""))\r\n"
+        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
+        send(Array((head + "\r\n").utf8))
+        let session = WebSocketSession(connection: self, request: request, limits: server.limits, now: server.now)
+        mode = .webSocket(session)
+        pending.removeAll()
+        readingPaused = false
+        updateInterest()
+        server.webSocketOpened(self)
+        let leftover = parser.takeRemainingBytes()
+        session.start(handler: handler)
+        if !leftover.isEmpty { leftover.withUnsafeBytes { session.received($0) } }
+    }
+
+    private func peerClosed() {
+        switch mode {
+        case .http(let inFlight):
+            inFlight?.cancel()
+        case .webSocket(let session):
+            session.transportClosed()
+        case .closed:
+            break
+        }
+        close()
+    }
+
+    // MARK: - Output
+
+    /// Queues bytes and writes what the socket takes now.
+    func send(_ bytes: [UInt8]) {
+        guard !isClosed else { return }
+        outbound.append(bytes)
+        if outbound.count > server.limits.maxOutboundBytesPerConnection {
+            // A peer that does not read: stop spending memory on it.
+            if case .webSocket(let session) = mode { session.transportClosed(code: WebSocketCloseCode.policyViolation) }
+            close()
+            return
+        }
+        flush()
+    }
+
+    private func flush() {
+        while let chunk = outbound.front {
+            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EAGAIN || errno == EINTR { break }
+                peerClosed()
+                return
+            }
+            outbound.consume(written)
+        }
+        if outbound.isEmpty && closeAfterFlush {
+            close()
+            return
+        }
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        guard !isClosed else { return }
+        let wantWrites = !outbound.isEmpty
+        var events = WB_EPOLLRDHUP
+        if !readingPaused { events |= WB_EPOLLIN }
+        if wantWrites { events |= WB_EPOLLOUT }
+        server.loop.modify(fd, token: token, events: events)
+        watchingWrites = wantWrites
+    }
+
+    /// Sends what is queued, then closes.
+    func closeWhenFlushed() {
+        closeAfterFlush = true
+        if outbound.isEmpty { close() } else { updateInterest() }
+    }
+
+    /// Closes the socket now; an in-flight handler is cancelled.
+    func close() {
+        if case .http(let inFlight) = mode { inFlight?.cancel() }
+        if case .webSocket(let session) = mode { session.transportClosed() }
+        guard !isClosed else { return }
+        mode = .closed
+        server.loop.deregister(fd, token: token)
+        Glibc.close(fd)
+        outbound = OutboundQueue()
+        server.connectionClosed(self)
+    }
+
+    // MARK: - Timeouts and shutdown
+
+    /// Enforces the header-read and idle timeouts and the WebSocket keep-alive.
+    func tick(now: ContinuousClock.Instant) {
+        switch mode {
+        case .http(let inFlight):
+            if let started = requestStartedAt, inFlight == nil, now - started > server.limits.headerReadTimeout {
+                respond(.text(408, "Request Timeout"), keepAlive: false)
+            } else if inFlight == nil, pending.isEmpty, !parser.isMidRequest,
+                      now - lastActivity > server.limits.idleTimeout {
+                close()
+            }
+        case .webSocket(let session):
+            session.tick(now: now)
+        case .closed:
+            break
+        }
+    }
+
+    /// Graceful shutdown: idle HTTP connections close now, busy ones after their response;
+    /// WebSockets get a close frame with `code` and `reason`.
+    func drain(code: UInt16, reason: String) {
+        draining = true
+        switch mode {
+        case .http(let inFlight):
+            pending.removeAll()
+            if inFlight == nil { closeWhenFlushed() }
+        case .webSocket(let session):
+            session.close(code: code, reason: reason)
+        case .closed:
+            break
+        }
+    }
+
+    /// Whether a handler is still running (graceful shutdown waits for these).
+    var isBusy: Bool {
+        switch mode {
+        case .http(let inFlight): inFlight != nil
+        case .webSocket: true
+        case .closed: false
+        }
+    }
+}
+
+/// Bytes waiting to be written, as a queue of chunks.
+struct OutboundQueue {
+    private var chunks: [[UInt8]] = []
+    private var head = 0
+    private var offset = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ bytes: [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        chunks.append(bytes)
+        count += bytes.count
+    }
+
+    /// The unwritten part of the first chunk.
+    var front: ArraySlice<UInt8>? {
+        head < chunks.count ? chunks[head][offset...] : nil
+    }
+
+    mutating func consume(_ written: Int) {
+        count -= written
+        offset += written
+        if offset == chunks[head].count {
+            head += 1
+            offset = 0
+            if head == chunks.count { chunks.removeAll(); head = 0 }
+        }
+    }
+}

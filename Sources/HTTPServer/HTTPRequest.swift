@@ -1,0 +1,89 @@
+/// One HTTP request as the handler sees it: the body is complete (Content-Length only).
+public struct HTTPRequest: Sendable {
+    /// The method, as sent (`GET`, `POST`, ...).
+    public let method: String
+    /// The request target as sent, path and query (`/v1/locate?timeout_secs=5`).
+    public let target: String
+    /// The HTTP version, `1.1` or `1.0`.
+    public let version: HTTPVersion
+    /// The header fields.
+    public let headers: HTTPHeaders
+    /// The body bytes (empty without Content-Length).
+    public let body: [UInt8]
+
+    /// The path, without the query.
+    public var path: Substring {
+        target.firstIndex(of: "?").map { target[..<$0] } ?? Substring(target)
+    }
+
+    /// The raw query string after `?`, or nil.
+    public var query: Substring? {
+        target.firstIndex(of: "?").map { target[target.index(after: $0)...] }
+    }
+
+    /// Query items, percent-decoded (`+` is a space); nil values for items without `=`.
+    public var queryItems: [(name: String, value: String?)] {
+        guard let query, !query.isEmpty else { return [] }
+        return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
+            if let equals = item.firstIndex(of: "=") {
+                return (name: percentDecoded(item[..<equals]), value: percentDecoded(item[item.index(after: equals)...]))
+            }
+            return (name: percentDecoded(item), value: nil)
+        }
+    }
+
+    /// The first value of query item `name`.
+    public func queryItem(_ name: String) -> String? {
+        queryItems.first { $0.name == name }?.value ?? nil
+    }
+
+    /// Whether this is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1).
+    public var isWebSocketUpgrade: Bool {
+        method == "GET" && version == .http11
+            && headers.contains("Upgrade", token: "websocket")
+            && headers.contains("Connection", token: "upgrade")
+            && headers["Sec-WebSocket-Version"] == "13"
+            && headers["Sec-WebSocket-Key"].map(WebSocketAccept.isValidKey) == true
+    }
+
+    /// Whether the connection stays open after the response (HTTP/1.1 default unless
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+    public var keepAlive: Bool {
+        switch version {
+        case .http11: !headers.contains("Connection", token: "close")
+        case .http10: headers.contains("Connection", token: "keep-alive")
+        }
+    }
+}
+
+/// The HTTP versions this server speaks.
+public enum HTTPVersion: Sendable, Equatable {
+    /// HTTP/1.0.
+    case http10
+    /// HTTP/1.1.
+    case http11
+}
+
+private func percentDecoded(_ text: Substring) -> String {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(text.utf8.count)
+    var iterator = text.utf8.makeIterator()
+    func hex(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 65...70: c - 55
+        case 97...102: c - 87
+        default: nil
+        }
+    }
+    while let c = iterator.next() {
+        if c == UInt8(ascii: "+") {
+            bytes.append(UInt8(ascii: " "))
+        } else if c == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(), let high = hex(h), let low = hex(l) {
+            bytes.append(high << 4 | low)
+        } else {
+            bytes.append(c)
+        }
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

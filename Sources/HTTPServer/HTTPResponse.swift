@@ -1,0 +1,82 @@
+/// What a handler answers: a plain response, or acceptance of a WebSocket upgrade.
+public struct HTTPResponse: Sendable {
+    /// The status code.
+    public var status: Int
+    /// The reason phrase; the standard one when nil.
+    public var reason: String?
+    /// Header fields; `Content-Length` and `Connection` are set by the server.
+    public var headers: HTTPHeaders
+    /// The body.
+    public var body: [UInt8]
+    /// When set, the server answers 101 and runs this with the WebSocket.
+    let webSocket: (@Sendable (WebSocket) async -> Void)?
+
+    /// A response with a body.
+    public init(status: Int, reason: String? = nil, headers: HTTPHeaders = [:], body: [UInt8] = []) {
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.body = body
+        self.webSocket = nil
+    }
+
+    /// A response with a text body (`Content-Type: text/plain; charset=utf-8` unless set).
+    public static func text(_ status: Int, _ text: String, headers: HTTPHeaders = [:]) -> HTTPResponse {
+        var headers = headers
+        if headers["Content-Type"] == nil { headers.add("Content-Type", "text/plain; charset=utf-8") }
+        return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+    }
+
+    /// Accepts a WebSocket upgrade: the server answers 101 Switching Protocols and runs
+    /// `handler` with the socket; the connection closes when `handler` returns (1000) unless
+    /// it closed it already. Only valid for a request whose `isWebSocketUpgrade` is true.
+    public static func webSocket(headers: HTTPHeaders = [:],
+                                 _ handler: @escaping @Sendable (WebSocket) async -> Void) -> HTTPResponse {
+        HTTPResponse(status: 101, headers: headers, webSocket: handler)
+    }
+
+    private init(status: Int, headers: HTTPHeaders, webSocket: @escaping @Sendable (WebSocket) async -> Void) {
+        self.status = status
+        self.reason = nil
+        self.headers = headers
+        self.body = []
+        self.webSocket = webSocket
+    }
+
+    /// The standard reason phrase of a status code.
+    public static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 100: "Continue"
+        case 101: "Switching Protocols"
+        case 200: "OK"
+        case 201: "Created"
+        case 202: "Accepted"
+        case 204: "No Content"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 409: "Conflict"
+        case 410: "Gone"
+        case 411: "Length Required"
+        case 413: "Content Too Large"
+        case 415: "Unsupported Media Type"
+        case 422: "Unprocessable Content"
+        case 424: "Failed Dependency"
+        case 426: "Upgrade Required"
+        case 429: "Too Many Requests"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 501: "Not Implemented"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        default: "Status \(status)"
+        }
+    }
+}
+
+/// The request handler: called for every request, on any task; may take minutes.
+public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse

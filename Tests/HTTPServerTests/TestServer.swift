@@ -1,0 +1,57 @@
+import Foundation
+import HTTPServer
+import Synchronization
+
+/// An in-process server for conformance tests, with a few routes.
+final class TestServer: Sendable {
+    let server: HTTPServer
+    let port: Int
+
+    init(limits: HTTPServerLimits = HTTPServerLimits()) throws {
+        let box = CounterBox()
+        server = HTTPServer(port: 0, limits: limits) { request in
+            box.handled.add(1, ordering: .relaxed)
+            switch request.path {
+            case "/echo":
+                return HTTPResponse(status: 200, body: request.body)
+            case "/sleep":
+                let ms = Int(request.queryItem("ms") ?? "0") ?? 0
+                do {
+                    try await Task.sleep(for: .milliseconds(ms))
+                } catch {
+                    box.cancelled.add(1, ordering: .relaxed)
+                    return .text(499, "cancelled")
+                }
+                return .text(200, "slept \(ms)")
+            case "/ws":
+                guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
+                return .webSocket { socket in
+                    for await message in socket.messages {
+                        switch message {
+                        case .text(let text) where text.hasPrefix("close "):
+                            let parts = text.split(separator: " ", maxSplits: 2)
+                            socket.close(code: UInt16(parts[1]) ?? 1000, reason: parts.count > 2 ? String(parts[2]) : "")
+                        case .text(let text): socket.send(text)
+                        case .binary(let bytes): socket.send(binary: bytes)
+                        }
+                    }
+                }
+            default:
+                return .text(200, "\(request.method) \(request.target)")
+            }
+        }
+        port = try server.start()
+        self.box = box
+    }
+
+    let box: CounterBox
+
+    final class CounterBox: Sendable {
+        let handled = Atomic<Int>(0)
+        let cancelled = Atomic<Int>(0)
+    }
+
+    func stop() async {
+        await server.shutdown(drainTimeout: .seconds(1))
+    }
+}
