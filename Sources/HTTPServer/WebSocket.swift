@@ -43,6 +43,9 @@ public final class WebSocket: Sendable {
     /// How the connection closed: the code received or sent (1006 when the TCP connection
     /// ended without a close frame), nil while open.
     public var closeCode: UInt16? { inbox.closeCode }
+
+    /// The reason that came with `closeCode`.
+    public var closeReason: String { inbox.closeReason }
 }
 
 /// A text or binary WebSocket message.
@@ -73,6 +76,7 @@ final class MessageInbox: Sendable {
         var messages: [WebSocketMessage] = []
         var waiter: CheckedContinuation<WebSocketMessage?, Never>?
         var closeCode: UInt16?
+        var closeReason = ""
         var finished = false
     }
 
@@ -92,10 +96,13 @@ final class MessageInbox: Sendable {
         waiter?.resume(returning: message)
     }
 
-    /// Ends the sequence with the close code (loop thread).
-    func finish(code: UInt16) {
+    /// Ends the sequence with the close code and reason (the first one given wins).
+    func finish(code: UInt16, reason: String = "") {
         let waiter = state.withLock { state -> CheckedContinuation<WebSocketMessage?, Never>? in
-            if state.closeCode == nil { state.closeCode = code }
+            if state.closeCode == nil {
+                state.closeCode = code
+                state.closeReason = reason
+            }
             state.finished = true
             defer { state.waiter = nil }
             return state.waiter
@@ -104,6 +111,7 @@ final class MessageInbox: Sendable {
     }
 
     var closeCode: UInt16? { state.withLock { $0.closeCode } }
+    var closeReason: String { state.withLock { $0.closeReason } }
 
     func next() async -> WebSocketMessage? {
         await withTaskCancellationHandler {

@@ -64,10 +64,10 @@ final class WebSocketSession: @unchecked Sendable {
                     // Echo the peer's code, then close the TCP connection once sent.
                     let echo = code ?? WebSocketCloseCode.normal
                     connection.send(WebSocketFrameEncoder.close(code: echo, reason: reason))
-                    finish(code: code ?? 1005)
+                    finish(code: code ?? 1005, reason: reason)
                     connection.closeWhenFlushed()
                 case .closing:
-                    finish(code: code ?? 1005)
+                    finish(code: code ?? 1005, reason: reason)
                     connection.closeWhenFlushed()
                 case .closed:
                     break
@@ -91,7 +91,7 @@ final class WebSocketSession: @unchecked Sendable {
         guard case .open = state else { return }
         connection.send(WebSocketFrameEncoder.close(code: code, reason: reason))
         state = .closing(since: connection.now)
-        socket.inbox.finish(code: code)
+        socket.inbox.finish(code: code, reason: reason)
     }
 
     /// The TCP connection ended (or is being dropped).
@@ -100,9 +100,9 @@ final class WebSocketSession: @unchecked Sendable {
         finish(code: code)
     }
 
-    private func finish(code: UInt16) {
+    private func finish(code: UInt16, reason: String = "") {
         state = .closed
-        socket.inbox.finish(code: code)
+        socket.inbox.finish(code: code, reason: reason)
     }
 
     /// Keep-alive pings, dead-peer detection, and the close-handshake timeout.

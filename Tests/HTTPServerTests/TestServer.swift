@@ -23,6 +23,8 @@ final class TestServer: Sendable {
                     return .text(499, "cancelled")
                 }
                 return .text(200, "slept \(ms)")
+            case "/ws-deny":
+                return .text(401, "no", headers: ["WWW-Authenticate": "Bearer realm=\"test\""])
             case "/ws":
                 guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
                 return .webSocket { socket in
