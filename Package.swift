@@ -26,6 +26,8 @@ let package = Package(
         .executableTarget(name: "whereabot", dependencies: ["Relay"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
+        // Also the server that acceptance tests drive with outside clients.
+        .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
         .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),

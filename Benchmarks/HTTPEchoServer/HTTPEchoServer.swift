@@ -1,0 +1,84 @@
+import Dispatch
+import Foundation
+import Glibc
+import HTTPServer
+import Synchronization
+
+/// A small server over HTTPServer for acceptance tests with outside clients (Python
+/// `websockets`, curl) and for `make bench-http` (wrk, memory per idle WebSocket).
+///
+/// Routes: any plain request → 200 "ok"; POST /echo echoes the body; /ws echoes messages
+/// ("close CODE REASON" makes the server close); /ws/push registers the socket and
+/// POST /push?text=T sends T to every registered socket from the request's task; /ws/idle
+/// only holds the socket; /ws/deny answers 401 before the upgrade. SIGTERM: shut down,
+/// closing WebSockets with 1012 "restart". Environment: PORT (0 = any; the port is
+/// printed), PING_INTERVAL_MS, PONG_TIMEOUT_MS.
+@main
+struct HTTPEchoServer {
+    final class Registry: Sendable {
+        let sockets = Mutex<[ObjectIdentifier: WebSocket]>([:])
+    }
+
+    static func main() async throws {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        limit.rlim_cur = limit.rlim_max
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+        let environment = ProcessInfo.processInfo.environment
+        var limits = HTTPServerLimits()
+        if let ms = environment["PING_INTERVAL_MS"].flatMap(Int.init) { limits.webSocketPingInterval = .milliseconds(ms) }
+        if let ms = environment["PONG_TIMEOUT_MS"].flatMap(Int.init) { limits.webSocketPongTimeout = .milliseconds(ms) }
+        let registry = Registry()
+
+        let server = HTTPServer(host: "127.0.0.1", port: Int(environment["PORT"] ?? "0") ?? 0, limits: limits) { request in
+            switch request.path {
+            case "/echo":
+                return HTTPResponse(status: 200, body: request.body)
+            case "/push":
+                let text = request.queryItem("text") ?? ""
+                let sockets = registry.sockets.withLock { Array($0.values) }
+                for socket in sockets { socket.send(text) }
+                return .text(200, String(sockets.count))
+            case "/ws/deny":
+                return .text(401, "Missing, unknown, expired or revoked credential.",
+                             headers: ["WWW-Authenticate": "Bearer realm=\"echo\""])
+            case "/ws", "/ws/push", "/ws/idle":
+                guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
+                let path = String(request.path)
+                return .webSocket { socket in
+                    if path == "/ws/push" { registry.sockets.withLock { $0[ObjectIdentifier(socket)] = socket } }
+                    defer { if path == "/ws/push" { registry.sockets.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(socket)) } } }
+                    for await message in socket.messages where path == "/ws" {
+                        switch message {
+                        case .text(let text) where text.hasPrefix("close "):
+                            let parts = text.split(separator: " ", maxSplits: 2)
+                            socket.close(code: UInt16(parts[1]) ?? 1000, reason: parts.count > 2 ? String(parts[2]) : "")
+                        case .text(let text): socket.send(text)
+                        case .binary(let bytes): socket.send(binary: bytes)
+                        }
+                    }
+                }
+            default:
+                return .text(200, "ok")
+            }
+        }
+        let port = try server.start()
+        FileHandle.standardOutput.write(Data("listening on \(port)\n".utf8))
+
+        let termination = onSignal(SIGTERM) {
+            Task { await server.shutdown(drainTimeout: .seconds(5), webSocketCloseCode: 1012, reason: "restart") }
+        }
+        await server.run()
+        termination.cancel()
+    }
+
+    /// Runs `action` on a dispatch queue when `signal` arrives (not on the main actor).
+    nonisolated static func onSignal(_ number: Int32, _ action: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler(handler: action)
+        source.resume()
+        return source
+    }
+}
