@@ -19,6 +19,13 @@ struct HTTPEchoServer {
         let sockets = Mutex<[ObjectIdentifier: WebSocket]>([:])
     }
 
+    /// /ws/idle: holds the socket with no task at all (the delegate API).
+    final class IdleDelegate: WebSocketDelegate {
+        func webSocketDidOpen(_ socket: WebSocket) {}
+        func webSocket(_ socket: WebSocket, didReceive message: WebSocketMessage) {}
+        func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {}
+    }
+
     static func main() async throws {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -30,6 +37,7 @@ struct HTTPEchoServer {
         if let ms = environment["PING_INTERVAL_MS"].flatMap(Int.init) { limits.webSocketPingInterval = .milliseconds(ms) }
         if let ms = environment["PONG_TIMEOUT_MS"].flatMap(Int.init) { limits.webSocketPongTimeout = .milliseconds(ms) }
         let registry = Registry()
+        let idle = IdleDelegate()
 
         let server = HTTPServer(host: "127.0.0.1", port: Int(environment["PORT"] ?? "0") ?? 0, limits: limits) { request in
             switch request.path {
@@ -43,7 +51,10 @@ struct HTTPEchoServer {
             case "/ws/deny":
                 return .text(401, "Missing, unknown, expired or revoked credential.",
                              headers: ["WWW-Authenticate": "Bearer realm=\"echo\""])
-            case "/ws", "/ws/push", "/ws/idle":
+            case "/ws/idle":
+                guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
+                return .webSocket(delegate: idle)
+            case "/ws", "/ws/push":
                 guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
                 let path = String(request.path)
                 return .webSocket { socket in

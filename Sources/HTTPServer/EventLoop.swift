@@ -6,19 +6,15 @@ import Synchronization
 /// any thread (woken through an eventfd, never by polling).
 ///
 /// Everything registered with the loop is touched only on its thread; other threads reach
-/// it through `execute(_:)`.
+/// it through `execute(_:)`. Readiness goes to one `onEvent` callback with the token given
+/// at registration, so the owner keeps the only table of what is registered.
 final class EventLoop: @unchecked Sendable {
-    /// Something that owns a descriptor and reacts to its readiness.
-    protocol Handler: AnyObject {
-        /// Called on the loop thread with the epoll event bits.
-        func handle(events: UInt32)
-    }
-
     private let epoll: Int32
     private let wake: Int32
     private let jobs = Mutex<[@Sendable () -> Void]>([])
-    private var handlers: [UInt64: Handler] = [:]
     private var nextToken: UInt64 = 1
+    /// Called on the loop thread for every readiness event: the token and the epoll bits.
+    var onEvent: ((UInt64, UInt32) -> Void)?
     private var stopped = false
     /// Called on the loop thread about every `tickInterval` (timeouts, keep-alives).
     var onTick: (() -> Void)?
@@ -47,12 +43,11 @@ final class EventLoop: @unchecked Sendable {
         _ = wb_eventfd_signal(wake)
     }
 
-    /// Registers `fd` for `events`; loop thread only. Returns the token for changes.
-    func register(_ fd: Int32, events: UInt32, handler: Handler) throws -> UInt64 {
+    /// Registers `fd` for `events`; loop thread only. Returns the token its events carry.
+    func register(_ fd: Int32, events: UInt32) throws -> UInt64 {
         let token = nextToken
         nextToken += 1
         guard wb_epoll_add(epoll, fd, events, token) == 0 else { throw HTTPServerError.system("epoll_ctl add", errno) }
-        handlers[token] = handler
         return token
     }
 
@@ -62,9 +57,8 @@ final class EventLoop: @unchecked Sendable {
     }
 
     /// Stops watching `fd` (call before closing it); loop thread only.
-    func deregister(_ fd: Int32, token: UInt64) {
+    func deregister(_ fd: Int32) {
         _ = wb_epoll_remove(epoll, fd)
-        handlers[token] = nil
     }
 
     /// Ends `run()` after the current iteration; loop thread only.
@@ -83,7 +77,7 @@ final class EventLoop: @unchecked Sendable {
                     if event.token == Self.wakeToken {
                         _ = wb_eventfd_drain(wake)
                     } else {
-                        handlers[event.token]?.handle(events: event.events)
+                        onEvent?(event.token, event.events)
                     }
                 }
             }

@@ -6,7 +6,7 @@ import Glibc
 ///
 /// Handler calls run as tasks owned by the connection; a client that hangs up cancels
 /// them. Every timeout is checked by `tick(now:)`.
-final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
+final class HTTPConnection: @unchecked Sendable {
     private enum Mode {
         /// HTTP; `inFlight` is the handler task of the request being answered.
         case http(inFlight: Task<Void, Never>?)
@@ -54,7 +54,7 @@ final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
     }
 
     func register() throws {
-        token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, handler: self)
+        token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP)
     }
 
     var isClosed: Bool { if case .closed = mode { true } else { false } }
@@ -147,12 +147,12 @@ final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
     private func complete(_ request: HTTPRequest, _ response: HTTPResponse) {
         guard case .http = mode else { return }
         mode = .http(inFlight: nil)
-        if let webSocketHandler = response.webSocket {
+        if let consumer = response.webSocket {
             guard request.isWebSocketUpgrade, !draining else {
                 respond(.text(400, "Bad Request"), keepAlive: false)
                 return
             }
-            upgrade(request, response, webSocketHandler)
+            upgrade(request, response, consumer)
             return
         }
         if request.method == "HEAD" {
@@ -190,19 +190,20 @@ final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
     }
 
     private func upgrade(_ request: HTTPRequest, _ response: HTTPResponse,
-                         _ handler: @escaping @Sendable (WebSocket) async -> Void) {
+                         _ consumer: HTTPResponse.WebSocketConsumer) {
         var head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         head += "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: request.headers["Sec-WebSocket-Key"] ?? ""))\r\n"
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         send(Array((head + "\r\n").utf8))
-        let session = WebSocketSession(connection: self, request: request, limits: server.limits, now: server.now)
+        let session = WebSocketSession(connection: self, now: server.now)
         mode = .webSocket(session)
         pending.removeAll()
         readingPaused = false
         updateInterest()
         server.webSocketOpened(self)
         let leftover = parser.takeRemainingBytes()
-        session.start(handler: handler)
+        parser = HTTPRequestParser(limits: server.limits)
+        session.start(consumer)
         if !leftover.isEmpty { leftover.withUnsafeBytes { session.received($0) } }
     }
 
@@ -272,7 +273,7 @@ final class HTTPConnection: EventLoop.Handler, @unchecked Sendable {
         if case .webSocket(let session) = mode { session.transportClosed() }
         guard !isClosed else { return }
         mode = .closed
-        server.loop.deregister(fd, token: token)
+        server.loop.deregister(fd)
         Glibc.close(fd)
         outbound = OutboundQueue()
         server.connectionClosed(self)

@@ -23,14 +23,20 @@ public struct HTTPRequestParser: Sendable {
         case failed
     }
 
-    private let limits: HTTPServerLimits
+    /// The four limits the parser needs, kept small (a parser lives in every connection).
+    private struct Bounds: Sendable {
+        let startLine: Int32, head: Int32, headerCount: Int32, body: Int32
+    }
+
+    private let limits: Bounds
     private var buffer: [UInt8] = []
     private var start = 0
     private var state = State.head
 
     /// Creates a parser enforcing `limits`.
     public init(limits: HTTPServerLimits = HTTPServerLimits()) {
-        self.limits = limits
+        self.limits = Bounds(startLine: Int32(clamping: limits.maxStartLineBytes), head: Int32(clamping: limits.maxHeaderBytes),
+                             headerCount: Int32(clamping: limits.maxHeaderCount), body: Int32(clamping: limits.maxBodyBytes))
     }
 
     /// Bytes received but not yet consumed by a request.
@@ -120,11 +126,11 @@ public struct HTTPRequestParser: Sendable {
             index += 1
         }
         let scanned = (headEnd ?? end) - start
-        if lines.isEmpty && (headEnd == nil ? end - start : lines.first?.count ?? 0) > limits.maxStartLineBytes {
+        if lines.isEmpty && (headEnd == nil ? end - start : lines.first?.count ?? 0) > Int(limits.startLine) {
             return fail(400)
         }
-        if let first = lines.first, first.count > limits.maxStartLineBytes { return fail(400) }
-        if scanned > limits.maxHeaderBytes { return fail(431) }
+        if let first = lines.first, first.count > Int(limits.startLine) { return fail(400) }
+        if scanned > Int(limits.head) { return fail(431) }
         guard let headEnd else { return nil }
 
         // Request line: method SP target SP version.
@@ -143,7 +149,7 @@ public struct HTTPRequestParser: Sendable {
         }
 
         // Header fields.
-        guard lines.count - 1 <= limits.maxHeaderCount else { return fail(431) }
+        guard lines.count - 1 <= Int(limits.headerCount) else { return fail(431) }
         var headers = HTTPHeaders()
         for line in lines.dropFirst() {
             let field = buffer[line]
@@ -169,7 +175,7 @@ public struct HTTPRequestParser: Sendable {
                   let value = Int(text) else { return fail(400) }
             length = value
         }
-        if length > limits.maxBodyBytes { return fail(413) }
+        if length > Int(limits.body) { return fail(413) }
 
         start = headEnd
         if length == 0 {

@@ -8,8 +8,16 @@ public struct HTTPResponse: Sendable {
     public var headers: HTTPHeaders
     /// The body.
     public var body: [UInt8]
-    /// When set, the server answers 101 and runs this with the WebSocket.
-    let webSocket: (@Sendable (WebSocket) async -> Void)?
+    /// When set, the server answers 101 and hands the WebSocket to this consumer.
+    let webSocket: WebSocketConsumer?
+
+    /// Who takes over an accepted WebSocket.
+    enum WebSocketConsumer: Sendable {
+        /// A task running this handler, reading `messages`.
+        case task(@Sendable (WebSocket) async -> Void)
+        /// A delegate called on the event-loop thread.
+        case delegate(WebSocketDelegate)
+    }
 
     /// A response with a body.
     public init(status: Int, reason: String? = nil, headers: HTTPHeaders = [:], body: [UInt8] = []) {
@@ -32,10 +40,17 @@ public struct HTTPResponse: Sendable {
     /// it closed it already. Only valid for a request whose `isWebSocketUpgrade` is true.
     public static func webSocket(headers: HTTPHeaders = [:],
                                  _ handler: @escaping @Sendable (WebSocket) async -> Void) -> HTTPResponse {
-        HTTPResponse(status: 101, headers: headers, webSocket: handler)
+        HTTPResponse(status: 101, headers: headers, webSocket: .task(handler))
     }
 
-    private init(status: Int, headers: HTTPHeaders, webSocket: @escaping @Sendable (WebSocket) async -> Void) {
+    /// Accepts a WebSocket upgrade and hands the socket to `delegate`, whose methods run on
+    /// the server's event-loop thread and must return quickly (start a task for slow work).
+    /// No task exists per idle socket, which keeps many idle sockets cheap.
+    public static func webSocket(headers: HTTPHeaders = [:], delegate: WebSocketDelegate) -> HTTPResponse {
+        HTTPResponse(status: 101, headers: headers, webSocket: .delegate(delegate))
+    }
+
+    private init(status: Int, headers: HTTPHeaders, webSocket: WebSocketConsumer) {
         self.status = status
         self.reason = nil
         self.headers = headers

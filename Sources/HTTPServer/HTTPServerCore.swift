@@ -3,7 +3,7 @@ import Glibc
 
 /// The server's state on its loop thread: the listening socket, the connections, and
 /// graceful shutdown.
-final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
+final class HTTPServerCore: @unchecked Sendable {
     let loop: EventLoop
     let limits: HTTPServerLimits
     let handler: HTTPHandler
@@ -12,8 +12,8 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
     /// The time of the current loop iteration.
     private(set) var now = ContinuousClock.now
     private var listenFD: Int32 = -1
-    private var listenToken: UInt64 = 0
-    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var listenToken: UInt64 = .max
+    private var connections: [UInt64: HTTPConnection] = [:]
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
     private var onStopped: (() -> Void)?
@@ -23,6 +23,9 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
         self.limits = limits
         self.handler = handler
         loop.onTick = { [unowned self] in self.tick() }
+        loop.onEvent = { [unowned self] token, events in
+            if token == self.listenToken { self.acceptAll() } else { self.connections[token]?.handle(events: events) }
+        }
     }
 
     /// Binds and listens; returns the port (useful with port 0).
@@ -57,11 +60,11 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
 
     /// Starts accepting (loop thread).
     func startAccepting() throws {
-        listenToken = try loop.register(listenFD, events: WB_EPOLLIN, handler: self)
+        listenToken = try loop.register(listenFD, events: WB_EPOLLIN)
     }
 
     /// The listening socket is readable: accept every waiting connection.
-    func handle(events: UInt32) {
+    private func acceptAll() {
         now = ContinuousClock.now
         while listenFD >= 0 {
             let fd = wb_accept(listenFD, nil, nil)
@@ -75,7 +78,7 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
             let connection = HTTPConnection(fd: fd, server: self, now: now)
             do {
                 try connection.register()
-                connections[ObjectIdentifier(connection)] = connection
+                connections[connection.token] = connection
             } catch {
                 Glibc.close(fd)
             }
@@ -83,7 +86,7 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: HTTPConnection) {
-        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil, connection.wasWebSocket {
+        if connections.removeValue(forKey: connection.token) != nil, connection.wasWebSocket {
             webSocketCount -= 1
         }
         stopIfDrained()
@@ -112,7 +115,7 @@ final class HTTPServerCore: EventLoop.Handler, @unchecked Sendable {
         shutdownDeadline = deadline
         self.onStopped = onStopped
         if listenFD >= 0 {
-            loop.deregister(listenFD, token: listenToken)
+            loop.deregister(listenFD)
             Glibc.close(listenFD)
             listenFD = -1
         }

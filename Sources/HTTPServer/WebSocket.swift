@@ -5,47 +5,58 @@ import Synchronization
 /// `send` and `close` may be called from any task; frames leave in call order.
 /// `messages` yields the peer's text and binary messages (pings are answered by the
 /// server) and ends when the connection closes, after which `closeCode` tells how.
+/// With a delegate instead of a task, messages go to the delegate and `messages` is empty.
 public final class WebSocket: Sendable {
-    /// The upgrade request (headers, path, query).
-    public let request: HTTPRequest
-    let inbox = MessageInbox()
-    private let outbound: @Sendable (Outbound) -> Void
+    private let loop: EventLoop
+    /// The connection's WebSocket side while open; cleared at close (breaking the cycle).
+    private let session: Mutex<WebSocketSession?>
+    /// Messages for a handler task; nil for a delegate (saving memory per idle socket).
+    let inbox: MessageInbox?
+    private let closed = Mutex<(code: UInt16, reason: String)?>(nil)
 
-    /// What the handler asks the connection to do.
-    enum Outbound: Sendable {
-        case frame([UInt8])
-        case close(code: UInt16, reason: String)
+    init(loop: EventLoop, session: WebSocketSession, buffered: Bool) {
+        self.loop = loop
+        self.session = Mutex(session)
+        self.inbox = buffered ? MessageInbox() : nil
     }
 
-    init(request: HTTPRequest, outbound: @escaping @Sendable (Outbound) -> Void) {
-        self.request = request
-        self.outbound = outbound
-    }
-
-    /// The peer's messages, until the connection closes.
+    /// The peer's messages, until the connection closes (empty with a delegate).
     public var messages: WebSocketMessages { WebSocketMessages(inbox: inbox) }
 
     /// Sends a text message (dropped once the socket is closing).
     public func send(_ text: String) {
-        outbound(.frame(WebSocketFrameEncoder.frame(.text, Array(text.utf8))))
+        enqueue(WebSocketFrameEncoder.frame(.text, Array(text.utf8)))
     }
 
     /// Sends a binary message (dropped once the socket is closing).
     public func send(binary: [UInt8]) {
-        outbound(.frame(WebSocketFrameEncoder.frame(.binary, binary)))
+        enqueue(WebSocketFrameEncoder.frame(.binary, binary))
     }
 
     /// Starts the close handshake with `code` and `reason` (at most 123 bytes are sent).
     public func close(code: UInt16 = WebSocketCloseCode.normal, reason: String = "") {
-        outbound(.close(code: code, reason: reason))
+        guard let session = session.withLock({ $0 }) else { return }
+        loop.execute { session.close(code: code, reason: reason) }
     }
 
     /// How the connection closed: the code received or sent (1006 when the TCP connection
     /// ended without a close frame), nil while open.
-    public var closeCode: UInt16? { inbox.closeCode }
+    public var closeCode: UInt16? { closed.withLock { $0?.code } }
 
     /// The reason that came with `closeCode`.
-    public var closeReason: String { inbox.closeReason }
+    public var closeReason: String { closed.withLock { $0?.reason ?? "" } }
+
+    private func enqueue(_ frame: [UInt8]) {
+        guard let session = session.withLock({ $0 }) else { return }
+        loop.execute { session.sendFrame(frame) }
+    }
+
+    /// Records how the socket closed and lets go of the session (loop thread).
+    func didClose(code: UInt16, reason: String) {
+        closed.withLock { if $0 == nil { $0 = (code, reason) } }
+        session.withLock { $0 = nil }
+        inbox?.finish(code: code, reason: reason)
+    }
 }
 
 /// A text or binary WebSocket message.
@@ -59,14 +70,14 @@ public enum WebSocketMessage: Sendable, Equatable {
 /// The messages of one WebSocket as an async sequence (one consumer).
 public struct WebSocketMessages: AsyncSequence, Sendable {
     public typealias Element = WebSocketMessage
-    let inbox: MessageInbox
+    let inbox: MessageInbox?
 
     public func makeAsyncIterator() -> Iterator { Iterator(inbox: inbox) }
 
     /// Returns nil once the connection has closed and every message was read.
     public struct Iterator: AsyncIteratorProtocol, Sendable {
-        let inbox: MessageInbox
-        public mutating func next() async -> WebSocketMessage? { await inbox.next() }
+        let inbox: MessageInbox?
+        public mutating func next() async -> WebSocketMessage? { await inbox?.next() }
     }
 }
 
@@ -132,4 +143,15 @@ final class MessageInbox: Sendable {
             waiter?.resume(returning: nil)
         }
     }
+}
+
+/// Receives a WebSocket's events on the server's event-loop thread, in order. Methods must
+/// not block; `send` and `close` on the socket may be called from them or from any task.
+public protocol WebSocketDelegate: AnyObject, Sendable {
+    /// The upgrade completed.
+    func webSocketDidOpen(_ socket: WebSocket)
+    /// A complete text or binary message arrived.
+    func webSocket(_ socket: WebSocket, didReceive message: WebSocketMessage)
+    /// The socket closed (close frame sent or received, or the connection dropped: 1006).
+    func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String)
 }

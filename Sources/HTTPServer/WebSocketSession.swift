@@ -9,39 +9,47 @@ final class WebSocketSession: @unchecked Sendable {
     }
 
     private unowned let connection: HTTPConnection
-    private let limits: HTTPServerLimits
+    private var limits: HTTPServerLimits { connection.serverCore.limits }
     private var decoder: WebSocketFrameDecoder
     private var state = State.open
     private var lastReceived: ContinuousClock.Instant
     private var pingSentAt: ContinuousClock.Instant?
     private var task: Task<Void, Never>?
-    let socket: WebSocket
 
-    init(connection: HTTPConnection, request: HTTPRequest, limits: HTTPServerLimits, now: ContinuousClock.Instant) {
+    /// Who consumes the socket's events: a task reading `messages`, or a delegate called on
+    /// the loop thread (no task per idle socket).
+    private var delegate: WebSocketDelegate?
+
+    /// The socket handed to the consumer; created by `start`.
+    private(set) var socket: WebSocket!
+
+    init(connection: HTTPConnection, now: ContinuousClock.Instant) {
         self.connection = connection
-        self.limits = limits
-        self.decoder = WebSocketFrameDecoder(role: .server, maxMessageBytes: limits.maxWebSocketMessageBytes)
+        self.decoder = WebSocketFrameDecoder(role: .server, maxMessageBytes: connection.serverCore.limits.maxWebSocketMessageBytes)
         self.lastReceived = now
-        let loop = connection.serverLoop
-        let weakConnection = WeakConnection(connection)
-        self.socket = WebSocket(request: request) { outbound in
-            loop.execute {
-                guard let session = weakConnection.value?.webSocketSession else { return }
-                switch outbound {
-                case .frame(let bytes): session.sendFrame(bytes)
-                case .close(let code, let reason): session.close(code: code, reason: reason)
-                }
+    }
+
+    /// Starts the consumer: the handler's task (the socket closes normally when it returns,
+    /// if still open) or the delegate.
+    func start(_ consumer: HTTPResponse.WebSocketConsumer) {
+        let buffered = if case .task = consumer { true } else { false }
+        let socket = WebSocket(loop: connection.serverLoop, session: self, buffered: buffered)
+        self.socket = socket
+        switch consumer {
+        case .task(let handler):
+            task = Task {
+                await handler(socket)
+                socket.close()
             }
+        case .delegate(let delegate):
+            self.delegate = delegate
+            delegate.webSocketDidOpen(socket)
         }
     }
 
-    /// Runs the handler; when it returns, the socket closes normally (if still open).
-    func start(handler: @escaping @Sendable (WebSocket) async -> Void) {
-        let socket = self.socket
-        task = Task {
-            await handler(socket)
-            socket.close()
-        }
+    private func deliver(_ message: WebSocketMessage) {
+        guard case .open = state else { return }
+        if let delegate { delegate.webSocket(socket, didReceive: message) } else { socket.inbox?.deliver(message) }
     }
 
     func received(_ bytes: UnsafeRawBufferPointer) {
@@ -51,9 +59,9 @@ final class WebSocketSession: @unchecked Sendable {
         while let event = decoder.next() {
             switch event {
             case .text(let text):
-                if case .open = state { socket.inbox.deliver(.text(text)) }
+                deliver(.text(text))
             case .binary(let bytes):
-                if case .open = state { socket.inbox.deliver(.binary(bytes)) }
+                deliver(.binary(bytes))
             case .ping(let payload):
                 sendFrame(WebSocketFrameEncoder.frame(.pong, payload))
             case .pong:
@@ -91,7 +99,7 @@ final class WebSocketSession: @unchecked Sendable {
         guard case .open = state else { return }
         connection.send(WebSocketFrameEncoder.close(code: code, reason: reason))
         state = .closing(since: connection.now)
-        socket.inbox.finish(code: code, reason: reason)
+        notifyClosed(code: code, reason: reason)
     }
 
     /// The TCP connection ended (or is being dropped).
@@ -101,8 +109,17 @@ final class WebSocketSession: @unchecked Sendable {
     }
 
     private func finish(code: UInt16, reason: String = "") {
+        if case .open = state { notifyClosed(code: code, reason: reason) }
         state = .closed
-        socket.inbox.finish(code: code, reason: reason)
+    }
+
+    /// Tells the consumer, once, how the socket closed.
+    private func notifyClosed(code: UInt16, reason: String) {
+        socket.didClose(code: code, reason: reason)
+        if let delegate {
+            self.delegate = nil
+            delegate.webSocketDidClose(socket, code: code, reason: reason)
+        }
     }
 
     /// Keep-alive pings, dead-peer detection, and the close-handshake timeout.
@@ -124,11 +141,4 @@ final class WebSocketSession: @unchecked Sendable {
             break
         }
     }
-}
-
-/// A weak reference to a connection that a handler's task may hold without keeping the
-/// connection alive; read only on the loop thread.
-final class WeakConnection: @unchecked Sendable {
-    weak var value: HTTPConnection?
-    init(_ value: HTTPConnection) { self.value = value }
 }
