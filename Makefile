@@ -8,13 +8,13 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus clean
+.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus bench-http fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 deps: ## Install missing Debian packages and the Python test tools (.venv)
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "deps: installing $$missing"; \
@@ -61,10 +61,17 @@ test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
 	@scripts/db.sh reset-test
 	@scripts/test.sh acceptance
 
-bench: bench-pgbus ## Every benchmark (prints numbers, asserts nothing)
+bench: bench-pgbus bench-http ## Every benchmark (prints numbers, asserts nothing)
 
 bench-pgbus: deps db ## PGBus: query latency, NOTIFY round trip and throughput beside pgbench
 	@scripts/bench-pgbus.sh
+
+bench-http: ## HTTPServer: wrk POST requests/s and p99 beside nginx, memory per idle WebSocket
+	@$(MAKE) --no-print-directory deps EXTRA_APT_PACKAGES="wrk nginx-light"
+	@scripts/bench-http.sh
+
+fuzz: ## Fuzz the HTTP request parser and WebSocket frame decoder (FUZZ_SECONDS each, default 60)
+	@scripts/fuzz.sh
 
 clean: ## Remove build output, the local cluster and the venv
 	-@scripts/db.sh stop

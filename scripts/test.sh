@@ -4,6 +4,7 @@
 #                                 run pgTAP, acceptance and Swift tests, stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh acceptance    pytest over Tests/Acceptance (test database must exist)
+#   scripts/test.sh swift | fuzz  swift test | the fuzz targets for FUZZ_SECONDS (5)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -29,10 +30,16 @@ run_swift() {
   swift test
 }
 
+run_fuzz_smoke() {
+  echo "== fuzz smoke (make fuzz runs each target for 60 s)"
+  FUZZ_SECONDS=${FUZZ_SECONDS:-5} scripts/fuzz.sh
+}
+
 case "${1:-all}" in
   pgtap) run_pgtap ;;
   acceptance) run_acceptance ;;
   swift) run_swift ;;
+  fuzz) run_fuzz_smoke ;;
   all)
     state=$(scripts/db.sh start)
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
@@ -40,6 +47,7 @@ case "${1:-all}" in
     run_pgtap
     run_acceptance
     run_swift
+    run_fuzz_smoke
     echo "make test: every suite passed"
     ;;
   *) echo "usage: $0 [all|pgtap|acceptance|swift]" >&2; exit 64 ;;
