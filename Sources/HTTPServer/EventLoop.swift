@@ -8,7 +8,7 @@ import Synchronization
 /// Everything registered with the loop is touched only on its thread; other threads reach
 /// it through `execute(_:)`. Readiness goes to one `onEvent` callback with the token given
 /// at registration, so the owner keeps the only table of what is registered.
-final class EventLoop: @unchecked Sendable {
+final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
     private let jobs = Mutex<[@Sendable () -> Void]>([])
@@ -37,10 +37,31 @@ final class EventLoop: @unchecked Sendable {
         close(wake)
     }
 
-    /// Runs `job` on the loop thread soon (from any thread).
+    /// The loop's thread, once `run()` started.
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// Whether the caller runs on the loop's thread.
+    var inLoop: Bool {
+        thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `job` on the loop thread soon (from any thread). Only a job from another thread
+    /// that finds the queue empty wakes the loop: the loop drains the queue until it stays
+    /// empty, so jobs queued from the loop itself need no wake-up.
     func execute(_ job: @escaping @Sendable () -> Void) {
-        jobs.withLock { $0.append(job) }
-        _ = wb_eventfd_signal(wake)
+        let wasEmpty = jobs.withLock { jobs in
+            defer { jobs.append(job) }
+            return jobs.isEmpty
+        }
+        if wasEmpty && !inLoop { _ = wb_eventfd_signal(wake) }
+    }
+
+    /// Tasks that prefer this executor (request handlers) start and resume on the loop
+    /// thread: a handler that answers at once never wakes another thread. Handlers must
+    /// therefore not block or compute for long without an `await`.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     /// Registers `fd` for `events`; loop thread only. Returns the token its events carry.
@@ -66,6 +87,7 @@ final class EventLoop: @unchecked Sendable {
 
     /// The loop; returns after `stop()`.
     func run() {
+        thread.withLock { $0 = pthread_self() }
         var events = [wb_event](repeating: wb_event(), count: 256)
         let tickMilliseconds = Int32(tickInterval.components.attoseconds / 1_000_000_000_000_000)
         var nextTick = ContinuousClock.now + tickInterval

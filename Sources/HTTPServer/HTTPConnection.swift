@@ -135,7 +135,7 @@ final class HTTPConnection: @unchecked Sendable {
         case .request(let request):
             let handler = server.handler
             let loop = server.loop
-            let task = Task { [self] in
+            let task = Task(executorPreference: loop) { [self] in
                 let response = await handler(request)
                 loop.execute { self.complete(request, response) }
             }

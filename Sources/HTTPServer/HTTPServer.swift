@@ -6,6 +6,9 @@ import Synchronization
 /// HTTPServer is reusable: it knows nothing of phones, tokens or locations. One event-loop
 /// thread owns every socket; handlers run as Swift tasks and may answer whenever they are
 /// ready (long polls of minutes). A client that hangs up cancels its handler's task.
+/// Handler tasks prefer the event loop as their executor, so a handler that answers at
+/// once wakes no other thread; a handler must not block or compute for long between
+/// `await`s (hand heavy work to another task).
 ///
 /// Lifecycle: `start()` binds and starts the loop; `run()` waits until the server has
 /// stopped; `shutdown(...)` stops accepting, closes WebSockets with a chosen code, lets
