@@ -4,4 +4,12 @@
 #include <openssl/rand.h>
 #include <openssl/sha.h>
 #include <openssl/err.h>
+#include <openssl/hmac.h>
+#include <openssl/x509.h>
+#include <openssl/kdf.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/rsa.h>
+#include <openssl/bn.h>
 #endif

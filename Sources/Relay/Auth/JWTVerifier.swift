@@ -1,0 +1,126 @@
+import COpenSSL
+import Foundation
+
+/// Verifies Supabase access tokens (RFC 7519 JWS compact form).
+///
+/// The algorithm is bound to the key type: HS256 only with the shared secret
+/// (SUPABASE_JWT_SECRET), RS256 only with an RSA key and ES256 only with a P-256 key from
+/// the JWKS, so `none` and "HS256 signed with the public key" never pass. Then `exp`/`nbf`
+/// with a small leeway, `aud` containing `authenticated`, `role` = `authenticated`, a UUID
+/// `sub`, and `iss` when an issuer is configured. The session check (auth.sessions) is the
+/// caller's, since it needs the database.
+public struct JWTVerifier: Sendable {
+    /// Clock skew tolerated on `exp` and `nbf`.
+    public static let defaultLeeway: TimeInterval = 30
+
+    private let hmacSecret: [UInt8]?
+    private let keys: [PublicKey]
+    private let issuer: String?
+    private let leeway: TimeInterval
+
+    /// Creates a verifier.
+    /// - Parameters:
+    ///   - hmacSecret: the project's JWT secret for HS256 tokens, if any.
+    ///   - jwks: a JWKS document (`{"keys": [...]}`) for ES256/RS256 tokens, if any.
+    ///   - issuer: the expected `iss` (`SUPABASE_URL/auth/v1`), or nil to skip the check.
+    ///   - leeway: clock skew tolerated on `exp` and `nbf`.
+    /// - Throws: `AuthError.badKey` when the JWKS cannot be read.
+    public init(hmacSecret: String? = nil, jwks: Data? = nil, issuer: String? = nil,
+                leeway: TimeInterval = JWTVerifier.defaultLeeway) throws {
+        self.hmacSecret = hmacSecret.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
+        self.keys = try jwks.map(Self.readJWKS) ?? []
+        self.issuer = issuer
+        self.leeway = leeway
+    }
+
+    /// Whether a key with this `kid` is known (to decide on refetching the JWKS).
+    public func knowsKey(id: String) -> Bool { keys.contains { $0.kid == id } }
+
+    /// The `kid` of a token's header, if it has one (without verifying anything).
+    public static func keyID(of token: String) -> String? {
+        guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first,
+              let bytes = Base64URL.decode(header),
+              let json = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
+        return json["kid"] as? String
+    }
+
+    /// Verifies `token` at time `now`.
+    public func verify(_ token: String, now: Date = Date()) throws(AuthError) -> JWTClaims {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
+              let signature = Base64URL.decode(parts[2]),
+              let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any],
+              let payload = (try? JSONSerialization.jsonObject(with: Data(payloadBytes))) as? [String: Any] else {
+            throw .malformed
+        }
+        let message = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        try checkSignature(header: header, signature: signature, message: message)
+        return try checkClaims(payload, now: now)
+    }
+
+    private func checkSignature(header: [String: Any], signature: [UInt8], message: [UInt8]) throws(AuthError) {
+        if let typ = header["typ"] as? String, typ.uppercased() != "JWT" { throw .malformed }
+        let kid = header["kid"] as? String
+        switch header["alg"] as? String {
+        case "HS256":
+            guard let hmacSecret else { throw .unknownKey }
+            var digest = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 0
+            _ = HMAC(EVP_sha256(), hmacSecret, Int32(hmacSecret.count), message, message.count, &digest, &length)
+            guard length == 32, signature.count == 32, CRYPTO_memcmp(digest, signature, 32) == 0 else { throw .badSignature }
+        case "RS256":
+            try verifyWithKey(kind: .rsa, kid: kid, signature: signature, message: message)
+        case "ES256":
+            try verifyWithKey(kind: .p256, kid: kid, signature: signature, message: message)
+        default:
+            throw .unsupportedAlgorithm
+        }
+    }
+
+    private func verifyWithKey(kind: PublicKey.Kind, kid: String?, signature: [UInt8], message: [UInt8]) throws(AuthError) {
+        let candidates = keys.filter { $0.kind == kind && (kid == nil || $0.kid == kid) }
+        guard !candidates.isEmpty else {
+            // A kid naming a key of the other type means the algorithm does not fit the key.
+            if let kid, keys.contains(where: { $0.kid == kid }) { throw .unsupportedAlgorithm }
+            throw .unknownKey
+        }
+        guard candidates.contains(where: { $0.verify(signature: signature, message: message) }) else { throw .badSignature }
+    }
+
+    private func checkClaims(_ claims: [String: Any], now: Date) throws(AuthError) -> JWTClaims {
+        guard let exp = claims["exp"] as? Double else { throw .expired }
+        guard now.timeIntervalSince1970 < exp + leeway else { throw .expired }
+        if claims["nbf"] != nil {
+            guard let nbf = claims["nbf"] as? Double else { throw .malformed }
+            guard nbf - leeway <= now.timeIntervalSince1970 else { throw .notYetValid }
+        }
+        let audiences: [String]
+        switch claims["aud"] {
+        case let single as String: audiences = [single]
+        case let many as [String]: audiences = many
+        default: throw .wrongAudience
+        }
+        guard audiences.contains("authenticated"), claims["role"] as? String == "authenticated" else { throw .wrongAudience }
+        if let issuer, claims["iss"] as? String != issuer { throw .wrongAudience }
+        guard let sub = claims["sub"] as? String, let userID = UUID(uuidString: sub) else { throw .badSubject }
+        let sessionID: UUID?
+        if let session = claims["session_id"] {
+            guard let text = session as? String, let id = UUID(uuidString: text) else { throw .malformed }
+            sessionID = id
+        } else {
+            sessionID = nil
+        }
+        if claims["client_id"] != nil, !(claims["client_id"] is String) { throw .malformed }
+        if claims["email"] != nil, !(claims["email"] is String) { throw .malformed }
+        return JWTClaims(userID: userID, sessionID: sessionID,
+                         clientID: (claims["client_id"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+                         email: (claims["email"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+                         expiresAt: Date(timeIntervalSince1970: exp))
+    }
+
+    private static func readJWKS(_ data: Data) throws -> [PublicKey] {
+        guard let document = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+              let entries = document["keys"] as? [[String: Any]] else { throw AuthError.badKey }
+        return try entries.compactMap { try PublicKey.fromJWK($0) }
+    }
+}
