@@ -1,0 +1,19 @@
+import COpenSSL
+
+/// Agent keys (`wb_` + 64 hex digits): recognized by shape, looked up only by SHA-256.
+public enum AgentKey {
+    /// Whether `credential` has the shape of an agent key.
+    public static func looksLikeKey(_ credential: String) -> Bool {
+        credential.hasPrefix("wb_") && credential.utf8.count == 67
+            && credential.utf8.dropFirst(3).allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    /// The lowercase hex SHA-256 of the key, as `agent_keys.key_hash` stores it.
+    public static func hash(_ key: String) -> String {
+        let bytes = Array(key.utf8)
+        var digest = [UInt8](repeating: 0, count: 32)
+        _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
+        let hex = Array("0123456789abcdef".utf8)
+        return String(decoding: digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import PGBus
+
+/// The relay's only way into Postgres: one typed method per `relay.*` function, called as
+/// the `whereabot_relay` role (which can read no table). No SQL lives elsewhere in Relay.
+public struct RelayDatabase: Sendable {
+    private let pool: PGPool
+
+    /// Creates a gateway over a pool connected as `whereabot_relay`.
+    public init(pool: PGPool) {
+        self.pool = pool
+    }
+
+    // MARK: Instances
+
+    /// Registers this instance (at start).
+    public func registerInstance(_ instance: String) async throws {
+        try await pool.query("select relay.register_instance($1)", [instance])
+    }
+
+    /// Beats; true when the instance's row had vanished (resync needed).
+    public func heartbeat(_ instance: String) async throws -> Bool {
+        try await pool.query("select relay.heartbeat($1)", [instance]).scalar(Bool.self)
+    }
+
+    /// What one `reap` cleaned up.
+    public struct ReapReport: Decodable, Sendable, Equatable {
+        /// Dead instances removed.
+        public let instances: Int
+        /// Their sockets removed.
+        public let connections: Int
+        /// Requests of dead waiters settled as abandoned.
+        public let abandoned: Int
+        /// Requests far past their deadline settled as expired.
+        public let expired: Int
+        /// Old settled requests deleted.
+        public let deleted: Int
+    }
+
+    /// Reaps instances silent for `deadAfter` and old requests.
+    public func reap(deadAfter seconds: Int = 30) async throws -> ReapReport {
+        try await pool.query("select relay.reap(make_interval(secs => $1))", [seconds])
+            .scalar(PGJSON.self).decode(ReapReport.self)
+    }
+
+    // MARK: Devices
+
+    /// The outcome of a device's hello.
+    public struct Hello: Sendable, Equatable {
+        /// ok: registered; revoked: close 4000 "revoked"; forbidden: another user's device.
+        public let status: String
+        /// Pings waiting for the user's phones.
+        public let pending: [LocateMessage]
+    }
+
+    /// Registers a device socket after its hello.
+    public func deviceHello(instance: String, connection: UUID, user: UUID, device: UUID,
+                            name: String, platform: String, appVersion: String) async throws -> Hello {
+        struct Raw: Decodable { let status: String; let pending: [LocateMessage] }
+        let raw = try await pool.query("select relay.device_hello($1, $2, $3, $4, $5, $6, $7)",
+                                       [instance, connection, user, device, name, platform, appVersion])
+            .scalar(PGJSON.self).decode(Raw.self)
+        return Hello(status: raw.status, pending: raw.pending)
+    }
+
+    /// Forgets a closed socket; false when it was already replaced or reaped.
+    @discardableResult
+    public func deviceDisconnect(_ connection: UUID) async throws -> Bool {
+        try await pool.query("select relay.device_disconnect($1)", [connection]).scalar(Bool.self)
+    }
+
+    // MARK: Requests
+
+    /// What `openRequest` did.
+    public struct Opened: Decodable, Sendable, Equatable {
+        /// opened, too_many (the owner's cap is reached) or exists.
+        public let status: String
+        /// Live sockets of the owner now (0: push at once).
+        public let connections: Int?
+    }
+
+    /// Opens a locate request (NOTIFY whereabot_locate).
+    public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
+                            instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int) async throws -> Opened {
+        try await pool.query("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                             [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
+            .scalar(PGJSON.self).decode(Opened.self)
+    }
+
+    /// Records that a device got the ping; false when the request no longer waits.
+    @discardableResult
+    public func markDelivered(_ id: UUID) async throws -> Bool {
+        try await pool.query("select relay.mark_delivered($1)", [id]).scalar(Bool.self)
+    }
+
+    /// What a phone's answer did.
+    public enum Settled: String, Sendable {
+        /// The answer won.
+        case settled
+        /// No request waits under that id.
+        case gone
+        /// The request or device belongs to another user.
+        case forbidden
+    }
+
+    /// Settles a request with a phone's answer (first answer wins).
+    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer) async throws -> Settled {
+        let status = try await pool.query("select relay.settle($1, $2, $3, $4, $5, $6)",
+                                          [id, user, device, answer.outcome, answer.reason, answer.sealed])
+            .scalar(String.self)
+        guard let settled = Settled(rawValue: status) else { throw PGError(.protocolViolation, detail: "settle status") }
+        return settled
+    }
+
+    /// What `finish` found.
+    public struct Finished: Decodable, Sendable, Equatable {
+        /// finished, already_settled or gone.
+        public let status: String
+        /// Whether any device got the ping.
+        public let delivered: Bool?
+        /// The recorded outcome.
+        public let outcome: String?
+        /// The recorded reason.
+        public let reason: String?
+    }
+
+    /// Ends a request this instance waits for: `expired` at the deadline, `abandoned` when
+    /// the agent hung up (NOTIFY whereabot_cancel).
+    public func finish(id: UUID, instance: String, abandoned: Bool) async throws -> Finished {
+        try await pool.query("select relay.finish($1, $2, $3)", [id, instance, abandoned ? "abandoned" : "expired"])
+            .scalar(PGJSON.self).decode(Finished.self)
+    }
+
+    // MARK: Credentials
+
+    /// The owner of a live agent key.
+    public struct AgentKeyOwner: Sendable, Equatable {
+        /// The user the key acts for.
+        public let userID: UUID
+        /// The key's id (its revocation notifies `whereabot_key` with it).
+        public let keyID: UUID
+        /// The key's name, shown as the agent's name.
+        public let keyName: String
+        /// The owner's email, for the 503 text.
+        public let email: String?
+    }
+
+    /// Looks up an agent key by its SHA-256 (hex); nil when unknown or revoked.
+    public func agentKeyOwner(keyHash: String) async throws -> AgentKeyOwner? {
+        guard let row = try await pool.query("select * from relay.agent_key_owner($1)", [keyHash]).first else { return nil }
+        return AgentKeyOwner(userID: try row.decode("user_id", as: UUID.self), keyID: try row.decode("key_id", as: UUID.self),
+                             keyName: try row.decode("key_name", as: String.self), email: try row.decode("email", as: String?.self))
+    }
+
+    /// Whether a JWT's session still exists.
+    public func sessionAlive(session: UUID, user: UUID) async throws -> Bool {
+        try await pool.query("select relay.session_alive($1, $2)", [session, user]).scalar(Bool.self)
+    }
+
+    /// The registered name of an OAuth client, if any.
+    public func clientName(_ clientID: String) async throws -> String? {
+        try await pool.query("select relay.client_name($1)", [clientID]).scalar(String?.self)
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the
+/// `whereabot_locate` notification and `relay.pending_locates` carry it.
+public struct LocateMessage: Codable, Sendable, Equatable {
+    /// The request id; answers carry it.
+    public let id: UUID
+    /// The asking agent's OAuth client id (`agent-key` for agent keys).
+    public let clientID: String
+    /// Epoch milliseconds when the relay stops waiting.
+    public let expiresMs: Int64
+    /// The person whose agent asks, for shared locations; nil for the owner's own agents.
+    public let requester: Person?
+
+    enum CodingKeys: String, CodingKey {
+        case id
+        case clientID = "client_id"
+        case expiresMs = "expires_ms"
+        case requester
+    }
+
+    /// Creates a locate message.
+    public init(id: UUID, clientID: String, expiresMs: Int64, requester: Person?) {
+        self.id = id
+        self.clientID = clientID
+        self.expiresMs = expiresMs
+        self.requester = requester
+    }
+}
+
+/// A user as shown to others: in pings and in sharing lists.
+public struct Person: Codable, Sendable, Equatable {
+    /// The user's id.
+    public let userID: UUID?
+    /// Display name.
+    public let name: String
+    /// Email address.
+    public let email: String
+
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case name
+        case email
+    }
+
+    /// Creates a person.
+    public init(userID: UUID?, name: String, email: String) {
+        self.userID = userID
+        self.name = name
+        self.email = email
+    }
+}
+
+/// How a phone answered (what `relay.settle` records; the fix itself only travels sealed).
+public enum PhoneAnswer: Sendable, Equatable {
+    /// A location fix, sealed to the waiter's reply key (base64).
+    case location(sealed: String)
+    /// The user declined (`user`) or did not answer on the phone (`no_answer`).
+    case denied(reason: DenialReason)
+    /// No location: permission off, no fix, or another error.
+    case unavailable(reason: UnavailableReason)
+
+    /// Why a request was denied.
+    public enum DenialReason: String, Sendable {
+        /// The user tapped Reject.
+        case user
+        /// The phone's prompt expired.
+        case noAnswer = "no_answer"
+    }
+
+    /// Why no location could be read.
+    public enum UnavailableReason: String, Sendable {
+        /// Location permission is off.
+        case permission
+        /// No fix in time.
+        case noFix = "no_fix"
+        /// Anything else.
+        case error
+    }
+
+    var outcome: String {
+        switch self {
+        case .location: "location"
+        case .denied: "denied"
+        case .unavailable: "unavailable"
+        }
+    }
+
+    var reason: String? {
+        switch self {
+        case .location: nil
+        case .denied(let reason): reason.rawValue
+        case .unavailable(let reason): reason.rawValue
+        }
+    }
+
+    var sealed: String? {
+        if case .location(let sealed) = self { sealed } else { nil }
+    }
+}
