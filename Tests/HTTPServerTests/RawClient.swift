@@ -8,7 +8,8 @@ import Glibc
 final class RawClient: @unchecked Sendable {
     let fd: Int32
 
-    private init(port: Int) throws {
+    /// Connects at once, blocking (use `connect(port:)` from async code).
+    init(port: Int) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)

@@ -111,7 +111,7 @@ import Testing
             #expect(await closed(client) == 1012)
             #expect(client.closeReason == "restart")
         }
-        #expect(throws: (any Error).self) { _ = try RawClientProbe.connectNow(port: server.port) }
+        #expect(throws: (any Error).self) { _ = try RawClient(port: server.port) }
     }
 
     /// The server pings an idle socket; a peer that never answers is dropped.
@@ -141,23 +141,6 @@ func maskedFrame(opcode: UInt8, fin: Bool, payload: [UInt8]) -> [UInt8] {
     let key: [UInt8] = [1, 2, 3, 4]
     return [(fin ? 0x80 : 0) | opcode, 0x80 | UInt8(payload.count)] + key
         + payload.enumerated().map { $0.element ^ key[$0.offset & 3] }
-}
-
-/// Connects without waiting (to prove the listener is gone).
-enum RawClientProbe {
-    static func connectNow(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        close(fd)
-        guard result == 0 else { throw POSIXError(.ECONNREFUSED) }
-        return fd
-    }
 }
 
 extension Sequence {
