@@ -28,6 +28,8 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongCredentialKind
     /// A JWKS document or key could not be used.
     case badKey
+    /// The database could not be asked (503 with Retry-After, not 401).
+    case unavailable
 
     public var description: String {
         switch self {
@@ -44,6 +46,7 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         case .unknownAgentKey: "AuthError(unknownAgentKey)"
         case .wrongCredentialKind: "AuthError(wrongCredentialKind)"
         case .badKey: "AuthError(badKey)"
+        case .unavailable: "AuthError(unavailable)"
         }
     }
 }

@@ -1,0 +1,134 @@
+import Foundation
+import PGBus
+@testable import Relay
+import Synchronization
+import Testing
+
+/// Credentials end to end: JWTs with the session check, agent keys with their cache, the
+/// JWKS refetch, and the split between agent and phone credentials.
+@Suite struct AuthenticatorTests {
+    static let secret = "super-secret-jwt-token-with-at-least-32-characters"
+
+    /// A clock the test moves by hand.
+    final class Clock: Sendable {
+        let seconds = Mutex<TimeInterval>(Date().timeIntervalSince1970)
+        func now() -> Date { Date(timeIntervalSince1970: seconds.withLock { $0 }) }
+        func advance(_ by: TimeInterval) { seconds.withLock { $0 += by } }
+    }
+
+    func token(user: UUID, session: UUID?, clientID: String? = nil, secret: String = AuthenticatorTests.secret) -> String {
+        var claims = TestToken.claims(user: user, clientID: clientID)
+        claims["session_id"] = session?.uuidString.lowercased()
+        return TestToken.make(header: ["alg": "HS256", "typ": "JWT"], claims: claims) { TestToken.hmac(Array(secret.utf8), $0) }
+    }
+
+    @Test func sessionTokensArePhonesAndClientTokensAreAgents() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let phone = try await auth.phone("Bearer " + token(user: ada.user, session: ada.session))
+        #expect(phone.userID == ada.user && phone.sessionID == ada.session)
+        let agent = try await auth.agent("bearer " + token(user: ada.user, session: ada.session, clientID: "client-7"))
+        #expect(agent.userID == ada.user && agent.clientID == "client-7" && agent.keyID == nil)
+        await #expect(throws: AuthError.wrongCredentialKind) { try await auth.agent("Bearer " + token(user: ada.user, session: ada.session)) }
+        await #expect(throws: AuthError.wrongCredentialKind) {
+            try await auth.phone("Bearer " + token(user: ada.user, session: ada.session, clientID: "client-7"))
+        }
+        for header in [nil, "", "Bearer ", "Basic dXNlcjpwYXNz", "Token abc"] {
+            await #expect(throws: AuthError.missing) { try await auth.authenticate(header) }
+        }
+    }
+
+    /// A signed-out session (its auth.sessions row deleted) is refused once the cache expires.
+    @Test func signedOutSessionIsRevoked() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let clock = Clock()
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                                     now: clock.now)
+        let header = "Bearer " + token(user: ada.user, session: ada.session)
+        _ = try await auth.phone(header)
+        try await admin.query("delete from auth.sessions where id = $1", [ada.session])
+        _ = try await auth.phone(header)  // still cached
+        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        await #expect(throws: AuthError.revoked) { try await auth.phone(header) }
+        await #expect(throws: AuthError.revoked) {
+            try await auth.phone("Bearer " + token(user: ada.user, session: UUID()))
+        }
+    }
+
+    /// Agent keys resolve to their owner; a revoked key stops working as soon as the
+    /// whereabot_key notification drops it, without waiting for the cache.
+    @Test func agentKeysAndTheirRevocation() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let claims = try PGJSON(["sub": ada.user.uuidString.lowercased(), "role": "authenticated"])
+        let key = try await admin.asUser(claims: claims) { try await $0.query("select public.create_agent_key('Nightly CI')").scalar(String.self) }
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let agent = try await auth.agent("Bearer " + key)
+        #expect(agent.userID == ada.user && agent.clientID == "agent-key" && agent.keyName == "Nightly CI" && agent.email == ada.email)
+        let keyID = try #require(agent.keyID)
+        _ = try await admin.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [keyID]) }
+        _ = try await auth.agent("Bearer " + key)  // cached until the notification arrives
+        await auth.dropKey(id: keyID)
+        await #expect(throws: AuthError.unknownAgentKey) { try await auth.agent("Bearer " + key) }
+        await #expect(throws: AuthError.unknownAgentKey) { try await auth.agent("Bearer wb_" + String(repeating: "1", count: 64)) }
+    }
+
+    /// A token signed by a key the relay has not seen makes it reload the JWKS, at most
+    /// once a minute.
+    @Test func unknownKeyIDRefetchesTheJWKSAtMostOnceAMinute() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let old = TestKey(.p256, kid: "old"), new = TestKey(.p256, kid: "new"), newer = TestKey(.rsa, kid: "newer")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        func publish(_ keys: [TestKey]) throws {
+            try JSONSerialization.data(withJSONObject: ["keys": keys.map(\.jwk)]).write(to: file)
+        }
+        func signed(_ key: TestKey) -> String {
+            var claims = TestToken.claims(user: ada.user)
+            claims["session_id"] = ada.session.uuidString.lowercased()
+            return "Bearer " + TestToken.make(header: ["alg": key.kind == .rsa ? "RS256" : "ES256", "kid": key.kid],
+                                              claims: claims, sign: key.sign)
+        }
+        try publish([old])
+        let clock = Clock()
+        let auth = try Authenticator(hmacSecret: nil, jwks: .file(file.path), issuer: nil, database: TestDatabase.relay(),
+                                     now: clock.now)
+        _ = try await auth.phone(signed(old))
+        try publish([old, new])
+        await #expect(throws: AuthError.unknownKey) { try await auth.phone(signed(new)) }  // fetched less than a minute ago
+        clock.advance(61)
+        _ = try await auth.phone(signed(new))
+        try publish([old, new, newer])
+        await #expect(throws: AuthError.unknownKey) { try await auth.phone(signed(newer)) }
+        clock.advance(61)
+        _ = try await auth.phone(signed(newer))
+    }
+
+    /// The JWKS can come from a URL (here file://, through the same libcurl path).
+    @Test func jwksFromAURL() throws {
+        let key = TestKey(.p256, kid: "url-key")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try JSONSerialization.data(withJSONObject: ["keys": [key.jwk]]).write(to: file)
+        let data = try #require(try JWKSSource.url("file://" + file.path).load())
+        #expect(try JWTVerifier(jwks: data).knowsKey(id: "url-key"))
+        #expect(throws: AuthError.badKey) { try JWKSSource.url("file:///nonexistent/jwks.json").load() }
+    }
+
+    /// A database that cannot be reached is "unavailable" (503), not a bad credential (401).
+    @Test func unreachableDatabaseIsUnavailable() async throws {
+        var configuration = PGConfiguration("postgresql://whereabot_relay:x@127.0.0.1:1/none")
+        configuration.connectTimeoutSeconds = 1
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil,
+                                     database: RelayDatabase(pool: PGPool(configuration: configuration, size: 1)))
+        await #expect(throws: AuthError.unavailable) { try await auth.agent("Bearer wb_" + String(repeating: "2", count: 64)) }
+        await #expect(throws: AuthError.unavailable) { try await auth.phone("Bearer " + token(user: UUID(), session: UUID())) }
+    }
+}
