@@ -131,6 +131,11 @@ public struct RelayDatabase: Sendable {
             .scalar(PGJSON.self).decode(Finished.self)
     }
 
+    /// The waiter's reply key for a request still waiting for `user`'s phones, else nil.
+    public func replyKey(request: UUID, user: UUID) async throws -> [UInt8]? {
+        try await pool.query("select relay.reply_key($1, $2)", [request, user]).scalar(Data?.self).map(Array.init)
+    }
+
     // MARK: Credentials
 
     /// The owner of a live agent key.
