@@ -1,0 +1,165 @@
+import Foundation
+import PGBus
+@testable import Relay
+import Testing
+
+/// The waiting side end to end through Postgres: the request is opened, a simulated holder
+/// of the phone reads the ping from whereabot_locate and settles it (sealed), the answer
+/// comes back through whereabot_answer, and every status of the table results.
+@Suite struct LocateCoordinatorTests {
+    let instance = "coord-\(UUID().uuidString.prefix(8).lowercased())"
+
+    /// How the simulated phone answers.
+    enum Phone: Sendable {
+        case fix(LocationFix)
+        case answer(PhoneAnswer)
+        case ignore
+        case absent
+    }
+
+    /// Runs `body` with a coordinator whose answers arrive over a real LISTEN, and a phone
+    /// of `owner` that answers every ping as told.
+    func withRelay<R: Sendable>(owner: UUID, phone: Phone, maxWaiting: Int = 5,
+                                _ body: @escaping @Sendable (LocateCoordinator) async throws -> R) async throws -> R {
+        let db = TestDatabase.relay()
+        try await db.registerInstance(instance)
+        let device = UUID()
+        if case .absent = phone {} else {
+            _ = try await db.deviceHello(instance: instance, connection: UUID(), user: owner, device: device,
+                                         name: "Test Phone", platform: "android", appVersion: "1")
+        }
+        let coordinator = LocateCoordinator(instance: instance, database: db, grace: .milliseconds(300), maxWaiting: maxWaiting)
+        let listener = PGListener(configuration: PGConfiguration(TestDatabase.relayURL, applicationName: "coord-tests"))
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await listener.run() }
+            let ready = AsyncStream<Void>.makeStream()
+            group.addTask {
+                try await listener.listen(on: ["whereabot_answer", "whereabot_locate"]) { events in
+                    for await event in events {
+                        guard case .notification(let note) = event else { ready.continuation.yield(); continue }
+                        let data = Data(note.payload.utf8)
+                        if note.channel == "whereabot_answer" {
+                            await coordinator.deliver(try JSONDecoder().decode(AnswerNotification.self, from: data))
+                            continue
+                        }
+                        let ping = try JSONDecoder().decode(LocatePing.self, from: data)
+                        // A holder only delivers to a phone it has.
+                        guard ping.owner == owner else { continue }
+                        if case .absent = phone { continue }
+                        _ = try await db.markDelivered(ping.id)
+                        switch phone {
+                        case .fix(let fix):
+                            let key = try #require(try await db.replyKey(request: ping.id, user: owner))
+                            let sealed = try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: ping.id)
+                            _ = try await db.settle(id: ping.id, user: owner, device: device, answer: .location(sealed: sealed))
+                        case .answer(let answer):
+                            _ = try await db.settle(id: ping.id, user: owner, device: device, answer: answer)
+                        case .ignore, .absent:
+                            break
+                        }
+                    }
+                }
+            }
+            var readyIterator = ready.stream.makeAsyncIterator()
+            _ = await readyIterator.next()
+            let result = try await body(coordinator)
+            listener.shutdown()
+            try await group.waitForAll()
+            return result
+        }
+    }
+
+    func user() async throws -> (user: UUID, email: String) {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let made = try await TestDatabase.makeUser(admin)
+        return (made.user, made.email)
+    }
+
+    @Test func aFixComesBackOpened() async throws {
+        let owner = try await user()
+        let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
+                              altitudeM: 34, deviceName: "Test Phone", platform: "android")
+        let outcome = try await withRelay(owner: owner.user, phone: .fix(fix)) { coordinator in
+            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
+        }
+        #expect(outcome == .fix(fix))
+    }
+
+    @Test(arguments: [
+        (PhoneAnswer.denied(reason: .user), AgentFailure.declined),
+        (.denied(reason: .noAnswer), .noAnswer),
+        (.unavailable(reason: .permission), .permissionOff),
+        (.unavailable(reason: .noFix), .noFix),
+        (.unavailable(reason: .error), .noFix),
+    ])
+    func phoneAnswersMapToTheirStatuses(answer: PhoneAnswer, failure: AgentFailure) async throws {
+        let owner = try await user()
+        let outcome = try await withRelay(owner: owner.user, phone: .answer(answer)) { coordinator in
+            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
+        }
+        #expect(outcome == .failure(failure))
+    }
+
+    @Test func noDeviceIs503WithTheEmail() async throws {
+        let owner = try await user()
+        let outcome = try await withRelay(owner: owner.user, phone: .absent) { coordinator in
+            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", email: owner.email, timeout: .seconds(1)))
+        }
+        #expect(outcome == .failure(.notConnected(email: owner.email)))
+    }
+
+    @Test func aDeviceThatGotThePingButNeverAnsweredIs504() async throws {
+        let owner = try await user()
+        let outcome = try await withRelay(owner: owner.user, phone: .ignore) { coordinator in
+            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1)))
+        }
+        #expect(outcome == .failure(.phoneSilent))
+    }
+
+    @Test func theCapGives429() async throws {
+        let owner = try await user()
+        let outcomes = try await withRelay(owner: owner.user, phone: .ignore, maxWaiting: 1) { coordinator in
+            async let first = coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
+            try await Task.sleep(for: .milliseconds(300))
+            let second = try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
+            return [try await first, second]
+        }
+        #expect(outcomes == [.failure(.phoneSilent), .failure(.tooManyWaiting)])
+    }
+
+    /// An agent that hangs up abandons its request: the row is settled as abandoned.
+    @Test func cancellationAbandonsTheRequest() async throws {
+        let owner = try await user()
+        let outcome = try await withRelay(owner: owner.user, phone: .ignore) { coordinator in
+            let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
+            try await Task.sleep(for: .milliseconds(500))
+            task.cancel()
+            return try await task.value
+        }
+        #expect(outcome == .abandoned)
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let outcomes = try await admin.query("select outcome from relay.pending_requests where owner_id = $1", [owner.user])
+        #expect(try outcomes.rows.map { try $0.decode(0, as: String.self) } == ["abandoned"])
+    }
+
+    @Test func agentJSONHasTheDocumentedFields() throws {
+        let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: 1_796_000_000_120,
+                              speedMps: 1.5, deviceName: "Ada's iPhone", platform: "ios")
+        let json = fix.agentJSON(now: Date(timeIntervalSince1970: 1_796_000_001.52), person: Person(userID: nil, name: "Ada", email: "ada@example.com"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["latitude"] as? Double == 52.52 && object["accuracy_m"] as? Double == 12)
+        #expect(object["captured_at"] as? String == "2026-11-30T00:53:20.120Z")
+        #expect(object["age_s"] as? Double == 1.4)
+        #expect((object["device"] as? [String: String]) == ["name": "Ada's iPhone", "platform": "ios"])
+        #expect(object["speed_mps"] as? Double == 1.5 && object["altitude_m"] == nil)
+        #expect((object["person"] as? [String: String]) == ["name": "Ada", "email": "ada@example.com"])
+    }
+}
+
+/// The fields of a whereabot_locate payload the simulated holder needs.
+struct LocatePing: Decodable {
+    let id: UUID
+    let owner: UUID
+}
