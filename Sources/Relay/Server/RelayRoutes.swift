@@ -1,0 +1,84 @@
+import Foundation
+import HTTPServer
+
+/// The HTTP routes of SPEC §3 and §5 built so far: POST /v1/locate, GET /v1/device,
+/// /healthz. (MCP, /v1/device/answer, metadata, /readyz and /metrics come next.)
+struct RelayRoutes: Sendable {
+    let authenticator: Authenticator
+    let coordinator: LocateCoordinator
+    let hub: DeviceHub
+    let publicURL: String
+
+    /// Default and maximum `timeout_secs` of a locate.
+    static let defaultTimeout = 60
+    static let maximumTimeout = 120
+
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        switch (request.method, String(request.path)) {
+        case ("GET", "/healthz"):
+            return .text(200, "ok")
+        case ("POST", "/v1/locate"):
+            return await locate(request)
+        case ("GET", "/v1/device"):
+            return await device(request)
+        case (_, "/v1/locate"), (_, "/v1/device"):
+            return .text(405, "Method Not Allowed")
+        default:
+            return .text(404, "Not Found")
+        }
+    }
+
+    private var unauthorized: HTTPResponse {
+        .text(401, AgentFailure.badCredential.agentText,
+              headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
+    }
+
+    private func locate(_ request: HTTPRequest) async -> HTTPResponse {
+        let agent: AgentIdentity
+        do {
+            agent = try await authenticator.agent(request.headers["Authorization"])
+        } catch .unavailable {
+            return .text(503, "The relay cannot check credentials right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
+        } catch {
+            return unauthorized
+        }
+        var timeout = Self.defaultTimeout
+        if let text = request.queryItem("timeout_secs") {
+            guard let value = Int(text), value > 0 else {
+                return .text(400, "timeout_secs must be a whole number of seconds from 1 to \(Self.maximumTimeout).")
+            }
+            timeout = min(value, Self.maximumTimeout)
+        }
+        let outcome: LocateOutcome
+        do {
+            outcome = try await coordinator.locate(.init(owner: agent.userID, clientID: agent.clientID, clientName: agent.keyName,
+                                                         email: agent.email, timeout: .seconds(timeout)))
+        } catch {
+            return .text(503, "The relay cannot reach its database right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
+        }
+        switch outcome {
+        case .fix(let fix):
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"],
+                                body: Array(fix.agentJSON(now: Date(), person: nil).utf8))
+        case .failure(let failure):
+            return failure == .badCredential ? unauthorized : .text(failure.status, failure.agentText)
+        case .abandoned:
+            return .text(499, "abandoned")
+        }
+    }
+
+    private func device(_ request: HTTPRequest) async -> HTTPResponse {
+        let phone: PhoneIdentity
+        do {
+            phone = try await authenticator.phone(request.headers["Authorization"])
+        } catch .wrongCredentialKind {
+            return .text(403, "Agent credentials cannot connect as a phone.")
+        } catch .unavailable {
+            return .text(503, "The relay cannot check credentials right now.", headers: ["Retry-After": "5"])
+        } catch {
+            return unauthorized
+        }
+        guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
+        return .webSocket(delegate: hub.session(for: phone))
+    }
+}

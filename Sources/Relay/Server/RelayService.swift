@@ -1,0 +1,100 @@
+import Foundation
+import HTTPServer
+import PGBus
+import Synchronization
+
+/// One relay instance: the HTTP server, the LISTEN connection and the parts between them.
+///
+/// Lifecycle: `start()` registers the instance, starts listening and serving; `run()` waits
+/// until `shutdown()` has drained the server (device sockets close 1012 "restart").
+public final class RelayService: Sendable {
+    /// What an instance needs.
+    public struct Configuration: Sendable {
+        /// The relay role's connection (pooled).
+        public var database: PGConfiguration
+        /// A direct connection for LISTEN (defaults to `database`).
+        public var listenDatabase: PGConfiguration?
+        /// Listen address and port (0: any free port).
+        public var host: String
+        public var port: Int
+        /// The public base URL (for WWW-Authenticate and metadata).
+        public var publicURL: String
+        /// This instance's id.
+        public var instanceID: String
+        /// SUPABASE_JWT_SECRET.
+        public var jwtSecret: String?
+        /// The JWKS source.
+        public var jwks: JWKSSource
+        /// The expected issuer, when SUPABASE_URL is set.
+        public var issuer: String?
+
+        /// Creates a configuration.
+        public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
+                    port: Int = 8080, publicURL: String, instanceID: String, jwtSecret: String?,
+                    jwks: JWKSSource = .none, issuer: String? = nil) {
+            self.database = database
+            self.listenDatabase = listenDatabase
+            self.host = host
+            self.port = port
+            self.publicURL = publicURL
+            self.instanceID = instanceID
+            self.jwtSecret = jwtSecret
+            self.jwks = jwks
+            self.issuer = issuer
+        }
+    }
+
+    private let configuration: Configuration
+    private let server: HTTPServer
+    private let listener: PGListener
+    private let database: RelayDatabase
+    private let bus: RelayBus
+    private let busTask = Mutex<Task<Void, Never>?>(nil)
+
+    /// Builds an instance (nothing runs yet).
+    public init(_ configuration: Configuration) throws {
+        self.configuration = configuration
+        let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8))
+        self.database = database
+        let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
+                                              issuer: configuration.issuer, database: database)
+        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
+        let hub = DeviceHub(instance: configuration.instanceID, database: database)
+        let routes = RelayRoutes(authenticator: authenticator, coordinator: coordinator, hub: hub, publicURL: configuration.publicURL)
+        self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
+        self.listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
+        self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator)
+    }
+
+    /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
+    @discardableResult
+    public func start() async throws -> Int {
+        try await database.registerInstance(configuration.instanceID)
+        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
+        let listener = self.listener, bus = self.bus
+        let task = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await listener.run() }
+                group.addTask { try? await bus.run(listener: listener) { readyContinuation.yield() } }
+            }
+        }
+        busTask.withLock { $0 = task }
+        var iterator = ready.makeAsyncIterator()
+        _ = await iterator.next()
+        return try server.start()
+    }
+
+    /// Waits until the instance has stopped.
+    public func run() async {
+        await server.run()
+        let task = busTask.withLock { $0 }
+        await task?.value
+    }
+
+    /// Graceful stop: device sockets close 1012 "restart", waiting requests finish until
+    /// `drainTimeout`, then the listener stops.
+    public func shutdown(drainTimeout: Duration = .seconds(10)) async {
+        await server.shutdown(drainTimeout: drainTimeout, webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
+        listener.shutdown()
+    }
+}
