@@ -22,6 +22,7 @@ run_pgtap() {
 run_acceptance() {
   echo "== acceptance (Tests/Acceptance)"
   swift build --product http-echo-server >/dev/null
+  swift build --product whereabot >/dev/null
   "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Acceptance
 }
 

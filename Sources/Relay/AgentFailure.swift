@@ -19,6 +19,12 @@ public enum AgentFailure: Equatable, Sendable {
     case notConnected(email: String?)
     /// A device got the ping but nobody answered before the deadline.
     case phoneSilent
+    /// `person` matches nobody who shares their location with the agent's user.
+    case nobodyNamed(String)
+    /// `person` matches several people; each is listed as "Name (email)".
+    case ambiguousPerson(String, [Person])
+    /// The person asked for declined on their phone.
+    case personDeclined(String)
 
     /// The HTTP status of `POST /v1/locate` for this failure.
     public var status: Int {
@@ -30,6 +36,9 @@ public enum AgentFailure: Equatable, Sendable {
         case .tooManyWaiting: 429
         case .notConnected: 503
         case .phoneSilent: 504
+        case .nobodyNamed: 404
+        case .ambiguousPerson: 409
+        case .personDeclined: 403
         }
     }
 
@@ -54,6 +63,14 @@ public enum AgentFailure: Equatable, Sendable {
                 + " and keep it open, then retry."
         case .phoneSilent:
             "The phone did not answer in time. Ask the user to open Whereabot and retry."
+        case .nobodyNamed(let person):
+            "Nobody named \(person) shares their location with you. Ask them to share it with you in Whereabot."
+        case .ambiguousPerson(let person, let people):
+            "Several people named \(person) share their location with you: "
+                + people.map { "\($0.name) (\($0.email))" }.joined(separator: ", ")
+                + ". Ask again with one of their emails."
+        case .personDeclined(let name):
+            "\(name) declined to share their location."
         }
     }
 }

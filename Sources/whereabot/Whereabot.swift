@@ -9,13 +9,24 @@ struct Whereabot {
         usage: whereabot <command>
 
         commands:
+          serve     run a relay instance (configuration from the environment; see README)
           version   print the version
           help      print this text
         """
 
-    static func main() {
+    static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
+        case "serve":
+            do {
+                try await ServeCommand.run(environment: ProcessInfo.processInfo.environment)
+            } catch let error as CommandError {
+                FileHandle.standardError.write(Data("whereabot serve: \(error.message)\n".utf8))
+                exit(64)
+            } catch {
+                FileHandle.standardError.write(Data("whereabot serve: \(error)\n".utf8))
+                exit(1)
+            }
         case "version", "--version":
             print("whereabot \(Relay.version)")
         case "help", "--help", "-h":

@@ -47,7 +47,7 @@ def relay_connect():
 def make_user(admin):
     """Creates a user in auth.users (with a session) and returns their id."""
 
-    def make(name="Test User", email=None):
+    def make(name="Test User", email=None, with_session=False):
         user_id = uuid.uuid4()
         email = email or f"{user_id.hex[:12]}@test.example"
         admin.execute(
@@ -55,8 +55,9 @@ def make_user(admin):
             " values (%s, 'authenticated', 'authenticated', %s, %s, now(), now())",
             (user_id, email, json.dumps({"full_name": name})),
         )
+        session_id = uuid.uuid4()
         admin.execute("insert into auth.sessions (id, user_id, created_at) values (%s, %s, now())",
-                      (uuid.uuid4(), user_id))
-        return user_id
+                      (session_id, user_id))
+        return (user_id, session_id, email) if with_session else user_id
 
     return make

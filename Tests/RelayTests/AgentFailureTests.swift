@@ -24,3 +24,17 @@ import Testing
         #expect(failure.agentText == text)
     }
 }
+
+/// The sharing texts of SPEC §6.
+@Suite struct SharingTextTests {
+    @Test func sharingFailures() {
+        #expect(AgentFailure.nobodyNamed("Ada").status == 404)
+        #expect(AgentFailure.nobodyNamed("Ada").agentText
+                == "Nobody named Ada shares their location with you. Ask them to share it with you in Whereabot.")
+        let people = [Person(userID: nil, name: "Al", email: "al@one.example"), Person(userID: nil, name: "al", email: "al@two.example")]
+        #expect(AgentFailure.ambiguousPerson("al", people).status == 409)
+        #expect(AgentFailure.ambiguousPerson("al", people).agentText.contains("Al (al@one.example), al (al@two.example)"))
+        #expect(AgentFailure.personDeclined("Ada Lovelace").status == 403)
+        #expect(AgentFailure.personDeclined("Ada Lovelace").agentText == "Ada Lovelace declined to share their location.")
+    }
+}

@@ -136,6 +136,22 @@ public struct RelayDatabase: Sendable {
         try await pool.query("select relay.reply_key($1, $2)", [request, user]).scalar(Data?.self).map(Array.init)
     }
 
+    // MARK: Sharing
+
+    /// The owners sharing with `viewer` whose email or name is `person`.
+    public func resolvePerson(viewer: UUID, person: String) async throws -> [Person] {
+        try await pool.query("select owner_id, name, email from relay.resolve_person($1, $2)", [viewer, person]).rows.map {
+            Person(userID: try $0.decode(0, as: UUID.self), name: try $0.decode(1, as: String.self), email: try $0.decode(2, as: String.self))
+        }
+    }
+
+    /// The people sharing their location with `viewer`, by name.
+    public func peopleSharing(with viewer: UUID) async throws -> [Person] {
+        try await pool.query("select owner_id, name, email from relay.people_sharing_with($1)", [viewer]).rows.map {
+            Person(userID: try $0.decode(0, as: UUID.self), name: try $0.decode(1, as: String.self), email: try $0.decode(2, as: String.self))
+        }
+    }
+
     // MARK: Credentials
 
     /// The owner of a live agent key.

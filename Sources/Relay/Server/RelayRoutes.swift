@@ -5,9 +5,11 @@ import HTTPServer
 /// /healthz. (MCP, /v1/device/answer, metadata, /readyz and /metrics come next.)
 struct RelayRoutes: Sendable {
     let authenticator: Authenticator
-    let coordinator: LocateCoordinator
+    let locator: LocateService
     let hub: DeviceHub
     let publicURL: String
+    let mcp: MCPHandler
+    let authorizationServers: [String]
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
@@ -21,6 +23,10 @@ struct RelayRoutes: Sendable {
             return await locate(request)
         case ("GET", "/v1/device"):
             return await device(request)
+        case (_, "/mcp"):
+            return await mcp.handle(request)
+        case ("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp"):
+            return resourceMetadata
         case (_, "/v1/locate"), (_, "/v1/device"):
             return .text(405, "Method Not Allowed")
         default:
@@ -28,7 +34,15 @@ struct RelayRoutes: Sendable {
         }
     }
 
-    private var unauthorized: HTTPResponse {
+    /// RFC 9728 protected resource metadata.
+    private var resourceMetadata: HTTPResponse {
+        let object: [String: Any] = ["resource": publicURL + "/mcp", "authorization_servers": authorizationServers,
+                                     "bearer_methods_supported": ["header"]]
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(data))
+    }
+
+    var unauthorized: HTTPResponse {
         .text(401, AgentFailure.badCredential.agentText,
               headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
     }
@@ -49,19 +63,17 @@ struct RelayRoutes: Sendable {
             }
             timeout = min(value, Self.maximumTimeout)
         }
-        let outcome: LocateOutcome
+        let result: LocateService.Result
         do {
-            outcome = try await coordinator.locate(.init(owner: agent.userID, clientID: agent.clientID, clientName: agent.keyName,
-                                                         email: agent.email, timeout: .seconds(timeout)))
+            result = try await locator.locate(agent: agent, person: request.queryItem("person"), timeoutSeconds: timeout)
         } catch {
             return .text(503, "The relay cannot reach its database right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
         }
-        switch outcome {
-        case .fix(let fix):
-            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"],
-                                body: Array(fix.agentJSON(now: Date(), person: nil).utf8))
+        switch result {
+        case .fix(let json, _):
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
         case .failure(let failure):
-            return failure == .badCredential ? unauthorized : .text(failure.status, failure.agentText)
+            return .text(failure.status, failure.agentText)
         case .abandoned:
             return .text(499, "abandoned")
         }

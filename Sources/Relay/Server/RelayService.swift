@@ -27,6 +27,10 @@ public final class RelayService: Sendable {
         public var jwks: JWKSSource
         /// The expected issuer, when SUPABASE_URL is set.
         public var issuer: String?
+        /// SUPABASE_URL (the authorization server is SUPABASE_URL/auth/v1).
+        public var supabaseURL: String?
+        /// Browser origins allowed on /mcp besides the public URL.
+        public var allowedOrigins: [String] = []
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -60,7 +64,16 @@ public final class RelayService: Sendable {
                                               issuer: configuration.issuer, database: database)
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
         let hub = DeviceHub(instance: configuration.instanceID, database: database)
-        let routes = RelayRoutes(authenticator: authenticator, coordinator: coordinator, hub: hub, publicURL: configuration.publicURL)
+        let locator = LocateService(coordinator: coordinator, database: database)
+        let publicURL = configuration.publicURL
+        let unauthorized: @Sendable () -> HTTPResponse = {
+            .text(401, AgentFailure.badCredential.agentText,
+                  headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
+        }
+        let mcp = MCPHandler(authenticator: authenticator, locator: locator, database: database, unauthorized: unauthorized,
+                             allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
+        let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
+                                 authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [])
         self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
         self.listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
         self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator)

@@ -1,0 +1,47 @@
+import Foundation
+
+/// One locate as both transports (HTTP and MCP) ask it: resolve `person` for shared
+/// locations, ask the phones, and phrase the result.
+struct LocateService: Sendable {
+    let coordinator: LocateCoordinator
+    let database: RelayDatabase
+
+    /// What the agent gets: the fix JSON (200), or a failure with its status and text.
+    enum Result: Sendable, Equatable {
+        case fix(json: String, structured: String)
+        case failure(AgentFailure)
+        case abandoned
+    }
+
+    /// Locates the agent's own user, or `person` when someone who shares with them.
+    /// - Throws: database errors (503 for the caller).
+    func locate(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async throws -> Result {
+        var owner = agent.userID
+        var requester: UUID?
+        var shared: Person?
+        if let person = person?.trimmingCharacters(in: .whitespaces), !person.isEmpty {
+            let matches = try await database.resolvePerson(viewer: agent.userID, person: String(person.prefix(320)))
+            guard let match = matches.first else { return .failure(.nobodyNamed(person)) }
+            guard matches.count == 1 else { return .failure(.ambiguousPerson(person, matches)) }
+            guard let id = match.userID else { return .failure(.nobodyNamed(person)) }
+            owner = id
+            requester = agent.userID
+            shared = match
+        }
+        let clientName: String? = if let keyName = agent.keyName { keyName } else { try? await database.clientName(agent.clientID) }
+        let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
+                                                         clientName: clientName, email: shared == nil ? agent.email : shared?.email,
+                                                         person: shared, timeout: .seconds(timeoutSeconds)))
+        switch outcome {
+        case .fix(let fix):
+            let json = fix.agentJSON(now: Date(), person: shared)
+            return .fix(json: json, structured: json)
+        case .failure(.declined) where shared != nil:
+            return .failure(.personDeclined(shared!.name))
+        case .failure(let failure):
+            return .failure(failure)
+        case .abandoned:
+            return .abandoned
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import HTTPServer
+
+/// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses,
+/// no session id (SPEC §3). The bearer check runs before any JSON-RPC.
+struct MCPHandler: Sendable {
+    /// Protocol versions this server speaks; the newest is offered when the client's is unknown.
+    static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26"]
+
+    let authenticator: Authenticator
+    let locator: LocateService
+    let database: RelayDatabase
+    let unauthorized: @Sendable () -> HTTPResponse
+    let allowedOrigins: Set<String>
+
+    static let toolDescription = """
+        Ask the user's phone where it is. The user must approve on their phone (unless they \
+        always allow this agent), so this can take a while: many MCP clients stop waiting after \
+        60 seconds, so a shorter timeout_secs (for example 45) is wise. Pass `person` (a name or \
+        email) to locate someone who shares their location with the user.
+        """
+
+    func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
+            return .text(403, "Origin not allowed.")
+        }
+        guard request.method == "POST" else {
+            return .text(405, "Method Not Allowed", headers: ["Allow": "POST"])
+        }
+        let agent: AgentIdentity
+        do {
+            agent = try await authenticator.agent(request.headers["Authorization"])
+        } catch .unavailable {
+            return .text(503, "The relay cannot check credentials right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
+        } catch {
+            return unauthorized()
+        }
+        guard let json = try? JSONSerialization.jsonObject(with: Data(request.body)) else {
+            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]])
+        }
+        if json is [Any] {
+            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(),
+                                     "error": ["code": -32600, "message": "Batches are not supported."]])
+        }
+        guard let message = json as? [String: Any], message["jsonrpc"] as? String == "2.0",
+              let method = message["method"] as? String else {
+            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "Invalid Request"]])
+        }
+        guard let id = message["id"], !(id is NSNull) else {
+            return HTTPResponse(status: 202)  // a notification (notifications/initialized, ...)
+        }
+        let params = message["params"] as? [String: Any] ?? [:]
+        do {
+            let result = try await call(method, params: params, agent: agent)
+            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "result": result])
+        } catch let error as RPCError {
+            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]])
+        } catch {
+            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]])
+        }
+    }
+
+    struct RPCError: Error {
+        let code: Int
+        let message: String
+    }
+
+    private func call(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> Any {
+        switch method {
+        case "initialize":
+            let asked = params["protocolVersion"] as? String ?? ""
+            return ["protocolVersion": Self.protocolVersions.contains(asked) ? asked : Self.protocolVersions[0],
+                    "capabilities": ["tools": ["listChanged": false]],
+                    "serverInfo": ["name": "whereabot", "version": Relay.version],
+                    "instructions": "Use get_phone_location to ask the user's phone where it is; the user approves on the phone."]
+        case "ping":
+            return [String: Any]()
+        case "tools/list":
+            return ["tools": Self.tools]
+        case "tools/call":
+            return try await callTool(params, agent: agent)
+        default:
+            // Includes server/discover (2026-07-28): an unknown method makes clients fall back
+            // to initialize.
+            throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
+        }
+    }
+
+    static var tools: [[String: Any]] { [
+        ["name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
+         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
+            "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
+                             "description": "Seconds to wait for the phone (1 to 120)."],
+            "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
+         ]]],
+        ["name": "list_people_sharing_with_me", "title": "List people sharing with me",
+         "description": "The people (name and email) who share their location with the user.",
+         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [String: Any]()]],
+    ] }
+
+    private func callTool(_ params: [String: Any], agent: AgentIdentity) async throws -> Any {
+        let arguments = params["arguments"] as? [String: Any] ?? [:]
+        switch params["name"] as? String {
+        case "get_phone_location":
+            var timeout = 60
+            if let value = arguments["timeout_secs"] {
+                guard let number = value as? NSNumber, number.doubleValue == number.doubleValue.rounded(),
+                      (1...120).contains(number.intValue) else {
+                    throw RPCError(code: -32602, message: "timeout_secs must be a whole number from 1 to 120.")
+                }
+                timeout = number.intValue
+            }
+            if let person = arguments["person"], !(person is String) {
+                throw RPCError(code: -32602, message: "person must be a string.")
+            }
+            let result: LocateService.Result
+            do {
+                result = try await locator.locate(agent: agent, person: arguments["person"] as? String, timeoutSeconds: timeout)
+            } catch {
+                return toolError("The relay cannot reach its database right now. Retry in a few seconds.")
+            }
+            switch result {
+            case .fix(let json, let structured):
+                return ["content": [["type": "text", "text": json]],
+                        "structuredContent": (try? JSONSerialization.jsonObject(with: Data(structured.utf8))) ?? [:],
+                        "isError": false]
+            case .failure(let failure):
+                return toolError(failure.agentText)
+            case .abandoned:
+                return toolError("The request was abandoned.")
+            }
+        case "list_people_sharing_with_me":
+            let people = (try? await database.peopleSharing(with: agent.userID)) ?? []
+            let list = people.map { ["name": $0.name, "email": $0.email] }
+            let text = people.isEmpty ? "Nobody shares their location with you yet."
+                : people.map { "\($0.name) (\($0.email))" }.joined(separator: "\n")
+            return ["content": [["type": "text", "text": text]], "structuredContent": ["people": list], "isError": false]
+        default:
+            throw RPCError(code: -32602, message: "Unknown tool.")
+        }
+    }
+
+    private func toolError(_ text: String) -> [String: Any] {
+        ["content": [["type": "text", "text": text]], "isError": true]
+    }
+
+    private func rpc(status: Int, _ object: [String: Any]) -> HTTPResponse {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(data))
+    }
+}

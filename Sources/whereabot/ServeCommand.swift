@@ -1,0 +1,74 @@
+import Dispatch
+import Foundation
+import Glibc
+import PGBus
+import Relay
+
+/// `whereabot serve`: one relay instance, configured from the environment (README lists
+/// every variable). SIGTERM or SIGINT drains it: device sockets close 1012 "restart".
+enum ServeCommand {
+    static func run(environment: [String: String]) async throws {
+        func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        guard let databaseURL = value("DATABASE_URL") else {
+            throw CommandError.usage("DATABASE_URL is required (the whereabot_relay role's connection)")
+        }
+        let port = Int(value("PORT") ?? "8080") ?? 8080
+        let host = value("HOST") ?? "127.0.0.1"
+        let supabaseURL = value("SUPABASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        let jwks: JWKSSource = value("SUPABASE_JWKS_FILE").map { .file($0) } ?? value("SUPABASE_JWKS_URL").map { .url($0) } ?? .none
+        guard value("SUPABASE_JWT_SECRET") != nil || jwks != .none else {
+            throw CommandError.usage("set SUPABASE_JWT_SECRET or SUPABASE_JWKS_URL / SUPABASE_JWKS_FILE")
+        }
+        let instance = value("INSTANCE_ID") ?? "\(ProcessInfo.processInfo.hostName.prefix(40))-\(getpid())"
+        var configuration = RelayService.Configuration(
+            database: PGConfiguration(databaseURL, applicationName: "whereabot-\(instance)".prefix(60).description),
+            listenDatabase: value("LISTEN_DATABASE_URL").map { PGConfiguration($0, applicationName: "whereabot-listen") },
+            host: host, port: port, publicURL: value("PUBLIC_URL") ?? "http://\(host):\(port)",
+            instanceID: String(instance.map { $0.isLetter || $0.isNumber || "._:-".contains($0) ? $0 : "-" }),
+            jwtSecret: value("SUPABASE_JWT_SECRET"), jwks: jwks, issuer: supabaseURL.map { $0 + "/auth/v1" })
+        configuration.supabaseURL = supabaseURL
+        configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
+
+        let relay = try RelayService(configuration)
+        let bound = try await relay.start()
+        Log.info("listening", ["port": String(bound), "instance": configuration.instanceID])
+        let signals = [SIGTERM, SIGINT].map { number in
+            onSignal(number) {
+                Log.info("draining", ["signal": String(number)])
+                Task { await relay.shutdown() }
+            }
+        }
+        await relay.run()
+        signals.forEach { $0.cancel() }
+        Log.info("stopped", [:])
+    }
+
+    /// Runs `action` when `number` arrives (on a dispatch queue, not the main actor).
+    nonisolated static func onSignal(_ number: Int32, _ action: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler(handler: action)
+        source.resume()
+        return source
+    }
+}
+
+/// A bad command line or configuration: printed with the usage, exit 64.
+struct CommandError: Error {
+    let message: String
+    static func usage(_ message: String) -> CommandError { CommandError(message: message) }
+}
+
+/// JSON log lines on stderr. Callers pass only ids, counts and states: never a token, key
+/// or coordinate.
+enum Log {
+    static func info(_ event: String, _ fields: [String: String]) {
+        var object = fields
+        object["level"] = "info"
+        object["event"] = event
+        object["time"] = ISO8601DateFormatter().string(from: Date())
+        if let data = try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys) {
+            FileHandle.standardError.write(data + Data("\n".utf8))
+        }
+    }
+}

@@ -1,0 +1,56 @@
+"""Starts `whereabot serve` against the test database and mints tokens with PyJWT."""
+import os
+import socket
+import subprocess
+import time
+import uuid
+
+import jwt
+
+from conftest import RELAY_URL, ROOT
+
+BINARY = ROOT / ".build" / "debug" / "whereabot"
+SECRET = "acceptance-jwt-secret-with-at-least-32-characters"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RelayServer:
+    """A running relay instance; `stop()` sends SIGTERM and waits."""
+
+    def __init__(self, **environment):
+        if not BINARY.exists():
+            subprocess.run(["swift", "build", "--product", "whereabot"], cwd=ROOT, check=True)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "DATABASE_URL": RELAY_URL, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
+               "PUBLIC_URL": self.base, "INSTANCE_ID": "acceptance-" + uuid.uuid4().hex[:6], **environment}
+        self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("relay did not start")
+
+    def stop(self):
+        self.process.terminate()
+        code = self.process.wait(timeout=20)
+        self.logs = self.process.stderr.read()
+        return code
+
+
+def token(user_id, session_id, email, client_id=None, lifetime=3600):
+    """A Supabase-shaped access token (HS256), as Supabase Auth would issue it."""
+    now = int(time.time())
+    claims = {"sub": str(user_id), "aud": "authenticated", "role": "authenticated", "email": email,
+              "session_id": str(session_id), "iat": now, "exp": now + lifetime}
+    if client_id:
+        claims["client_id"] = client_id
+    return jwt.encode(claims, SECRET, algorithm="HS256")

@@ -1,0 +1,140 @@
+"""The relay driven by clients nobody here wrote: the official MCP Python SDK as the agent,
+Python `websockets` as the phone, PyJWT for the tokens, curl for plain HTTP."""
+import asyncio
+import json
+import subprocess
+import time
+import uuid
+
+import pytest
+import websockets
+from mcp import ClientSession
+from mcp.client.streamable_http import streamablehttp_client
+
+from relay_server import RelayServer, token
+
+
+@pytest.fixture
+def relay():
+    server = RelayServer()
+    yield server
+    server.stop()
+
+
+async def phone(base, user_token, answer, connected):
+    """A phone that says hello and answers every locate with `answer(id)`."""
+    url = base.replace("http", "ws") + "/v1/device"
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {user_token}"}) as ws:
+        await ws.send(json.dumps({"type": "hello", "app_version": "1.0", "device_id": str(uuid.uuid4()),
+                                  "device_name": "Ada's Pixel", "platform": "android"}))
+        connected.set()
+        async for message in ws:
+            ping = json.loads(message)
+            if ping["type"] == "locate":
+                reply = answer(ping["id"])
+                if reply:
+                    await ws.send(json.dumps(reply))
+
+
+def fix(request_id):
+    return {"type": "location", "id": request_id, "latitude": 52.52, "longitude": 13.405, "accuracy_m": 9,
+            "timestamp_ms": int(time.time() * 1000)}
+
+
+def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user):
+    user, session, email = make_user("Ada", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        connected = asyncio.Event()
+        phone_task = asyncio.create_task(phone(relay.base, token(user, session, email), fix, connected))
+        await asyncio.wait_for(connected.wait(), 10)
+        await asyncio.sleep(0.3)
+        async with streamablehttp_client(relay.base + "/mcp", headers={"Authorization": f"Bearer {agent}"}) as (read, write, _):
+            async with ClientSession(read, write) as session_:
+                init = await session_.initialize()
+                assert init.serverInfo.name == "whereabot"
+                tools = {tool.name: tool for tool in (await session_.list_tools()).tools}
+                assert set(tools) == {"get_phone_location", "list_people_sharing_with_me"}
+                assert "60 seconds" in tools["get_phone_location"].description
+                result = await session_.call_tool("get_phone_location", {"timeout_secs": 10})
+                assert not result.isError
+                located = json.loads(result.content[0].text)
+                assert (located["latitude"], located["longitude"]) == (52.52, 13.405)
+                assert located["device"] == {"name": "Ada's Pixel", "platform": "android"}
+                assert result.structuredContent["accuracy_m"] == 9
+        phone_task.cancel()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_mcp_tool_errors_carry_the_agent_text(relay, make_user):
+    user, session, email = make_user("Bob", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        async with streamablehttp_client(relay.base + "/mcp", headers={"Authorization": f"Bearer {agent}"}) as (read, write, _):
+            async with ClientSession(read, write) as session_:
+                await session_.initialize()
+                result = await session_.call_tool("get_phone_location", {"timeout_secs": 1})
+                assert result.isError
+                assert result.content[0].text == (
+                    f"The user's phone is not connected. Ask the user to open the Whereabot app, signed in as {email} "
+                    "and keep it open, then retry.")
+                people = await session_.call_tool("list_people_sharing_with_me", {})
+                assert not people.isError and people.structuredContent == {"people": []}
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def curl(*args):
+    result = subprocess.run(["curl", "-s", "-o", "/dev/stdout", "-w", "\n%{http_code}", *args],
+                            capture_output=True, text=True, timeout=30)
+    body, _, status = result.stdout.rpartition("\n")
+    return int(status), body
+
+
+def test_mcp_http_rules_with_curl(relay, make_user):
+    user, session, email = make_user("Cy", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    auth = ["-H", f"Authorization: Bearer {agent}", "-H", "Content-Type: application/json"]
+    assert curl("-X", "GET", relay.base + "/mcp")[0] == 405
+    assert curl("-X", "DELETE", relay.base + "/mcp")[0] == 405
+    status, _ = curl("-X", "POST", relay.base + "/mcp", "-d", "{}")
+    assert status == 401
+    status, body = curl("-X", "POST", relay.base + "/mcp", *auth, "-d", '[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+    assert status == 400 and json.loads(body)["error"]["code"] == -32600
+    status, _ = curl("-X", "POST", relay.base + "/mcp", *auth, "-d", '{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert status == 202
+    status, body = curl("-X", "POST", relay.base + "/mcp", *auth, "-d", '{"jsonrpc":"2.0","id":7,"method":"server/discover"}')
+    assert status == 200 and json.loads(body)["error"]["code"] == -32601
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"]:
+        status, body = curl("-X", "POST", relay.base + "/mcp", *auth, "-d",
+                            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                        "params": {"protocolVersion": version, "capabilities": {},
+                                                   "clientInfo": {"name": "curl", "version": "1"}}}))
+        assert status == 200 and json.loads(body)["result"]["protocolVersion"] == version
+    status, _ = curl("-X", "POST", relay.base + "/mcp", *auth, "-H", "Origin: https://evil.example", "-d", "{}")
+    assert status == 403
+    status, body = curl(relay.base + "/.well-known/oauth-protected-resource/mcp")
+    assert status == 200 and json.loads(body)["resource"] == relay.base + "/mcp"
+
+
+def test_sigterm_closes_phones_with_1012_restart(make_user):
+    relay = RelayServer()
+    user, session, email = make_user("Di", with_session=True)
+
+    async def scenario():
+        url = relay.base.replace("http", "ws") + "/v1/device"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token(user, session, email)}"}) as ws:
+            await ws.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "platform": "ios"}))
+            await asyncio.sleep(0.3)
+            relay.process.terminate()
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                await ws.recv()
+            assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (1012, "restart")
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert relay.process.wait(timeout=20) == 0
+    logs = relay.process.stderr.read()
+    assert "draining" in logs and email not in logs
