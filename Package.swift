@@ -31,7 +31,7 @@ let package = Package(
 
         .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "COpenSSL"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "COpenSSL"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]

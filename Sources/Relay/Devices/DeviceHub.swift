@@ -70,22 +70,8 @@ public actor DeviceHub {
 
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
         guard let device = devices[session.connection] else { return }  // no hello yet
-        let answer: PhoneAnswer
-        switch reply {
-        case .denied(let reason):
-            answer = .denied(reason: reason)
-        case .unavailable(let reason):
-            answer = .unavailable(reason: reason)
-        case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading):
-            guard let key = try? await database.replyKey(request: id, user: session.phone.userID) else { return }
-            let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
-                                  altitudeM: altitude, speedMps: speed, headingDeg: heading,
-                                  deviceName: device.name, platform: device.platform)
-            guard let plaintext = try? JSONEncoder().encode(fix),
-                  let sealed = try? Sealing.seal(Array(plaintext), to: key, requestID: id) else { return }
-            answer = .location(sealed: sealed)
-        }
-        _ = try? await database.settle(id: id, user: session.phone.userID, device: device.device, answer: answer)
+        _ = try? await AnswerSettler(database: database).settle(id: id, user: session.phone.userID, device: device.device,
+                                                                 deviceName: device.name, platform: device.platform, reply: reply)
     }
 
     // MARK: From the bus

@@ -10,6 +10,8 @@ struct RelayRoutes: Sendable {
     let publicURL: String
     let mcp: MCPHandler
     let authorizationServers: [String]
+    let settler: AnswerSettler
+    let health: RelayHealth
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
@@ -23,6 +25,13 @@ struct RelayRoutes: Sendable {
             return await locate(request)
         case ("GET", "/v1/device"):
             return await device(request)
+        case ("POST", "/v1/device/answer"):
+            return await deviceAnswer(request)
+        case ("GET", "/readyz"):
+            return await health.isReady() ? .text(200, "ready") : .text(503, "not ready", headers: ["Retry-After": "5"])
+        case ("GET", "/metrics"):
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                                body: Array(await health.metrics().utf8))
         case (_, "/mcp"):
             return await mcp.handle(request)
         case ("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp"):
@@ -76,6 +85,39 @@ struct RelayRoutes: Sendable {
             return .text(failure.status, failure.agentText)
         case .abandoned:
             return .text(499, "abandoned")
+        }
+    }
+
+    /// One answer without a socket (from a notification action): SPEC §5's statuses.
+    private func deviceAnswer(_ request: HTTPRequest) async -> HTTPResponse {
+        let phone: PhoneIdentity
+        do {
+            phone = try await authenticator.phone(request.headers["Authorization"])
+        } catch .wrongCredentialKind {
+            return .text(403, "Agent credentials cannot answer.")
+        } catch .unavailable {
+            return .text(503, "The relay cannot check credentials right now.", headers: ["Retry-After": "5"])
+        } catch {
+            return unauthorized
+        }
+        guard let message = PhoneMessage.parse(String(decoding: request.body, as: UTF8.self)) else {
+            return .text(415, "The body must be a JSON message.")
+        }
+        switch message {
+        case .hello, .log:
+            return .text(400, "Only answers (location, denied, unavailable) can be posted here.")
+        case .unknown:
+            return .text(422, "Not a known message.")
+        case .answer(let id, let reply):
+            do {
+                switch try await settler.settle(id: id, user: phone.userID, device: nil, deviceName: "", platform: "", reply: reply) {
+                case .settled: return HTTPResponse(status: 204)
+                case .gone: return .text(410, "No request waits under this id.")
+                case .forbidden: return .text(403, "That request belongs to another user.")
+                }
+            } catch {
+                return .text(503, "The relay cannot reach its database right now.", headers: ["Retry-After": "5"])
+            }
         }
     }
 

@@ -54,6 +54,7 @@ public final class RelayService: Sendable {
     private let database: RelayDatabase
     private let bus: RelayBus
     private let busTask = Mutex<Task<Void, Never>?>(nil)
+    private let health: RelayHealth
 
     /// Builds an instance (nothing runs yet).
     public init(_ configuration: Configuration) throws {
@@ -72,10 +73,14 @@ public final class RelayService: Sendable {
         }
         let mcp = MCPHandler(authenticator: authenticator, locator: locator, database: database, unauthorized: unauthorized,
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
+        let listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
+        self.listener = listener
+        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator)
+        self.health = health
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
-                                 authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [])
+                                 authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
+                                 settler: AnswerSettler(database: database), health: health)
         self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
-        self.listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
         self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator)
     }
 
@@ -107,6 +112,7 @@ public final class RelayService: Sendable {
     /// Graceful stop: device sockets close 1012 "restart", waiting requests finish until
     /// `drainTimeout`, then the listener stops.
     public func shutdown(drainTimeout: Duration = .seconds(10)) async {
+        health.startDraining()
         await server.shutdown(drainTimeout: drainTimeout, webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
         listener.shutdown()
     }

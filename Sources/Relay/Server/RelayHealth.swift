@@ -1,0 +1,51 @@
+import Foundation
+import PGBus
+import Synchronization
+
+/// Readiness and metrics of one instance: /readyz is 200 only while the LISTEN connection
+/// is up and the instance is not draining; /metrics is Prometheus text.
+final class RelayHealth: Sendable {
+    private let listener: PGListener
+    private let hub: DeviceHub
+    private let coordinator: LocateCoordinator
+    private let draining = Atomic<Bool>(false)
+
+    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator) {
+        self.listener = listener
+        self.hub = hub
+        self.coordinator = coordinator
+    }
+
+    /// From now on /readyz answers 503 (graceful drain).
+    func startDraining() { draining.store(true, ordering: .relaxed) }
+
+    var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    func isReady() async -> Bool {
+        !isDraining && listener.state.isListening
+    }
+
+    /// Gauges and counters; labels never carry user data.
+    func metrics() async -> String {
+        let devices = await hub.connectedCount
+        let waiting = await coordinator.waitingCount
+        return """
+            # HELP whereabot_device_connections Phones connected to this instance (after hello).
+            # TYPE whereabot_device_connections gauge
+            whereabot_device_connections \(devices)
+            # HELP whereabot_pending_requests Locate requests waiting on this instance.
+            # TYPE whereabot_pending_requests gauge
+            whereabot_pending_requests \(waiting)
+            # HELP whereabot_listener_up Whether the LISTEN connection is up.
+            # TYPE whereabot_listener_up gauge
+            whereabot_listener_up \(listener.state.isListening ? 1 : 0)
+            # HELP whereabot_notifications_received_total Notifications received since start.
+            # TYPE whereabot_notifications_received_total counter
+            whereabot_notifications_received_total \(listener.notificationsReceived)
+            # HELP whereabot_listener_reconnects_total LISTEN connections re-established.
+            # TYPE whereabot_listener_reconnects_total counter
+            whereabot_listener_reconnects_total \(listener.reconnects)
+
+            """
+    }
+}
