@@ -8,7 +8,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus bench-http fuzz clean
+.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus bench-http fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -30,9 +30,11 @@ $(VENV)/.installed: Tests/Acceptance/requirements.txt
 	@$(PYTHON) -m pip install -q --disable-pip-version-check -r Tests/Acceptance/requirements.txt
 	@touch $@
 
-run: deps db ## Install what is missing and start the local database (the relay server comes with `whereabot serve`)
-	@echo "run: the database is up at postgresql://postgres:postgres@127.0.0.1:54322/postgres"
-	@echo "run: the relay's own server (whereabot serve) is not built yet; see README.md (Status)"
+run: deps db ## Start the local database and one relay on 127.0.0.1:8080, and print what to try
+	@scripts/run.sh
+
+env: ## Print the local environment as export lines: eval "$$(make -s env)"
+	@scripts/env.sh
 
 db: ## Create and start the local PostgreSQL on 127.0.0.1:54322 with the Supabase shim and migrations
 	@scripts/db.sh start >/dev/null

@@ -10,6 +10,9 @@ struct Whereabot {
 
         commands:
           serve     run a relay instance (configuration from the environment; see README)
+          token     --email E [--name N] [--agent CLIENT_NAME]: a development JWT (phone, or agent)
+          keys      create --email E --name N | revoke ID: agent keys (the key prints once)
+          phone     --relay URL --token T --answer allow|always|deny|ignore|unavailable|ask: a reference phone
           version   print the version
           help      print this text
         """
@@ -17,6 +20,22 @@ struct Whereabot {
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
         switch arguments.first {
+        case "token", "keys", "phone":
+            let options = Options(Array(arguments.dropFirst()))
+            let environment = ProcessInfo.processInfo.environment
+            do {
+                switch arguments[0] {
+                case "token": try await TokenCommand.token(options, environment: environment)
+                case "keys": try await TokenCommand.keys(options.positional, options, environment: environment)
+                default: try await PhoneCommand.run(options)
+                }
+            } catch let error as CommandError {
+                FileHandle.standardError.write(Data("whereabot \(arguments[0]): \(error.message)\n".utf8))
+                exit(64)
+            } catch {
+                FileHandle.standardError.write(Data("whereabot \(arguments[0]): \(error)\n".utf8))
+                exit(1)
+            }
         case "serve":
             do {
                 try await ServeCommand.run(environment: ProcessInfo.processInfo.environment)

@@ -1,0 +1,18 @@
+import COpenSSL
+import Foundation
+
+/// Signs HS256 tokens like Supabase Auth does, for development (`whereabot token`) only:
+/// production tokens come from Supabase Auth.
+public enum JWTSigner {
+    /// A compact HS256 JWS of `claims` (JSON object) with `secret`.
+    public static func hs256(claims: [String: Any], secret: String) throws -> String {
+        let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
+        let payload = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)))
+        let input = Array("\(header).\(payload)".utf8)
+        let key = Array(secret.utf8)
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        _ = HMAC(EVP_sha256(), key, Int32(key.count), input, input.count, &digest, &length)
+        return "\(header).\(payload).\(Base64URL.encode(digest))"
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import HTTPServer
+
+/// `whereabot phone`: the reference device. It connects to /v1/device, says hello, answers
+/// every ping as told (`ask` prompts in the terminal), honours cancel, and reconnects with
+/// backoff, except after close 4000 (replaced or revoked), as the app must.
+enum PhoneCommand {
+    enum Mode: String {
+        case allow, always, deny, ignore, unavailable, ask
+    }
+
+    static let usage = """
+        whereabot phone --relay URL --token T [--device-id ID] [--device-name N] [--platform P]
+                        --answer allow|always|deny|ignore|unavailable|ask [--at LAT,LON[,ACC]]
+        """
+
+    static func run(_ options: Options) async throws {
+        guard let relay = options["relay"], let token = options["token"],
+              let mode = Mode(rawValue: options["answer"] ?? "") else { throw CommandError.usage(usage) }
+        let device = options["device-id"].flatMap(UUID.init(uuidString:)) ?? UUID()
+        let at = (options["at"] ?? "52.520008,13.404954,12").split(separator: ",").compactMap { Double($0) }
+        guard at.count >= 2 else { throw CommandError.usage("--at is LAT,LON[,ACC]") }
+        let url = relay.replacingOccurrences(of: "http://", with: "ws://").trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/device"
+        var delay = 1.0
+        while true {
+            do {
+                let socket = try await WebSocketClient.connect(url, headers: [("Authorization", "Bearer " + token)])
+                delay = 1
+                let hello: [String: Any] = ["type": "hello", "app_version": "whereabot-cli", "device_id": device.uuidString.lowercased(),
+                                            "device_name": options["device-name"] ?? "whereabot phone", "platform": options["platform"] ?? "desktop"]
+                socket.send(json(hello))
+                say("connected as device \(device.uuidString.lowercased()); answering: \(mode.rawValue)")
+                for await message in socket.messages {
+                    guard case .text(let text) = message,
+                          let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
+                          let type = object["type"] as? String, let id = object["id"] as? String else { continue }
+                    if type == "cancel" { say("request \(id.prefix(8)) cancelled (answered elsewhere or timed out)"); continue }
+                    guard type == "locate" else { continue }
+                    if let reply = answer(id: id, ping: object, mode: mode, at: at) { socket.send(json(reply)) }
+                }
+                say("disconnected: \(socket.closeCode ?? 1006) \(socket.closeReason)")
+                if socket.closeCode == 4000 { return }  // replaced or revoked: do not reconnect
+            } catch WebSocketClient.ConnectError.rejected(let status, let body) {
+                say("refused: \(status) \(body)")
+                if status == 401 || status == 403 { throw CommandError.usage("the relay refused the token (\(status))") }
+            } catch {
+                say("cannot connect: \(error)")
+            }
+            try await Task.sleep(for: .seconds(delay * Double.random(in: 0.5...1)))
+            delay = min(delay * 2, 30)
+        }
+    }
+
+    private static func answer(id: String, ping: [String: Any], mode: Mode, at: [Double]) -> [String: Any]? {
+        let expires = (ping["expires_ms"] as? NSNumber)?.doubleValue ?? 0
+        let left = max(0, Int((expires / 1000 - Date().timeIntervalSince1970).rounded()))
+        let agent = ping["client_id"] as? String ?? "an agent"
+        let requester = (ping["requester"] as? [String: Any])?["name"] as? String
+        say("request \(id.prefix(8)) from \(requester.map { "\($0)'s agent " } ?? "agent ")\(agent), \(left)s left")
+        var chosen = mode
+        if mode == .ask {
+            say("share your location? [a]llow / [d]eny / [i]gnore: ", newline: false)
+            switch readLine()?.lowercased().first {
+            case "a": chosen = .allow
+            case "d": chosen = .deny
+            default: chosen = .ignore
+            }
+        }
+        switch chosen {
+        case .allow, .always:
+            return ["type": "location", "id": id, "latitude": at[0], "longitude": at[1], "accuracy_m": at.count > 2 ? at[2] : 10,
+                    "timestamp_ms": Int64(Date().timeIntervalSince1970 * 1000)]
+        case .deny: return ["type": "denied", "id": id, "reason": "user"]
+        case .unavailable: return ["type": "unavailable", "id": id, "reason": "no_fix"]
+        case .ignore, .ask: return nil
+        }
+    }
+
+    /// Writes a line to stdout at once (a pipe would otherwise buffer it).
+    private static func say(_ text: String, newline: Bool = true) {
+        FileHandle.standardOutput.write(Data((text + (newline ? "\n" : "")).utf8))
+    }
+
+    private static func json(_ object: [String: Any]) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)) ?? Data(), as: UTF8.self)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import PGBus
+import Relay
+
+/// `whereabot token` and `whereabot keys`: development helpers against ADMIN_DATABASE_URL.
+enum TokenCommand {
+    static func adminConnection(_ environment: [String: String]) async throws -> PGConnection {
+        guard let url = environment["ADMIN_DATABASE_URL"], !url.isEmpty else {
+            throw CommandError.usage("ADMIN_DATABASE_URL is required (run `make env` for the local one)")
+        }
+        return try await PGConnection.connect(PGConfiguration(url, applicationName: "whereabot-cli"))
+    }
+
+    /// The user with `email`, created (with `name`) when missing.
+    static func user(_ db: PGConnection, email: String, name: String?) async throws -> UUID {
+        if let existing = try await db.query("select id from auth.users where lower(email) = lower($1)", [email]).first {
+            return try existing.decode(0, as: UUID.self)
+        }
+        return try await db.query("""
+            insert into auth.users (id, aud, role, email, raw_user_meta_data, email_confirmed_at, created_at, updated_at)
+            values (gen_random_uuid(), 'authenticated', 'authenticated', $1, jsonb_build_object('full_name', $2::text), now(), now(), now())
+            returning id
+            """, [email, name ?? String(email.split(separator: "@").first ?? "")]).scalar(UUID.self)
+    }
+
+    /// `whereabot token --email E [--name N] [--agent CLIENT_NAME]`
+    static func token(_ options: Options, environment: [String: String]) async throws {
+        guard let secret = environment["SUPABASE_JWT_SECRET"], !secret.isEmpty else {
+            throw CommandError.usage("SUPABASE_JWT_SECRET is required to sign development tokens")
+        }
+        guard let email = options["email"] else { throw CommandError.usage("token needs --email") }
+        let db = try await adminConnection(environment)
+        defer { Task { await db.close() } }
+        let userID = try await user(db, email: email, name: options["name"])
+        var clientID: UUID?
+        if let agent = options["agent"] {
+            clientID = try await db.query("select id from auth.oauth_clients where client_name = $1 and deleted_at is null", [agent])
+                .first?.decode(0, as: UUID.self)
+            if clientID == nil {
+                clientID = try await db.query("""
+                    insert into auth.oauth_clients (id, client_name, registration_type, client_type)
+                    values (gen_random_uuid(), $1, 'manual', 'public') returning id
+                    """, [agent]).scalar(UUID.self)
+            }
+        }
+        let session = try await db.query("""
+            insert into auth.sessions (id, user_id, created_at, updated_at, aal, oauth_client_id)
+            values (gen_random_uuid(), $1, now(), now(), 'aal1', $2) returning id
+            """, [userID, clientID]).scalar(UUID.self)
+        let now = Int(Date().timeIntervalSince1970)
+        var claims: [String: Any] = ["sub": userID.uuidString.lowercased(), "aud": "authenticated", "role": "authenticated",
+                                     "email": email, "session_id": session.uuidString.lowercased(), "iat": now,
+                                     "exp": now + (Int(options["hours"] ?? "24") ?? 24) * 3600]
+        if let clientID { claims["client_id"] = clientID.uuidString.lowercased() }
+        if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = url + "/auth/v1" }
+        print(try JWTSigner.hs256(claims: claims, secret: secret))
+    }
+
+    /// `whereabot keys create --email E --name N` and `whereabot keys revoke ID`
+    static func keys(_ arguments: [String], _ options: Options, environment: [String: String]) async throws {
+        let db = try await adminConnection(environment)
+        defer { Task { await db.close() } }
+        switch arguments.first {
+        case "create":
+            guard let email = options["email"], let name = options["name"] else {
+                throw CommandError.usage("keys create needs --email and --name")
+            }
+            let userID = try await user(db, email: email, name: nil)
+            let claims = try PGJSON(["sub": userID.uuidString.lowercased(), "role": "authenticated"])
+            print(try await db.asUser(claims: claims) { try await $0.query("select public.create_agent_key($1)", [name]).scalar(String.self) })
+        case "revoke":
+            guard arguments.count > 1, let id = UUID(uuidString: arguments[1]) else { throw CommandError.usage("keys revoke needs a key id") }
+            guard let owner = try await db.query("select user_id from public.agent_keys where id = $1", [id]).first else {
+                throw CommandError.usage("no agent key with that id")
+            }
+            let claims = try PGJSON(["sub": try owner.decode(0, as: UUID.self).uuidString.lowercased(), "role": "authenticated"])
+            let revoked = try await db.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [id]).scalar(Bool.self) }
+            print(revoked ? "revoked" : "already revoked")
+        default:
+            throw CommandError.usage("keys create --email E --name N | keys revoke ID")
+        }
+    }
+}
+
+/// `--name value` options after the command.
+struct Options {
+    private var values: [String: String] = [:]
+    private(set) var positional: [String] = []
+
+    init(_ arguments: [String]) {
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument.hasPrefix("--"), index + 1 < arguments.count {
+                values[String(argument.dropFirst(2))] = arguments[index + 1]
+                index += 2
+            } else {
+                positional.append(argument)
+                index += 1
+            }
+        }
+    }
+
+    subscript(name: String) -> String? { values[name] }
+}

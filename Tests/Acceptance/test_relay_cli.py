@@ -1,0 +1,73 @@
+"""The CLI as a newcomer uses it: `whereabot token`, `whereabot keys`, `whereabot phone`,
+against `whereabot serve`, with curl as the agent and PyJWT checking the tokens."""
+import os
+import subprocess
+import time
+import uuid
+
+import jwt
+import pytest
+
+from conftest import ADMIN_URL
+from relay_server import BINARY, SECRET, RelayServer
+
+ENV = {**os.environ, "ADMIN_DATABASE_URL": ADMIN_URL, "SUPABASE_JWT_SECRET": SECRET}
+
+
+def cli(*args):
+    result = subprocess.run([str(BINARY), *args], env=ENV, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def curl_locate(base, credential, timeout=10):
+    result = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", f"Authorization: Bearer {credential}",
+                             f"{base}/v1/locate?timeout_secs={timeout}"], capture_output=True, text=True, timeout=60)
+    body, _, status = result.stdout.rpartition("\n")
+    return int(status), body
+
+
+@pytest.fixture
+def relay():
+    server = RelayServer()
+    yield server
+    server.stop()
+
+
+def test_tokens_keys_and_the_reference_phone(relay):
+    email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
+    phone_token = cli("token", "--email", email, "--name", "Cli User")
+    claims = jwt.decode(phone_token, SECRET, algorithms=["HS256"], audience="authenticated")
+    assert claims["email"] == email and "client_id" not in claims
+    agent_token = cli("token", "--email", email, "--agent", "CLI agent")
+    assert "client_id" in jwt.decode(agent_token, SECRET, algorithms=["HS256"], audience="authenticated")
+
+    phone = subprocess.Popen([str(BINARY), "phone", "--relay", relay.base, "--token", phone_token, "--answer", "allow",
+                              "--at", "48.8584,2.2945,7"], env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert "connected" in phone.stdout.readline()
+        time.sleep(0.3)
+        status, body = curl_locate(relay.base, agent_token)
+        assert status == 200 and '"latitude":48.8584' in body
+
+        key = cli("keys", "create", "--email", email, "--name", "nightly")
+        assert key.startswith("wb_")
+        status, body = curl_locate(relay.base, key)
+        assert status == 200
+        key_id = subprocess.run(["psql", "-XAtq", ADMIN_URL, "-c",
+                                 f"select id from public.agent_keys where name = 'nightly' and key_prefix = '{key[:11]}'"],
+                                capture_output=True, text=True).stdout.strip()
+        assert cli("keys", "revoke", key_id) == "revoked"
+        time.sleep(1)
+        assert curl_locate(relay.base, key)[0] == 401
+    finally:
+        phone.terminate()
+        phone.wait(timeout=10)
+    relay.stop()
+    assert phone_token not in relay.logs and key not in relay.logs and "48.8584" not in relay.logs
+
+
+def test_token_refuses_without_a_secret():
+    result = subprocess.run([str(BINARY), "token", "--email", "x@example.com"],
+                            env={**ENV, "SUPABASE_JWT_SECRET": ""}, capture_output=True, text=True, timeout=30)
+    assert result.returncode == 64 and "SUPABASE_JWT_SECRET" in result.stderr

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# `make run`: one relay on 127.0.0.1:8080 against the local database, with development
+# secrets; prints what to try next.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+eval "$(scripts/env.sh)"
+swift build --product whereabot >/dev/null
+bin=.build/debug/whereabot
+cat <<HELP
+
+Whereabot relay on $PUBLIC_URL (Ctrl-C stops it). In another terminal:
+
+  eval "\$(make -s env)"
+
+1. A phone that asks you before answering:
+  $bin phone --relay $PUBLIC_URL --token "\$($bin token --email you@example.com)" --answer ask
+
+2. An agent asking over HTTP:
+  curl -s -X POST -H "Authorization: Bearer \$($bin token --email you@example.com --agent 'My agent')" \\
+    '$PUBLIC_URL/v1/locate?timeout_secs=30'
+
+3. An MCP client (for example in its JSON config), with a token from the same command:
+  {"mcpServers": {"whereabot": {"url": "$PUBLIC_URL/mcp",
+    "headers": {"Authorization": "Bearer <whereabot token --email you@example.com --agent 'Claude'>"}}}}
+
+HELP
+exec "$bin" serve
