@@ -53,6 +53,22 @@ import Testing
         await harness.stop()
     }
 
+    /// A request that starts before the phone connects reaches it at hello (resend).
+    @Test func aPhoneThatConnectsLateGetsThePendingPing() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let harness = try await RelayHarness.start()
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = harness.request("POST", "/v1/locate?timeout_secs=10", authorization: agent)
+        try await Task.sleep(for: .milliseconds(500))
+        let phone = try await harness.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let id = try #require(await nextMessage(phone, type: "locate")?["id"] as? String)
+        phone.send(#"{"type":"unavailable","id":"\#(id)","reason":"permission"}"#)
+        #expect(try await located.status == 424)
+        await harness.stop()
+    }
+
     /// Every status of POST /v1/device/answer.
     @Test func deviceAnswerStatuses() async throws {
         let admin = try await TestDatabase.admin()
@@ -115,8 +131,11 @@ import Testing
         try await Task.sleep(for: .seconds(1))
         #expect(try await b.request("POST", "/v1/locate?timeout_secs=1", authorization: "Bearer " + key).status == 401)
         #expect(try await a.request("GET", "/readyz", authorization: nil).status == 200)
-        let metrics = try await a.request("GET", "/metrics", authorization: nil)
+        let metrics = try await b.request("GET", "/metrics", authorization: nil)
         #expect(metrics.status == 200 && metrics.body.contains("whereabot_listener_up 1"))
+        #expect(metrics.body.contains(#"whereabot_locate_outcomes_total{outcome="offline"} 1"#))
+        #expect(metrics.body.contains("whereabot_locate_seconds_count 1"))
+        #expect(!metrics.body.contains(ada.email) && !metrics.body.contains(ada.user.uuidString.lowercased()))
         await a.stop()
         await b.stop()
     }

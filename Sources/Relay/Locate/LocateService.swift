@@ -5,17 +5,47 @@ import Foundation
 struct LocateService: Sendable {
     let coordinator: LocateCoordinator
     let database: RelayDatabase
+    let metrics: LocateMetrics
 
     /// What the agent gets: the fix JSON (200), or a failure with its status and text.
     enum Result: Sendable, Equatable {
         case fix(json: String, structured: String)
         case failure(AgentFailure)
         case abandoned
+
+        /// The outcome label for /metrics (a fixed word).
+        var metricName: String {
+            switch self {
+            case .fix: "location"
+            case .abandoned: "abandoned"
+            case .failure(let failure):
+                switch failure {
+                case .badCredential: "unauthorized"
+                case .declined, .personDeclined: "declined"
+                case .noAnswer: "no_answer"
+                case .permissionOff: "permission"
+                case .noFix: "no_fix"
+                case .tooManyWaiting: "too_many"
+                case .notConnected: "offline"
+                case .phoneSilent: "timeout"
+                case .nobodyNamed, .ambiguousPerson: "unknown_person"
+                }
+            }
+        }
     }
 
     /// Locates the agent's own user, or `person` when someone who shares with them.
     /// - Throws: database errors (503 for the caller).
     func locate(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async throws -> Result {
+        let started = ContinuousClock.now
+        let result = try await locateOnce(agent: agent, person: person, timeoutSeconds: timeoutSeconds)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(outcome: result.metricName, seconds: seconds)
+        return result
+    }
+
+    private func locateOnce(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async throws -> Result {
         var owner = agent.userID
         var requester: UUID?
         var shared: Person?

@@ -9,11 +9,13 @@ final class RelayHealth: Sendable {
     private let hub: DeviceHub
     private let coordinator: LocateCoordinator
     private let draining = Atomic<Bool>(false)
+    private let locates: LocateMetrics
 
-    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator) {
+    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics) {
         self.listener = listener
         self.hub = hub
         self.coordinator = coordinator
+        self.locates = locates
     }
 
     /// From now on /readyz answers 503 (graceful drain).
@@ -46,6 +48,6 @@ final class RelayHealth: Sendable {
             # TYPE whereabot_listener_reconnects_total counter
             whereabot_listener_reconnects_total \(listener.reconnects)
 
-            """
+            """ + locates.text
     }
 }

@@ -65,7 +65,8 @@ public final class RelayService: Sendable {
                                               issuer: configuration.issuer, database: database)
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
         let hub = DeviceHub(instance: configuration.instanceID, database: database)
-        let locator = LocateService(coordinator: coordinator, database: database)
+        let locateMetrics = LocateMetrics()
+        let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics)
         let publicURL = configuration.publicURL
         let unauthorized: @Sendable () -> HTTPResponse = {
             .text(401, AgentFailure.badCredential.agentText,
@@ -75,7 +76,7 @@ public final class RelayService: Sendable {
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
         let listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
         self.listener = listener
-        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator)
+        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics)
         self.health = health
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
                                  authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
