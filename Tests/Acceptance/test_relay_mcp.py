@@ -9,7 +9,8 @@ import uuid
 import pytest
 import websockets
 from mcp import ClientSession
-from mcp.client.streamable_http import streamablehttp_client
+from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from relay_server import RelayServer, token
 
@@ -41,7 +42,24 @@ def fix(request_id):
             "timestamp_ms": int(time.time() * 1000)}
 
 
-def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user):
+def mcp_session(base, agent):
+    """The SDK's Streamable HTTP transport with the bearer token on every request."""
+    client = create_mcp_http_client(headers={"Authorization": f"Bearer {agent}"})
+    return streamable_http_client(base + "/mcp", http_client=client)
+
+
+async def connect(session_, mode):
+    """`legacy`: the initialize handshake. `default`: what the SDK's Client does by default,
+    probing server/discover first and falling back to initialize on a legacy server."""
+    if mode == "default":
+        with pytest.raises(MCPError) as refused:
+            await session_.discover()
+        assert refused.value.code == -32601
+    return await session_.initialize()
+
+
+@pytest.mark.parametrize("mode", ["default", "legacy"])
+def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user, mode):
     user, session, email = make_user("Ada", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
 
@@ -50,19 +68,19 @@ def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user):
         phone_task = asyncio.create_task(phone(relay.base, token(user, session, email), fix, connected))
         await asyncio.wait_for(connected.wait(), 10)
         await asyncio.sleep(0.3)
-        async with streamablehttp_client(relay.base + "/mcp", headers={"Authorization": f"Bearer {agent}"}) as (read, write, _):
-            async with ClientSession(read, write) as session_:
-                init = await session_.initialize()
-                assert init.serverInfo.name == "whereabot"
+        async with mcp_session(relay.base, agent) as streams:
+            async with ClientSession(streams[0], streams[1]) as session_:
+                init = await connect(session_, mode)
+                assert init.server_info.name == "whereabot"
                 tools = {tool.name: tool for tool in (await session_.list_tools()).tools}
                 assert set(tools) == {"get_phone_location", "list_people_sharing_with_me"}
                 assert "60 seconds" in tools["get_phone_location"].description
                 result = await session_.call_tool("get_phone_location", {"timeout_secs": 10})
-                assert not result.isError
+                assert not result.is_error
                 located = json.loads(result.content[0].text)
                 assert (located["latitude"], located["longitude"]) == (52.52, 13.405)
                 assert located["device"] == {"name": "Ada's Pixel", "platform": "android"}
-                assert result.structuredContent["accuracy_m"] == 9
+                assert result.structured_content["accuracy_m"] == 9
         phone_task.cancel()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
@@ -73,16 +91,16 @@ def test_mcp_tool_errors_carry_the_agent_text(relay, make_user):
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
 
     async def scenario():
-        async with streamablehttp_client(relay.base + "/mcp", headers={"Authorization": f"Bearer {agent}"}) as (read, write, _):
-            async with ClientSession(read, write) as session_:
-                await session_.initialize()
+        async with mcp_session(relay.base, agent) as streams:
+            async with ClientSession(streams[0], streams[1]) as session_:
+                await connect(session_, "default")
                 result = await session_.call_tool("get_phone_location", {"timeout_secs": 1})
-                assert result.isError
+                assert result.is_error
                 assert result.content[0].text == (
                     f"The user's phone is not connected. Ask the user to open the Whereabot app, signed in as {email} "
                     "and keep it open, then retry.")
                 people = await session_.call_tool("list_people_sharing_with_me", {})
-                assert not people.isError and people.structuredContent == {"people": []}
+                assert not people.is_error and people.structured_content == {"people": []}
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
