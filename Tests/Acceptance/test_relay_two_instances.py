@@ -1,0 +1,112 @@
+"""Two `whereabot serve` processes on one database: a phone on instance A answers an agent on
+instance B, for every outcome; and a privacy check over everything that crossed Postgres."""
+import asyncio
+import json
+import subprocess
+import threading
+import time
+import uuid
+
+import psycopg
+import pytest
+import websockets
+
+from conftest import ADMIN_URL
+from relay_server import RelayServer, token
+
+CHANNELS = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key"]
+# Distinctive coordinates, so that any plaintext copy is found by a plain text search.
+LATITUDE, LONGITUDE = "47.3768866", "8.5416940"
+
+ROWS = [
+    ({"type": "location", "latitude": float(LATITUDE), "longitude": float(LONGITUDE), "accuracy_m": 7}, 200, None),
+    ({"type": "denied", "reason": "user"}, 403, "The user declined to share their location."),
+    ({"type": "denied", "reason": "no_answer"}, 408, "The user did not respond on their phone. Ask them before trying again."),
+    ({"type": "unavailable", "reason": "permission"}, 424,
+     "Location access is off for Whereabot on the user's phone. Ask them to allow it in Settings."),
+    ({"type": "unavailable", "reason": "no_fix"}, 424, "The phone could not get a location fix. Try again in a moment."),
+    (None, 504, "The phone did not answer in time. Ask the user to open Whereabot and retry."),
+]
+
+
+@pytest.fixture
+def instances():
+    a, b = RelayServer(), RelayServer()
+    yield a, b
+    for server in (a, b):
+        if server.process.poll() is None:
+            server.stop()
+
+
+def curl_locate(base, credential, seconds):
+    result = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", f"Authorization: Bearer {credential}",
+                             f"{base}/v1/locate?timeout_secs={seconds}"], capture_output=True, text=True, timeout=60)
+    body, _, status = result.stdout.rpartition("\n")
+    return int(status), body
+
+
+async def phone_answering(base, phone_token, reply, connected, stop):
+    url = base.replace("http", "ws") + "/v1/device"
+    async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {phone_token}"}) as ws:
+        await ws.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "device_name": "Zurich phone",
+                                  "platform": "android"}))
+        connected.set()
+        while not stop.is_set():
+            try:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
+            except asyncio.TimeoutError:
+                continue
+            if message["type"] == "locate" and reply is not None:
+                await ws.send(json.dumps({**reply, "id": message["id"], "timestamp_ms": int(time.time() * 1000)}))
+
+
+def listen_all(notes, stop):
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        for channel in CHANNELS:
+            conn.execute(f"listen {channel}")
+        while not stop.is_set():
+            for note in conn.notifies(timeout=0.2):
+                notes.append((note.channel, note.payload))
+
+
+def test_phone_on_one_instance_answers_an_agent_on_another_for_every_outcome(instances, make_user):
+    a, b = instances
+    notes, stop_listening = [], threading.Event()
+    listener = threading.Thread(target=listen_all, args=(notes, stop_listening))
+    listener.start()
+    try:
+        for reply, status, text in ROWS:
+            user, session, email = make_user("Zoe", with_session=True)
+
+            async def scenario():
+                connected, stop = asyncio.Event(), asyncio.Event()
+                task = asyncio.create_task(phone_answering(a.base, token(user, session, email), reply, connected, stop))
+                await asyncio.wait_for(connected.wait(), 10)
+                await asyncio.sleep(0.3)
+                result = await asyncio.to_thread(curl_locate, b.base, token(user, session, email, client_id=str(uuid.uuid4())), 1)
+                stop.set()
+                await task
+                return result
+
+            got_status, body = asyncio.run(scenario())
+            assert got_status == status, (reply, body)
+            if text:
+                assert body == text
+            else:
+                fix = json.loads(body)
+                assert (fix["latitude"], fix["longitude"]) == (float(LATITUDE), float(LONGITUDE))
+                assert fix["device"] == {"name": "Zurich phone", "platform": "android"}
+    finally:
+        stop_listening.set()
+        listener.join()
+
+    # Privacy: no plaintext coordinate in any notification, table or log line.
+    assert any(channel == "whereabot_answer" and '"sealed"' in payload for channel, payload in notes)
+    for channel, payload in notes:
+        assert LATITUDE not in payload and LONGITUDE not in payload, channel
+    dump = subprocess.run(["pg_dump", "--data-only", ADMIN_URL], capture_output=True, text=True, timeout=60)
+    assert dump.returncode == 0
+    assert LATITUDE not in dump.stdout and LONGITUDE not in dump.stdout
+    for server in (a, b):
+        server.stop()
+        assert LATITUDE not in server.logs and LONGITUDE not in server.logs
