@@ -27,6 +27,7 @@ import Testing
         let (status, body) = try await located
         #expect(status == 403 && body == "The user declined to share their location.")
         for index in [0, 2] { #expect(await nextMessage(phones[index], type: "cancel")?["id"] as? String == id) }
+        #expect(await nextMessage(phones[1], type: "cancel", within: 1) == nil, "the answering phone gets no cancel")
         await harness.stop()
     }
 

@@ -70,6 +70,8 @@ public actor DeviceHub {
 
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
         guard let device = devices[session.connection] else { return }  // no hello yet
+        // The answering phone needs no cancel for its own answer; the others get one.
+        pinged[id]?.remove(session.connection)
         _ = try? await AnswerSettler(database: database).settle(id: id, user: session.phone.userID, device: device.device,
                                                                  deviceName: device.name, platform: device.platform, reply: reply)
     }
