@@ -77,19 +77,10 @@ struct HTTPEchoServer {
         let port = try server.start()
         FileHandle.standardOutput.write(Data("listening on \(port)\n".utf8))
 
-        let termination = onSignal(SIGTERM) {
+        let termination = SignalHandler.on(SIGTERM) {
             Task { await server.shutdown(drainTimeout: .seconds(5), webSocketCloseCode: 1012, reason: "restart") }
         }
         await server.run()
         termination.cancel()
-    }
-
-    /// Runs `action` on a dispatch queue when `signal` arrives (not on the main actor).
-    nonisolated static func onSignal(_ number: Int32, _ action: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler(handler: action)
-        source.resume()
-        return source
     }
 }

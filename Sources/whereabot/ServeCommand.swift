@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 import PGBus
+import HTTPServer
 import Relay
 
 /// `whereabot serve`: one relay instance, configured from the environment (README lists
@@ -33,7 +34,7 @@ enum ServeCommand {
         let bound = try await relay.start()
         Log.info("listening", ["port": String(bound), "instance": configuration.instanceID])
         let signals = [SIGTERM, SIGINT].map { number in
-            onSignal(number) {
+            SignalHandler.on(number) {
                 Log.info("draining", ["signal": String(number)])
                 Task { await relay.shutdown() }
             }
@@ -41,15 +42,6 @@ enum ServeCommand {
         await relay.run()
         signals.forEach { $0.cancel() }
         Log.info("stopped", [:])
-    }
-
-    /// Runs `action` when `number` arrives (on a dispatch queue, not the main actor).
-    nonisolated static func onSignal(_ number: Int32, _ action: @escaping @Sendable () -> Void) -> DispatchSourceSignal {
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-        source.setEventHandler(handler: action)
-        source.resume()
-        return source
     }
 }
 

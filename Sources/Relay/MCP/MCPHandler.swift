@@ -7,10 +7,9 @@ struct MCPHandler: Sendable {
     /// Protocol versions this server speaks; the newest is offered when the client's is unknown.
     static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26"]
 
-    let authenticator: Authenticator
+    let gate: AgentGate
     let locator: LocateService
     let database: RelayDatabase
-    let unauthorized: @Sendable () -> HTTPResponse
     let allowedOrigins: Set<String>
 
     static let toolDescription = """
@@ -28,12 +27,9 @@ struct MCPHandler: Sendable {
             return .text(405, "Method Not Allowed", headers: ["Allow": "POST"])
         }
         let agent: AgentIdentity
-        do {
-            agent = try await authenticator.agent(request.headers["Authorization"])
-        } catch .unavailable {
-            return .text(503, "The relay cannot check credentials right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
-        } catch {
-            return unauthorized()
+        switch await gate.agent(request) {
+        case .success(let identity): agent = identity
+        case .failure(let refusal): return refusal.response
         }
         guard let json = try? JSONSerialization.jsonObject(with: Data(request.body)) else {
             return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]])

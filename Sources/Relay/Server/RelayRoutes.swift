@@ -12,6 +12,7 @@ struct RelayRoutes: Sendable {
     let authorizationServers: [String]
     let settler: AnswerSettler
     let health: RelayHealth
+    let gate: AgentGate
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
@@ -51,19 +52,13 @@ struct RelayRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(data))
     }
 
-    var unauthorized: HTTPResponse {
-        .text(401, AgentFailure.badCredential.agentText,
-              headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
-    }
+    var unauthorized: HTTPResponse { gate.unauthorized }
 
     private func locate(_ request: HTTPRequest) async -> HTTPResponse {
         let agent: AgentIdentity
-        do {
-            agent = try await authenticator.agent(request.headers["Authorization"])
-        } catch .unavailable {
-            return .text(503, "The relay cannot check credentials right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
-        } catch {
-            return unauthorized
+        switch await gate.agent(request) {
+        case .success(let identity): agent = identity
+        case .failure(let refusal): return refusal.response
         }
         var timeout = Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {

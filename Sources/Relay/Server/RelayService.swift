@@ -68,11 +68,8 @@ public final class RelayService: Sendable {
         let locateMetrics = LocateMetrics()
         let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics)
         let publicURL = configuration.publicURL
-        let unauthorized: @Sendable () -> HTTPResponse = {
-            .text(401, AgentFailure.badCredential.agentText,
-                  headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
-        }
-        let mcp = MCPHandler(authenticator: authenticator, locator: locator, database: database, unauthorized: unauthorized,
+        let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
+        let mcp = MCPHandler(gate: gate, locator: locator, database: database,
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
         let listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
         self.listener = listener
@@ -80,7 +77,7 @@ public final class RelayService: Sendable {
         self.health = health
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
                                  authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
-                                 settler: AnswerSettler(database: database), health: health)
+                                 settler: AnswerSettler(database: database), health: health, gate: gate)
         self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
         self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator)
     }
