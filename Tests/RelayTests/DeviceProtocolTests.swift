@@ -70,6 +70,22 @@ import Testing
         await harness.stop()
     }
 
+    /// The heartbeat keeps a connected device's last_seen_at fresh (online = under 90 s).
+    @Test func heartbeatKeepsLastSeenFresh() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let harness = try await RelayHarness.start(heartbeat: .milliseconds(300))
+        let device = UUID()
+        let phone = try await harness.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email), device: device)
+        try await admin.query("update public.devices set last_seen_at = now() - interval '5 minutes' where id = $1", [device])
+        try await Task.sleep(for: .seconds(1))
+        let fresh = try await admin.query("select last_seen_at > now() - interval '90 seconds' from public.devices where id = $1", [device])
+        #expect(try fresh.scalar(Bool.self))
+        phone.close()
+        await harness.stop()
+    }
+
     /// Every status of POST /v1/device/answer.
     @Test func deviceAnswerStatuses() async throws {
         let admin = try await TestDatabase.admin()

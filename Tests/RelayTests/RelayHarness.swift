@@ -13,10 +13,12 @@ struct RelayHarness: Sendable {
     let port: Int
     var base: String { "http://127.0.0.1:\(port)" }
 
-    static func start() async throws -> RelayHarness {
-        let relay = try RelayService(.init(database: PGConfiguration(TestDatabase.relayURL, applicationName: "harness"),
-                                           port: 0, publicURL: "http://relay.test",
-                                           instanceID: "harness-\(UUID().uuidString.prefix(6).lowercased())", jwtSecret: secret))
+    static func start(heartbeat: Duration = .seconds(10)) async throws -> RelayHarness {
+        var configuration = RelayService.Configuration(
+            database: PGConfiguration(TestDatabase.relayURL, applicationName: "harness"), port: 0, publicURL: "http://relay.test",
+            instanceID: "harness-\(UUID().uuidString.prefix(6).lowercased())", jwtSecret: secret)
+        configuration.heartbeatInterval = heartbeat
+        let relay = try RelayService(configuration)
         return RelayHarness(relay: relay, port: try await relay.start())
     }
 

@@ -31,6 +31,9 @@ public final class RelayService: Sendable {
         public var supabaseURL: String?
         /// Browser origins allowed on /mcp besides the public URL.
         public var allowedOrigins: [String] = []
+        /// Time between heartbeats (which also keep connected devices' last_seen_at fresh);
+        /// every third one also reaps instances silent for 30 s.
+        public var heartbeatInterval: Duration = .seconds(10)
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -87,17 +90,33 @@ public final class RelayService: Sendable {
     public func start() async throws -> Int {
         try await database.registerInstance(configuration.instanceID)
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus
+        let listener = self.listener, bus = self.bus, database = self.database
+        let instance = configuration.instanceID, interval = configuration.heartbeatInterval
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await listener.run() }
                 group.addTask { try? await bus.run(listener: listener) { readyContinuation.yield() } }
+                group.addTask { await Self.beat(database: database, instance: instance, interval: interval, until: listener) }
             }
         }
         busTask.withLock { $0 = task }
         var iterator = ready.makeAsyncIterator()
         _ = await iterator.next()
         return try server.start()
+    }
+
+    /// Heartbeats (keeping this instance's devices' last_seen_at fresh) and reaps dead
+    /// instances every third beat, until the listener stops. Database errors are retried
+    /// at the next beat.
+    private static func beat(database: RelayDatabase, instance: String, interval: Duration, until listener: PGListener) async {
+        var beats = 0
+        while listener.state != .stopped, !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard listener.state != .stopped, !Task.isCancelled else { return }
+            _ = try? await database.heartbeat(instance)
+            beats += 1
+            if beats % 3 == 0 { _ = try? await database.reap() }
+        }
     }
 
     /// Waits until the instance has stopped.
@@ -113,5 +132,6 @@ public final class RelayService: Sendable {
         health.startDraining()
         await server.shutdown(drainTimeout: drainTimeout, webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
         listener.shutdown()
+        busTask.withLock { $0 }?.cancel()  // wakes the heartbeat from its sleep
     }
 }
