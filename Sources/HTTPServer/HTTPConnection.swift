@@ -31,7 +31,6 @@ final class HTTPConnection: @unchecked Sendable {
     private var readingPaused = false
     private var outbound = OutboundQueue()
     private var closeAfterFlush = false
-    private var watchingWrites = false
     private var lastActivity: ContinuousClock.Instant
     private var requestStartedAt: ContinuousClock.Instant?
     /// Set during graceful shutdown: finish the request in flight, then close.
@@ -258,7 +257,6 @@ final class HTTPConnection: @unchecked Sendable {
         if !readingPaused { events |= WB_EPOLLIN }
         if wantWrites { events |= WB_EPOLLOUT }
         server.loop.modify(fd, token: token, events: events)
-        watchingWrites = wantWrites
     }
 
     /// Sends what is queued, then closes.

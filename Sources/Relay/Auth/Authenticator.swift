@@ -13,6 +13,8 @@ public actor Authenticator {
     public static let defaultSessionCacheTTL: TimeInterval = 5
     /// How long an agent key lookup is trusted (revocation also drops it at once).
     public static let defaultKeyCacheTTL: TimeInterval = 60
+    /// How long "no such agent key" is remembered (short: a new key works almost at once).
+    public static let unknownKeyCacheTTL: TimeInterval = 5
     /// Minimum time between JWKS refetches caused by unknown key ids.
     public static let jwksRefetchInterval: TimeInterval = 60
     /// Entries per cache before it is emptied.
@@ -82,7 +84,7 @@ public actor Authenticator {
     private func agentKey(_ key: String) async throws(AuthError) -> Credential {
         let hash = AgentKey.hash(key)
         let owner: RelayDatabase.AgentKeyOwner?
-        if let cached = keys[hash], now().timeIntervalSince(cached.at) < (cached.owner == nil ? sessionCacheTTL : keyCacheTTL) {
+        if let cached = keys[hash], now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
             do {

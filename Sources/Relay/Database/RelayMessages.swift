@@ -13,10 +13,31 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     public let requester: Person?
 
     enum CodingKeys: String, CodingKey {
+        case type
         case id
         case clientID = "client_id"
         case expiresMs = "expires_ms"
         case requester
+    }
+
+    /// Decodes the notification, table or phone form (`type` and `owner` are ignored).
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(UUID.self, forKey: .id)
+        clientID = try container.decode(String.self, forKey: .clientID)
+        expiresMs = try container.decode(Int64.self, forKey: .expiresMs)
+        requester = try container.decodeIfPresent(Person.self, forKey: .requester)
+    }
+
+    /// Encodes the phone's form, `{"type":"locate",...}`, with `requester` null for the
+    /// owner's own agents (the notification and table forms carry no `type`).
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode("locate", forKey: .type)
+        try container.encode(id.uuidString.lowercased(), forKey: .id)  // as Postgres writes it, and as `cancel` carries it
+        try container.encode(clientID, forKey: .clientID)
+        try container.encode(expiresMs, forKey: .expiresMs)
+        try container.encode(requester, forKey: .requester)
     }
 
     /// Creates a locate message.
@@ -41,6 +62,14 @@ public struct Person: Codable, Sendable, Equatable {
         case userID = "user_id"
         case name
         case email
+    }
+
+    /// Encodes with the user id in lowercase, as Postgres writes UUIDs.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(userID?.uuidString.lowercased(), forKey: .userID)
+        try container.encode(name, forKey: .name)
+        try container.encode(email, forKey: .email)
     }
 
     /// Creates a person.

@@ -103,15 +103,7 @@ public actor DeviceHub {
     private func send(_ ping: LocateMessage, to session: DeviceSession) async {
         guard !(pinged[ping.id]?.contains(session.connection) ?? false) else { return }  // each id once
         pinged[ping.id, default: []].insert(session.connection)
-        var object: [String: Any] = ["type": "locate", "id": ping.id.uuidString.lowercased(),
-                                     "client_id": ping.clientID, "expires_ms": ping.expiresMs]
-        if let requester = ping.requester {
-            object["requester"] = ["user_id": requester.userID?.uuidString.lowercased() as Any, "name": requester.name,
-                                   "email": requester.email]
-        } else {
-            object["requester"] = NSNull()
-        }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys) else { return }
+        guard let data = try? JSONEncoder().encode(ping) else { return }
         session.send(String(decoding: data, as: UTF8.self))
         _ = try? await database.markDelivered(ping.id)
     }

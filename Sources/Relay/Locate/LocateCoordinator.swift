@@ -25,20 +25,17 @@ public actor LocateCoordinator {
         public var clientName: String?
         /// The credential's email, for the 503 text.
         public var email: String?
-        /// The person asked for, echoed in the fix for shared requests.
-        public var person: Person?
         /// How long the phone has to answer.
         public var timeout: Duration
 
         /// Creates a request.
         public init(owner: UUID, requester: UUID? = nil, clientID: String, clientName: String? = nil,
-                    email: String? = nil, person: Person? = nil, timeout: Duration) {
+                    email: String? = nil, timeout: Duration) {
             self.owner = owner
             self.requester = requester
             self.clientID = clientID
             self.clientName = clientName
             self.email = email
-            self.person = person
             self.timeout = timeout
         }
     }

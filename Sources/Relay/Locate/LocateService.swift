@@ -61,7 +61,7 @@ struct LocateService: Sendable {
         let clientName: String? = if let keyName = agent.keyName { keyName } else { try? await database.clientName(agent.clientID) }
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
-                                                         person: shared, timeout: .seconds(timeoutSeconds)))
+                                                         timeout: .seconds(timeoutSeconds)))
         switch outcome {
         case .fix(let fix):
             let json = fix.agentJSON(now: Date(), person: shared)

@@ -11,18 +11,8 @@ struct RelayBus: Sendable {
     let hub: DeviceHub
     let authenticator: Authenticator
 
-    private struct Locate: Decodable {
-        let id: UUID
-        let owner: UUID
-        let clientID: String
-        let expiresMs: Int64
-        let requester: Person?
-        enum CodingKeys: String, CodingKey {
-            case id, owner, requester
-            case clientID = "client_id"
-            case expiresMs = "expires_ms"
-        }
-    }
+    /// The owner of a `whereabot_locate` payload (the rest is a `LocateMessage`).
+    private struct Owner: Decodable { let owner: UUID }
 
     private struct Cancel: Decodable { let id: UUID }
 
@@ -57,9 +47,8 @@ struct RelayBus: Sendable {
         case "whereabot_answer":
             if let answer = try? decoder.decode(AnswerNotification.self, from: data) { await coordinator.deliver(answer) }
         case "whereabot_locate":
-            if let ping = try? decoder.decode(Locate.self, from: data) {
-                await hub.locate(LocateMessage(id: ping.id, clientID: ping.clientID, expiresMs: ping.expiresMs,
-                                               requester: ping.requester), owner: ping.owner)
+            if let ping = try? decoder.decode(LocateMessage.self, from: data), let owner = try? decoder.decode(Owner.self, from: data) {
+                await hub.locate(ping, owner: owner.owner)
             }
         case "whereabot_cancel":
             if let cancel = try? decoder.decode(Cancel.self, from: data) { await hub.cancel(request: cancel.id) }
