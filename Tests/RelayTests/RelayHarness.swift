@@ -13,13 +13,16 @@ struct RelayHarness: Sendable {
     let port: Int
     var base: String { "http://127.0.0.1:\(port)" }
 
+    let instance: String
+
     static func start(heartbeat: Duration = .seconds(10)) async throws -> RelayHarness {
+        let instance = "harness-\(UUID().uuidString.prefix(6).lowercased())"
         var configuration = RelayService.Configuration(
-            database: PGConfiguration(TestDatabase.relayURL, applicationName: "harness"), port: 0, publicURL: "http://relay.test",
-            instanceID: "harness-\(UUID().uuidString.prefix(6).lowercased())", jwtSecret: secret)
+            database: PGConfiguration(TestDatabase.relayURL, applicationName: instance), port: 0, publicURL: "http://relay.test",
+            instanceID: instance, jwtSecret: secret)
         configuration.heartbeatInterval = heartbeat
         let relay = try RelayService(configuration)
-        return RelayHarness(relay: relay, port: try await relay.start())
+        return RelayHarness(relay: relay, port: try await relay.start(), instance: instance)
     }
 
     func stop() async {

@@ -131,6 +131,49 @@ public struct RelayDatabase: Sendable {
             .scalar(PGJSON.self).decode(Finished.self)
     }
 
+    /// The row behind one of a waiter's requests, for resync.
+    public struct RequestState: Sendable, Equatable {
+        /// The request.
+        public let id: UUID
+        /// Whether it was settled (answered, expired or abandoned).
+        public let settled: Bool
+        /// How it ended, when settled.
+        public let outcome: String?
+        /// The reason, for denied and unavailable.
+        public let reason: String?
+        /// Whether any device got the ping.
+        public let delivered: Bool
+    }
+
+    /// The rows of the given requests; ids missing from the result have vanished (crash).
+    public func requestStates(_ ids: [UUID]) async throws -> [RequestState] {
+        try await pool.query("select id, settled, outcome, reason, delivered from relay.request_states($1)", [ids]).rows.map {
+            RequestState(id: try $0.decode(0, as: UUID.self), settled: try $0.decode(1, as: Bool.self),
+                         outcome: try $0.decode(2, as: String?.self), reason: try $0.decode(3, as: String?.self),
+                         delivered: try $0.decode(4, as: Bool.self))
+        }
+    }
+
+    /// Asks the sealers of `instance`'s location-settled requests to send their answers
+    /// again (NOTIFY whereabot_replay); returns how many were asked for.
+    @discardableResult
+    public func requestReplay(_ ids: [UUID], instance: String) async throws -> Int {
+        try await pool.query("select relay.request_replay($1, $2)", [ids, instance]).scalar(Int.self)
+    }
+
+    /// Re-sends a sealed answer to its waiter; false unless the request settled with a location.
+    @discardableResult
+    public func replayAnswer(id: UUID, sealed: String) async throws -> Bool {
+        try await pool.query("select relay.replay_answer($1, $2)", [id, sealed]).scalar(Bool.self)
+    }
+
+    /// Pings still waiting for the phones of `users` (at most 10,000 per call), with their owners.
+    public func pendingLocates(users: [UUID]) async throws -> [(owner: UUID, ping: LocateMessage)] {
+        try await pool.query("select owner_id, message from relay.pending_locates($1)", [users]).rows.map {
+            (try $0.decode(0, as: UUID.self), try $0.decode(1, as: PGJSON.self).decode(LocateMessage.self))
+        }
+    }
+
     /// The waiter's reply key for a request still waiting for `user`'s phones, else nil.
     public func replyKey(request: UUID, user: UUID) async throws -> [UInt8]? {
         try await pool.query("select relay.reply_key($1, $2)", [request, user]).scalar(Data?.self).map(Array.init)

@@ -2,9 +2,10 @@ import Foundation
 
 /// Settles a request with a phone's answer: a fix is sealed to the waiter's reply key
 /// first, so it crosses Postgres only as ciphertext. Used by device sockets and by
-/// POST /v1/device/answer.
+/// POST /v1/device/answer. Sealed fixes it settled are remembered for a replay.
 struct AnswerSettler: Sendable {
     let database: RelayDatabase
+    let memory: SealedAnswerMemory
 
     /// Seals (for a fix) and settles; returns what the database decided.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
@@ -26,6 +27,15 @@ struct AnswerSettler: Sendable {
                                   deviceName: deviceName, platform: platform)
             answer = .location(sealed: try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: id))
         }
-        return try await database.settle(id: id, user: user, device: device, answer: answer)
+        let settled = try await database.settle(id: id, user: user, device: device, answer: answer)
+        if settled == .settled, let sealed = answer.sealed { memory.remember(sealed, for: id) }
+        return settled
+    }
+
+    /// A `whereabot_replay` notification: re-send the sealed answer of `id` if this
+    /// instance sealed it.
+    func replay(_ id: UUID) async {
+        guard let sealed = memory.sealed(for: id) else { return }
+        _ = try? await database.replayAnswer(id: id, sealed: sealed)
     }
 }

@@ -2,24 +2,59 @@ import Foundation
 
 /// The holder side of the device protocol on one instance: which phones are connected
 /// here, pings out, answers in (sealed to the waiter), cancels, replacement and revocation.
+///
+/// Nothing a phone said is lost to a database outage: an answer that cannot be settled is
+/// held and settled again at every resync until its request expires.
 public actor DeviceHub {
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     public static let replacedCode: UInt16 = 4000
+    /// `relay.pending_locates` takes at most this many users per call.
+    static let usersPerQuery = 10_000
+    /// How long an answer to a ping this hub never sent is held (longer than any request).
+    static let heldAnswerFallbackLifetime: TimeInterval = 130
 
     private let instance: String
     private let database: RelayDatabase
-    private var sessions: [UUID: DeviceSession] = [:]            // by connection
-    private var devices: [UUID: (device: UUID, name: String, platform: String)] = [:]  // connection → device
-    private var pinged: [UUID: Set<UUID>] = [:]                  // request → connections that got it
+    private let settler: AnswerSettler
+    private var sessions: [UUID: DeviceSession] = [:]   // by connection, after hello
+    private var devices: [UUID: Device] = [:]           // by connection
+    private var pinged: [UUID: Ping] = [:]              // by request
+    private var held: [UUID: HeldAnswer] = [:]          // by request
+
+    /// A phone that said hello.
+    private struct Device {
+        let id: UUID
+        let name: String
+        let platform: String
+        let appVersion: String
+    }
+
+    /// Which sockets got a ping, until it expires or is cancelled.
+    private struct Ping {
+        let expires: Date
+        var connections: Set<UUID> = []
+    }
+
+    /// An answer the database could not take yet.
+    private struct HeldAnswer {
+        let user: UUID
+        let device: Device
+        let reply: PhoneMessage.PhoneReply
+        let expires: Date
+    }
 
     /// Creates the hub of relay instance `instance`.
-    public init(instance: String, database: RelayDatabase) {
+    init(instance: String, database: RelayDatabase, settler: AnswerSettler) {
         self.instance = instance
         self.database = database
+        self.settler = settler
     }
 
     /// Phones connected here (after hello).
     public var connectedCount: Int { devices.count }
+
+    /// Answers waiting for the database (for /metrics).
+    public var heldCount: Int { held.count }
 
     /// A new socket for a verified phone; hand the result to `HTTPResponse.webSocket(delegate:)`.
     nonisolated func session(for phone: PhoneIdentity) -> DeviceSession {
@@ -37,7 +72,8 @@ public actor DeviceHub {
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
-                await hello(session, device: device, name: name, platform: platform, version: version)
+                guard devices[session.connection] == nil else { return }  // one hello per socket
+                await hello(session, Device(id: device, name: name, platform: platform, appVersion: version))
             case .answer(let id, let reply):
                 await answer(session, id: id, reply: reply)
             case .log, .unknown, nil:
@@ -46,20 +82,25 @@ public actor DeviceHub {
         }
     }
 
-    private func hello(_ session: DeviceSession, device: UUID, name: String, platform: String, version: String) async {
-        guard devices[session.connection] == nil else { return }  // one hello per socket
+    /// Registers the socket (at hello, and again at resync) and sends the pending pings.
+    private func hello(_ session: DeviceSession, _ device: Device) async {
         let result: RelayDatabase.Hello
         do {
             result = try await database.deviceHello(instance: instance, connection: session.connection, user: session.phone.userID,
-                                                    device: device, name: name, platform: platform, appVersion: version)
+                                                    device: device.id, name: device.name, platform: device.platform,
+                                                    appVersion: device.appVersion)
         } catch {
-            session.close(code: 1011, reason: "try again")
+            if devices[session.connection] == nil { session.close(code: 1011, reason: "try again") }
             return
         }
         switch result.status {
         case "ok":
+            guard !session.isClosed else {  // closed while hello ran: forget the row just made
+                _ = try? await database.deviceDisconnect(session.connection)
+                return
+            }
             sessions[session.connection] = session
-            devices[session.connection] = (device, name, platform)
+            devices[session.connection] = device
             for ping in result.pending { await send(ping, to: session) }
         case "revoked":
             session.close(code: Self.replacedCode, reason: "revoked")
@@ -71,23 +112,29 @@ public actor DeviceHub {
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
         guard let device = devices[session.connection] else { return }  // no hello yet
         // The answering phone needs no cancel for its own answer; the others get one.
-        pinged[id]?.remove(session.connection)
-        _ = try? await AnswerSettler(database: database).settle(id: id, user: session.phone.userID, device: device.device,
-                                                                 deviceName: device.name, platform: device.platform, reply: reply)
+        pinged[id]?.connections.remove(session.connection)
+        do {
+            _ = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
+                                         deviceName: device.name, platform: device.platform, reply: reply)
+        } catch {
+            let expires = pinged[id]?.expires ?? Date().addingTimeInterval(Self.heldAnswerFallbackLifetime)
+            held[id] = HeldAnswer(user: session.phone.userID, device: device, reply: reply, expires: expires)
+        }
     }
 
     // MARK: From the bus
 
     /// A `whereabot_locate` notification: ping every phone of the owner connected here.
     public func locate(_ ping: LocateMessage, owner: UUID) async {
-        for session in sessions.values where session.phone.userID == owner && devices[session.connection] != nil {
+        for session in sessions.values where session.phone.userID == owner {
             await send(ping, to: session)
         }
     }
 
     /// A `whereabot_cancel` notification: tell every phone that got the ping.
     public func cancel(request: UUID) {
-        for connection in pinged.removeValue(forKey: request) ?? [] {
+        held[request] = nil
+        for connection in pinged.removeValue(forKey: request)?.connections ?? [] {
             sessions[connection]?.send(#"{"type":"cancel","id":"\#(request.uuidString.lowercased())"}"#)
         }
     }
@@ -95,14 +142,52 @@ public actor DeviceHub {
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     public func deviceEvent(device: UUID, event: String, connection: UUID?) {
-        for (id, known) in devices where known.device == device && id != connection {
+        for (id, known) in devices where known.id == device && id != connection {
             sessions[id]?.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
         }
     }
 
+    // MARK: Resync and drain
+
+    /// Catches up with the tables: re-registers every socket when `reregister` (after a
+    /// reconnect or a crash that emptied relay.connections), sends pings whose
+    /// notification was missed, settles held answers, and forgets expired pings.
+    public func resync(reregister: Bool) async throws {
+        let now = Date()
+        pinged = pinged.filter { $0.value.expires > now }
+        held = held.filter { $0.value.expires > now }
+        if reregister {
+            for session in Array(sessions.values) {
+                guard let device = devices[session.connection] else { continue }
+                await hello(session, device)
+            }
+        }
+        let users = Array(Set(sessions.values.map(\.phone.userID)))
+        for start in stride(from: 0, to: users.count, by: Self.usersPerQuery) {
+            let batch = Array(users[start..<min(start + Self.usersPerQuery, users.count)])
+            for (owner, ping) in try await database.pendingLocates(users: batch) {
+                await locate(ping, owner: owner)
+            }
+        }
+        for (id, answer) in held {
+            let settled = try await settler.settle(id: id, user: answer.user, device: answer.device.id,
+                                                   deviceName: answer.device.name, platform: answer.device.platform,
+                                                   reply: answer.reply)
+            // `gone` may mean the waiter has not re-created the row after a crash yet: keep
+            // trying until the request expires (a cancel drops it sooner).
+            if settled != .gone { held[id] = nil }
+        }
+    }
+
+    /// Closes every device socket (drain): the phones reconnect to another instance.
+    public func closeAll(code: UInt16, reason: String) {
+        for session in sessions.values { session.close(code: code, reason: reason) }
+    }
+
     private func send(_ ping: LocateMessage, to session: DeviceSession) async {
-        guard !(pinged[ping.id]?.contains(session.connection) ?? false) else { return }  // each id once
-        pinged[ping.id, default: []].insert(session.connection)
+        let expires = Date(timeIntervalSince1970: TimeInterval(ping.expiresMs) / 1000)
+        guard !(pinged[ping.id]?.connections.contains(session.connection) ?? false) else { return }  // each id once
+        pinged[ping.id, default: Ping(expires: expires)].connections.insert(session.connection)
         guard let data = try? JSONEncoder().encode(ping) else { return }
         session.send(String(decoding: data, as: UTF8.self))
         _ = try? await database.markDelivered(ping.id)

@@ -22,6 +22,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var socket: WebSocket?
         var queue: [Event] = []
         var draining = false
+        var closed = false
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub) {
@@ -39,6 +40,9 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         state.withLock { $0.socket }?.close(code: code, reason: reason)
     }
 
+    /// Whether the socket has closed (its `.closed` event may still be queued).
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     func webSocketDidOpen(_ socket: WebSocket) {
         state.withLock { $0.socket = socket }
     }
@@ -48,6 +52,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {
+        state.withLock { $0.closed = true }
         enqueue(.closed)
     }
 

@@ -46,9 +46,13 @@ public actor LocateCoordinator {
     private let maxWaiting: Int
     private var waiters: [UUID: Waiter] = [:]
 
-    private enum Waiter {
-        case waiting(CheckedContinuation<AnswerNotification?, Never>?)
-        case answered(AnswerNotification)
+    /// One request waiting here: what re-creates its row after a crash, and its answer.
+    private struct Waiter {
+        let request: Request
+        let replyKey: [UInt8]
+        let expiresAt: Date
+        var continuation: CheckedContinuation<AnswerNotification?, Never>?
+        var answer: AnswerNotification?
     }
 
     /// Creates the coordinator of relay instance `instance`.
@@ -60,30 +64,28 @@ public actor LocateCoordinator {
         self.maxWaiting = maxWaiting
     }
 
-    /// Requests waiting here now (for /metrics and resync).
+    /// Requests waiting here now (for /metrics, resync and drain).
     public var waitingCount: Int { waiters.count }
 
     /// A `whereabot_answer` notification for this instance arrived.
     public func deliver(_ answer: AnswerNotification) {
-        guard answer.waiter == instance, let waiter = waiters[answer.id] else { return }
-        if case .waiting(let continuation) = waiter {
-            waiters[answer.id] = .answered(answer)
-            continuation?.resume(returning: answer)
-        }
+        guard answer.waiter == instance, var waiter = waiters[answer.id], waiter.answer == nil else { return }
+        waiter.answer = answer
+        let continuation = waiter.continuation
+        waiter.continuation = nil
+        waiters[answer.id] = waiter
+        continuation?.resume(returning: answer)
     }
 
     /// Asks the owner's phones and waits for the first answer.
-    /// - Throws: database errors (the caller answers 503).
+    /// - Throws: database errors while opening (the caller answers 503).
     public func locate(_ request: Request) async throws -> LocateOutcome {
         let id = UUID()
         let replyKey = try ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
-        waiters[id] = .waiting(nil)
+        waiters[id] = Waiter(request: request, replyKey: replyKey.publicKey, expiresAt: expiresAt)
         defer { waiters[id] = nil }
-        let opened = try await database.openRequest(
-            id: id, owner: request.owner, requester: request.requester, clientID: request.clientID,
-            clientName: request.clientName, instance: instance, replyKey: replyKey.publicKey,
-            expiresAt: expiresAt, maxWaiting: maxWaiting)
+        let opened = try await open(id, waiters[id]!)
         if opened.status == "too_many" { return .failure(.tooManyWaiting) }
 
         let answer = await waitForAnswer(id, until: .now + request.timeout + grace)
@@ -93,8 +95,15 @@ public actor LocateCoordinator {
         }
         if let answer { return outcome(of: answer, replyKey: replyKey, request: request) }
 
-        let finished = try await database.finish(id: id, instance: instance, abandoned: false)
+        guard let finished = try? await database.finish(id: id, instance: instance, abandoned: false) else {
+            // The database is unreachable at the deadline: the deadline still holds.
+            return .failure(.phoneSilent)
+        }
         if finished.status == "already_settled" {
+            if finished.outcome == "expired" || finished.outcome == "abandoned" {
+                // Reaped while this instance could not beat (a long database outage).
+                return finished.delivered == true ? .failure(.phoneSilent) : .failure(.notConnected(email: request.email))
+            }
             // An answer won at the last moment; its notification is on its way.
             if let late = await waitForAnswer(id, until: .now + .seconds(1)) {
                 return outcome(of: late, replyKey: replyKey, request: request)
@@ -106,9 +115,48 @@ public actor LocateCoordinator {
         return finished.delivered == true ? .failure(.phoneSilent) : .failure(.notConnected(email: request.email))
     }
 
+    /// Re-reads the rows of every request still waiting here (after a LISTEN reconnect, and
+    /// as a slow backstop poll): answers whose notification was lost are delivered (a
+    /// sealed fix is asked for again from the instance that sealed it), requests reaped
+    /// meanwhile wake their waiters, and rows lost in a Postgres crash are re-created.
+    /// - Returns: how many rows were re-created.
+    @discardableResult
+    public func resync() async throws -> Int {
+        let ids = waiters.filter { $0.value.answer == nil }.map(\.key)
+        guard !ids.isEmpty else { return 0 }
+        let states = try await database.requestStates(ids)
+        var replay: [UUID] = []
+        for state in states where state.settled {
+            switch state.outcome {
+            case "location"?:
+                replay.append(state.id)
+            case "denied"?, "unavailable"?:
+                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome!, reason: state.reason, sealed: nil))
+            default:
+                expire(state.id)  // expired or abandoned by a reaper: finish reports it
+            }
+        }
+        if !replay.isEmpty { try await database.requestReplay(replay, instance: instance) }
+        let present = Set(states.map(\.id))
+        var recreated = 0
+        for id in ids where !present.contains(id) {
+            guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > Date() else { continue }
+            if try await open(id, waiter).status == "opened" { recreated += 1 }
+        }
+        return recreated
+    }
+
+    /// Inserts the request's row (NOTIFY whereabot_locate); `exists` when it is there already.
+    private func open(_ id: UUID, _ waiter: Waiter) async throws -> RelayDatabase.Opened {
+        try await database.openRequest(
+            id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
+            clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
+            expiresAt: waiter.expiresAt, maxWaiting: maxWaiting)
+    }
+
     /// Suspends until the answer for `id` arrives, `deadline` passes, or the task is cancelled.
     private func waitForAnswer(_ id: UUID, until deadline: ContinuousClock.Instant) async -> AnswerNotification? {
-        if case .answered(let answer)? = waiters[id] { return answer }
+        if let answer = waiters[id]?.answer { return answer }
         let timer = Task { [weak self] in
             try? await Task.sleep(until: deadline)
             await self?.expire(id)
@@ -116,12 +164,12 @@ public actor LocateCoordinator {
         defer { timer.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                if case .answered(let answer)? = waiters[id] {
+                if let answer = waiters[id]?.answer {
                     continuation.resume(returning: answer)
-                } else if Task.isCancelled {
+                } else if Task.isCancelled || waiters[id] == nil {
                     continuation.resume(returning: nil)
                 } else {
-                    waiters[id] = .waiting(continuation)
+                    waiters[id]?.continuation = continuation
                 }
             }
         } onCancel: {
@@ -129,11 +177,11 @@ public actor LocateCoordinator {
         }
     }
 
-    /// Wakes the waiter of `id` without an answer (deadline or cancellation).
+    /// Wakes the waiter of `id` without an answer (deadline, cancellation, or reaped).
     private func expire(_ id: UUID) {
-        guard case .waiting(let continuation)? = waiters[id] else { return }
-        waiters[id] = .waiting(nil)
-        continuation?.resume(returning: nil)
+        guard let continuation = waiters[id]?.continuation else { return }
+        waiters[id]?.continuation = nil
+        continuation.resume(returning: nil)
     }
 
     private func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request) -> LocateOutcome {

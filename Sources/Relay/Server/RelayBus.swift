@@ -2,19 +2,24 @@ import Foundation
 import PGBus
 
 /// Routes the relay's notifications from the instance's one LISTEN connection to the parts
-/// that act on them. Notifications are hints; resync after reconnects comes with issue 6.
+/// that act on them. Notifications are hints: every (re)start of LISTEN asks `maintenance`
+/// for a full resync.
 struct RelayBus: Sendable {
     /// The channels every instance listens on.
-    static let channels = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key"]
+    static let channels = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key",
+                           "whereabot_replay"]
 
     let coordinator: LocateCoordinator
     let hub: DeviceHub
     let authenticator: Authenticator
+    let settler: AnswerSettler
+    let maintenance: RelayMaintenance
 
     /// The owner of a `whereabot_locate` payload (the rest is a `LocateMessage`).
     private struct Owner: Decodable { let owner: UUID }
 
-    private struct Cancel: Decodable { let id: UUID }
+    /// A `whereabot_cancel` or `whereabot_replay` payload (only the id matters here).
+    private struct RequestID: Decodable { let id: UUID }
 
     private struct DeviceEvent: Decodable {
         let device: UUID
@@ -32,6 +37,7 @@ struct RelayBus: Sendable {
         try await listener.listen(on: Self.channels) { events in
             for await event in events {
                 guard case .notification(let note) = event else {
+                    maintenance.requestResync()
                     ready()
                     continue
                 }
@@ -51,7 +57,9 @@ struct RelayBus: Sendable {
                 await hub.locate(ping, owner: owner.owner)
             }
         case "whereabot_cancel":
-            if let cancel = try? decoder.decode(Cancel.self, from: data) { await hub.cancel(request: cancel.id) }
+            if let cancel = try? decoder.decode(RequestID.self, from: data) { await hub.cancel(request: cancel.id) }
+        case "whereabot_replay":
+            if let replay = try? decoder.decode(RequestID.self, from: data) { await settler.replay(replay.id) }
         case "whereabot_device":
             if let event = try? decoder.decode(DeviceEvent.self, from: data) {
                 await hub.deviceEvent(device: event.device, event: event.event, connection: event.connection)

@@ -3,12 +3,16 @@ import PGBus
 import Synchronization
 
 /// Readiness and metrics of one instance: /readyz is 200 only while the LISTEN connection
-/// is up and the instance is not draining; /metrics is Prometheus text.
+/// is up, the last heartbeat reached the database, and the instance is not draining;
+/// /metrics is Prometheus text.
 final class RelayHealth: Sendable {
     private let listener: PGListener
     private let hub: DeviceHub
     private let coordinator: LocateCoordinator
     private let draining = Atomic<Bool>(false)
+    private let reachable = Atomic<Bool>(true)
+    private let resyncs = Atomic<Int>(0)
+    private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics) {
@@ -23,14 +27,24 @@ final class RelayHealth: Sendable {
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
+    /// What the last heartbeat or resync found.
+    func databaseReachable(_ value: Bool) { reachable.store(value, ordering: .relaxed) }
+
+    /// A full resync finished; `recreated` rows were re-created after a crash.
+    func recordResync(full: Bool, recreated count: Int) {
+        if full { resyncs.add(1, ordering: .relaxed) }
+        recreated.add(count, ordering: .relaxed)
+    }
+
     func isReady() async -> Bool {
-        !isDraining && listener.state.isListening
+        !isDraining && reachable.load(ordering: .relaxed) && listener.state.isListening
     }
 
     /// Gauges and counters; labels never carry user data.
     func metrics() async -> String {
         let devices = await hub.connectedCount
         let waiting = await coordinator.waitingCount
+        let held = await hub.heldCount
         return """
             # HELP whereabot_device_connections Phones connected to this instance (after hello).
             # TYPE whereabot_device_connections gauge
@@ -47,6 +61,18 @@ final class RelayHealth: Sendable {
             # HELP whereabot_listener_reconnects_total LISTEN connections re-established.
             # TYPE whereabot_listener_reconnects_total counter
             whereabot_listener_reconnects_total \(listener.reconnects)
+            # HELP whereabot_database_up Whether the last heartbeat reached the database.
+            # TYPE whereabot_database_up gauge
+            whereabot_database_up \(reachable.load(ordering: .relaxed) ? 1 : 0)
+            # HELP whereabot_held_answers Phone answers waiting for the database to take them.
+            # TYPE whereabot_held_answers gauge
+            whereabot_held_answers \(held)
+            # HELP whereabot_resyncs_total Full resyncs (after a LISTEN reconnect or a vanished instance row).
+            # TYPE whereabot_resyncs_total counter
+            whereabot_resyncs_total \(resyncs.load(ordering: .relaxed))
+            # HELP whereabot_requests_recreated_total Waiting requests whose rows were re-created after a crash.
+            # TYPE whereabot_requests_recreated_total counter
+            whereabot_requests_recreated_total \(recreated.load(ordering: .relaxed))
 
             """ + locates.text
     }

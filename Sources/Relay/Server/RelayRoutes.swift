@@ -1,8 +1,10 @@
 import Foundation
 import HTTPServer
 
-/// The HTTP routes of SPEC §3 and §5 built so far: POST /v1/locate, GET /v1/device,
-/// /healthz. (MCP, /v1/device/answer, metadata, /readyz and /metrics come next.)
+/// The HTTP routes of SPEC §3 and §5: agents (POST /v1/locate, /mcp), phones (GET
+/// /v1/device, POST /v1/device/answer), metadata and operations (/healthz, /readyz,
+/// /metrics). While the instance drains, new agent requests and phone sockets get 503
+/// with Retry-After (a load balancer sends them elsewhere once /readyz says 503).
 struct RelayRoutes: Sendable {
     let authenticator: Authenticator
     let locator: LocateService
@@ -18,8 +20,15 @@ struct RelayRoutes: Sendable {
     static let defaultTimeout = 60
     static let maximumTimeout = 120
 
+    /// What agents and phones get from a draining instance.
+    static let drainingText = "This relay instance is restarting. Retry in a few seconds."
+
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        switch (request.method, String(request.path)) {
+        let path = String(request.path)
+        if health.isDraining, path == "/v1/locate" || path == "/mcp" || path == "/v1/device" {
+            return .text(503, Self.drainingText, headers: ["Retry-After": "2"])
+        }
+        switch (request.method, path) {
         case ("GET", "/healthz"):
             return .text(200, "ok")
         case ("POST", "/v1/locate"):

@@ -6,7 +6,10 @@ import Synchronization
 /// One relay instance: the HTTP server, the LISTEN connection and the parts between them.
 ///
 /// Lifecycle: `start()` registers the instance, starts listening and serving; `run()` waits
-/// until `shutdown()` has drained the server (device sockets close 1012 "restart").
+/// until `shutdown()` has drained it: /readyz turns 503, new agent requests and phones get
+/// 503 with Retry-After, device sockets close 1012 "restart" (the phones reconnect to
+/// another instance), and requests already waiting here keep waiting until settled or
+/// past their deadline.
 public final class RelayService: Sendable {
     /// What an instance needs.
     public struct Configuration: Sendable {
@@ -31,9 +34,11 @@ public final class RelayService: Sendable {
         public var supabaseURL: String?
         /// Browser origins allowed on /mcp besides the public URL.
         public var allowedOrigins: [String] = []
-        /// Time between heartbeats (which also keep connected devices' last_seen_at fresh);
-        /// every third one also reaps instances silent for 30 s.
-        public var heartbeatInterval: Duration = .seconds(10)
+        /// Time between heartbeats (which also keep connected devices' last_seen_at fresh
+        /// and run the backstop resync).
+        public var heartbeatInterval: Duration = RelayMaintenance.defaultInterval
+        /// Heartbeats between reaps of instances silent for 30 s.
+        public var reapEvery: Int = RelayMaintenance.defaultReapEvery
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -58,6 +63,9 @@ public final class RelayService: Sendable {
     private let bus: RelayBus
     private let busTask = Mutex<Task<Void, Never>?>(nil)
     private let health: RelayHealth
+    private let hub: DeviceHub
+    private let coordinator: LocateCoordinator
+    private let maintenance: RelayMaintenance
 
     /// Builds an instance (nothing runs yet).
     public init(_ configuration: Configuration) throws {
@@ -67,22 +75,32 @@ public final class RelayService: Sendable {
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, database: database)
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
-        let hub = DeviceHub(instance: configuration.instanceID, database: database)
+        let settler = AnswerSettler(database: database, memory: SealedAnswerMemory())
+        let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler)
+        self.hub = hub
+        self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
         let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics)
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
         let mcp = MCPHandler(gate: gate, locator: locator, database: database,
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
-        let listener = PGListener(configuration: configuration.listenDatabase ?? configuration.database)
+        var listenDatabase = configuration.listenDatabase ?? configuration.database
+        if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
+        let listener = PGListener(configuration: listenDatabase)
         self.listener = listener
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics)
         self.health = health
+        let maintenance = RelayMaintenance(instance: configuration.instanceID, database: database, coordinator: coordinator,
+                                           hub: hub, health: health, interval: configuration.heartbeatInterval,
+                                           reapEvery: configuration.reapEvery)
+        self.maintenance = maintenance
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
                                  authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
-                                 settler: AnswerSettler(database: database), health: health, gate: gate)
+                                 settler: settler, health: health, gate: gate)
         self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
-        self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator)
+        self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
+                            maintenance: maintenance)
     }
 
     /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
@@ -90,33 +108,18 @@ public final class RelayService: Sendable {
     public func start() async throws -> Int {
         try await database.registerInstance(configuration.instanceID)
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, database = self.database
-        let instance = configuration.instanceID, interval = configuration.heartbeatInterval
+        let listener = self.listener, bus = self.bus, maintenance = self.maintenance
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await listener.run() }
                 group.addTask { try? await bus.run(listener: listener) { readyContinuation.yield() } }
-                group.addTask { await Self.beat(database: database, instance: instance, interval: interval, until: listener) }
+                group.addTask { await maintenance.run() }
             }
         }
         busTask.withLock { $0 = task }
         var iterator = ready.makeAsyncIterator()
         _ = await iterator.next()
         return try server.start()
-    }
-
-    /// Heartbeats (keeping this instance's devices' last_seen_at fresh) and reaps dead
-    /// instances every third beat, until the listener stops. Database errors are retried
-    /// at the next beat.
-    private static func beat(database: RelayDatabase, instance: String, interval: Duration, until listener: PGListener) async {
-        var beats = 0
-        while listener.state != .stopped, !Task.isCancelled {
-            try? await Task.sleep(for: interval)
-            guard listener.state != .stopped, !Task.isCancelled else { return }
-            _ = try? await database.heartbeat(instance)
-            beats += 1
-            if beats % 3 == 0 { _ = try? await database.reap() }
-        }
     }
 
     /// Waits until the instance has stopped.
@@ -126,12 +129,22 @@ public final class RelayService: Sendable {
         await task?.value
     }
 
-    /// Graceful stop: device sockets close 1012 "restart", waiting requests finish until
-    /// `drainTimeout`, then the listener stops.
-    public func shutdown(drainTimeout: Duration = .seconds(10)) async {
+    /// Graceful stop (see the type's overview). Waiting requests get until `drainTimeout`
+    /// (by default past the longest possible wait); then the listener stops.
+    public func shutdown(drainTimeout: Duration = RelayService.defaultDrainTimeout) async {
+        let deadline = ContinuousClock.now + drainTimeout
         health.startDraining()
-        await server.shutdown(drainTimeout: drainTimeout, webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
+        await hub.closeAll(code: WebSocketCloseCode.serviceRestart, reason: "restart")
+        while await coordinator.waitingCount > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
+                              webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
+        maintenance.stop()
         listener.shutdown()
-        busTask.withLock { $0 }?.cancel()  // wakes the heartbeat from its sleep
+        busTask.withLock { $0 }?.cancel()
     }
+
+    /// Longer than any request may wait (120 s plus the grace), so a drain loses none.
+    public static let defaultDrainTimeout: Duration = .seconds(125)
 }

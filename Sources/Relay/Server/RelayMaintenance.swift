@@ -1,0 +1,94 @@
+import Foundation
+import PGBus
+
+/// Keeps one instance and the shared tables in step: a heartbeat every `interval` (which
+/// also keeps connected devices' last_seen_at fresh), a backstop resync at every beat, a
+/// full resync whenever the LISTEN connection came back or the instance's row vanished,
+/// and a reap of dead instances every `reapEvery` beats.
+///
+/// Notifications are hints; this loop is what makes a lost one harmless. Database errors
+/// mark the instance not ready and are retried at the next beat.
+final class RelayMaintenance: Sendable {
+    /// Time between beats (and backstop polls).
+    static let defaultInterval: Duration = .seconds(5)
+    /// Beats between reaps; with the default interval a reap every 30 s.
+    static let defaultReapEvery = 6
+    /// An instance silent this long is dead (`relay.reap`).
+    static let deadAfterSeconds = 30
+
+    private enum Event {
+        case beat
+        case resync
+    }
+
+    private let instance: String
+    private let database: RelayDatabase
+    private let coordinator: LocateCoordinator
+    private let hub: DeviceHub
+    private let health: RelayHealth
+    private let interval: Duration
+    private let reapEvery: Int
+    private let events: AsyncStream<Event>
+    private let input: AsyncStream<Event>.Continuation
+
+    init(instance: String, database: RelayDatabase, coordinator: LocateCoordinator, hub: DeviceHub, health: RelayHealth,
+         interval: Duration = RelayMaintenance.defaultInterval, reapEvery: Int = RelayMaintenance.defaultReapEvery) {
+        self.instance = instance
+        self.database = database
+        self.coordinator = coordinator
+        self.hub = hub
+        self.health = health
+        self.interval = interval
+        self.reapEvery = max(1, reapEvery)
+        (events, input) = AsyncStream.makeStream()
+    }
+
+    /// The LISTEN connection is (again) active: re-read everything soon.
+    func requestResync() {
+        input.yield(.resync)
+    }
+
+    /// Beats and resyncs until the task is cancelled.
+    func run() async {
+        let input = self.input, interval = self.interval
+        let ticker = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                input.yield(.beat)
+            }
+        }
+        defer { ticker.cancel() }
+        var beats = 0
+        var reregister = false
+        for await event in events {
+            if Task.isCancelled { return }
+            switch event {
+            case .resync:
+                reregister = true
+            case .beat:
+                beats += 1
+                do {
+                    if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
+                    health.databaseReachable(true)
+                } catch {
+                    health.databaseReachable(false)
+                    continue
+                }
+                if beats % reapEvery == 0 { _ = try? await database.reap(deadAfter: Self.deadAfterSeconds) }
+            }
+            do {
+                let recreated = try await coordinator.resync()
+                try await hub.resync(reregister: reregister)
+                health.recordResync(full: reregister, recreated: recreated)
+                reregister = false
+            } catch {
+                health.databaseReachable(false)
+            }
+        }
+    }
+
+    /// Ends `run()`.
+    func stop() {
+        input.finish()
+    }
+}

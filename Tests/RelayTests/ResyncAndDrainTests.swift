@@ -1,0 +1,116 @@
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Foundation
+import HTTPServer
+import PGBus
+import Relay
+import Testing
+
+/// Notifications are hints: lost ones, rows lost in a crash and a draining instance must
+/// not lose a request.
+@Suite(.serialized) struct ResyncAndDrainTests {
+    static func fix(_ id: String) -> String {
+        #"{"type":"location","id":"\#(id)","latitude":48.85,"longitude":2.35,"accuracy_m":20,"timestamp_ms":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#
+    }
+
+    /// The waiter's LISTEN connection is killed and the phone (on another instance) answers
+    /// before it is back: the sealed answer is replayed by the instance that sealed it, so
+    /// the agent still gets the fix (without the replay: 424 after the deadline).
+    @Test func aSealedAnswerMissedWhileListenWasDownIsReplayed() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let waiter = try await RelayHarness.start(), holder = try await RelayHarness.start()
+        let phone = try await holder.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = waiter.request("POST", "/v1/locate?timeout_secs=8", authorization: agent)
+        let id = try #require(await nextMessage(phone, type: "locate")?["id"] as? String)
+        let killed = try await admin.query("select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = $1",
+                                           [waiter.instance + "-listen"]).scalar(Int.self)
+        #expect(killed == 1)
+        phone.send(Self.fix(id))  // settled while the waiter cannot hear it (reconnect waits ≥ 0.5 s)
+        let (status, body) = try await located
+        #expect(status == 200 && body.contains("\"latitude\":48.85"), "got \(status) \(body)")
+        let metrics = try await waiter.request("GET", "/metrics", authorization: nil).body
+        #expect(metrics.contains("whereabot_listener_reconnects_total 1"))
+        await waiter.stop()
+        await holder.stop()
+    }
+
+    /// A crash empties the UNLOGGED tables (here: this instance's rows only, so that other
+    /// tests are untouched). The next heartbeat finds the instance row gone, re-creates the
+    /// waiting request and re-registers the phone, and the phone's later answer settles it.
+    @Test func rowsLostInACrashAreRecreated() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start(heartbeat: .milliseconds(300))
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = relay.request("POST", "/v1/locate?timeout_secs=8", authorization: agent)
+        let id = try #require(await nextMessage(phone, type: "locate")?["id"] as? String)
+        try await admin.withTransaction { db in
+            try await db.query("delete from relay.pending_requests where waiter_instance = $1", [relay.instance])
+            try await db.query("delete from relay.connections where instance_id = $1", [relay.instance])
+            try await db.query("delete from relay.instances where id = $1", [relay.instance])
+        }
+        var restored = false
+        for _ in 0..<40 where !restored {
+            try await Task.sleep(for: .milliseconds(100))
+            restored = try await admin.query("""
+                select exists (select from relay.pending_requests where id = $1 and settled_at is null)
+                   and exists (select from relay.connections where instance_id = $2)
+                """, [UUID(uuidString: id)!, relay.instance]).scalar(Bool.self)
+        }
+        #expect(restored, "the request row and the phone's connection are back")
+        phone.send(Self.fix(id))
+        let (status, body) = try await located
+        #expect(status == 200 && body.contains("\"longitude\":2.35"), "got \(status) \(body)")
+        #expect(await nextMessage(phone, type: "locate", within: 0.5) == nil, "the phone is not pinged twice")
+        await relay.stop()
+    }
+
+    /// SIGTERM-style drain: /readyz and new agent requests get 503 with Retry-After, the
+    /// phone's socket closes 1012 "restart", and the request already waiting is answered
+    /// once the phone has reconnected to another instance. Then the drained instance stops.
+    @Test func drainKeepsWaitingRequestsAndRefusesNewOnes() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let draining = try await RelayHarness.start(), other = try await RelayHarness.start()
+        let phoneToken = RelayHarness.token(user: ada.user, session: ada.session, email: ada.email)
+        let device = UUID()
+        let phone = try await draining.phone(phoneToken, device: device)
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = draining.request("POST", "/v1/locate?timeout_secs=10", authorization: agent)
+        _ = try #require(await nextMessage(phone, type: "locate"))
+
+        let stopped = Task { await draining.relay.shutdown(drainTimeout: .seconds(15)); await draining.relay.run() }
+        for await _ in phone.messages {}
+        #expect(phone.closeCode == 1012 && phone.closeReason == "restart")
+        let ready = try await raw(draining, "GET", "/readyz", authorization: nil)
+        #expect(ready.status == 503)
+        let refused = try await raw(draining, "POST", "/v1/locate?timeout_secs=5", authorization: agent)
+        #expect(refused.status == 503 && refused.retryAfter != nil && refused.body.contains("restarting"))
+        #expect(try await raw(draining, "GET", "/v1/device", authorization: "Bearer " + phoneToken).status == 503)
+
+        let moved = try await other.phone(phoneToken, device: device)
+        let id = try #require(await nextMessage(moved, type: "locate")?["id"] as? String)
+        moved.send(Self.fix(id))
+        let (status, body) = try await located
+        #expect(status == 200 && body.contains("\"latitude\":48.85"), "got \(status) \(body)")
+        await stopped.value
+        await other.stop()
+    }
+
+    private func raw(_ harness: RelayHarness, _ method: String, _ path: String,
+                     authorization: String?) async throws -> (status: Int, body: String, retryAfter: String?) {
+        var request = URLRequest(url: URL(string: harness.base + path)!)
+        request.httpMethod = method
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        return (http.statusCode, String(decoding: data, as: UTF8.self), http.value(forHTTPHeaderField: "Retry-After"))
+    }
+}
