@@ -5,10 +5,11 @@ SHELL := /bin/bash
 VENV        := .venv
 PYTHON      := $(VENV)/bin/python
 APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
-                postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv
+                postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv \
+                haproxy
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance bench bench-pgbus bench-http fuzz clean
+.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-pgbus bench-http fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,6 +63,12 @@ test-db: ## pgTAP tests only, on a fresh test database (needs `make db`)
 test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
 	@scripts/db.sh reset-test
 	@scripts/test.sh acceptance
+
+test-faults: deps ## Fault tests: two relays behind HAProxy; rolling restart, kill -9, Postgres restart and crash
+	@scripts/test.sh faults
+
+cluster: deps db ## Two relays behind HAProxy on 127.0.0.1:8080 against the local database
+	@scripts/cluster.sh
 
 bench: bench-pgbus bench-http ## Every benchmark (prints numbers, asserts nothing)
 

@@ -4,6 +4,8 @@
 #                                 run pgTAP, acceptance and Swift tests, stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh acceptance    pytest over Tests/Acceptance (test database must exist)
+#   scripts/test.sh faults        Tests/Faults: two relays, HAProxy, and their own cluster
+#                                 on port 54341 that they restart and crash
 #   scripts/test.sh swift | fuzz  swift test | the fuzz targets for FUZZ_SECONDS (5)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -26,6 +28,12 @@ run_acceptance() {
   "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Acceptance
 }
 
+run_faults() {
+  echo "== fault tests (Tests/Faults)"
+  swift build --product whereabot >/dev/null
+  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider Tests/Faults
+}
+
 run_swift() {
   echo "== Swift (swift test)"
   swift test
@@ -39,6 +47,7 @@ run_fuzz_smoke() {
 case "${1:-all}" in
   pgtap) run_pgtap ;;
   acceptance) run_acceptance ;;
+  faults) run_faults ;;
   swift) run_swift ;;
   fuzz) run_fuzz_smoke ;;
   all)
@@ -47,9 +56,10 @@ case "${1:-all}" in
     scripts/db.sh reset-test
     run_pgtap
     run_acceptance
+    run_faults
     run_swift
     run_fuzz_smoke
     echo "make test: every suite passed"
     ;;
-  *) echo "usage: $0 [all|pgtap|acceptance|swift]" >&2; exit 64 ;;
+  *) echo "usage: $0 [all|pgtap|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
 esac

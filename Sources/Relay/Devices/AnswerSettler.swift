@@ -36,6 +36,6 @@ struct AnswerSettler: Sendable {
     /// instance sealed it.
     func replay(_ id: UUID) async {
         guard let sealed = memory.sealed(for: id) else { return }
-        _ = try? await database.replayAnswer(id: id, sealed: sealed)
+        if (try? await database.replayAnswer(id: id, sealed: sealed)) == true { memory.countReplay() }
     }
 }

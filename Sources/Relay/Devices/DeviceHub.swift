@@ -29,10 +29,12 @@ public actor DeviceHub {
         let appVersion: String
     }
 
-    /// Which sockets got a ping, until it expires or is cancelled.
+    /// Which sockets got a ping (each gets it once) and which answered it (they need no
+    /// cancel), until it expires or is cancelled.
     private struct Ping {
         let expires: Date
         var connections: Set<UUID> = []
+        var answered: Set<UUID> = []
     }
 
     /// An answer the database could not take yet.
@@ -112,11 +114,18 @@ public actor DeviceHub {
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
         guard let device = devices[session.connection] else { return }  // no hello yet
         // The answering phone needs no cancel for its own answer; the others get one.
-        pinged[id]?.connections.remove(session.connection)
+        pinged[id]?.answered.insert(session.connection)
+        let settled: RelayDatabase.Settled?
         do {
-            _ = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
-                                         deviceName: device.name, platform: device.platform, reply: reply)
+            settled = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
+                                               deviceName: device.name, platform: device.platform, reply: reply)
         } catch {
+            settled = nil  // the database is unreachable
+        }
+        // Held until the database takes it: after an error, and after `gone` for a ping that
+        // was not cancelled (its row may be waiting to be re-created after a crash; the
+        // cancel that follows a normal settle by another phone drops it).
+        if settled == nil || (settled == .gone && pinged[id] != nil) {
             let expires = pinged[id]?.expires ?? Date().addingTimeInterval(Self.heldAnswerFallbackLifetime)
             held[id] = HeldAnswer(user: session.phone.userID, device: device, reply: reply, expires: expires)
         }
@@ -134,7 +143,8 @@ public actor DeviceHub {
     /// A `whereabot_cancel` notification: tell every phone that got the ping.
     public func cancel(request: UUID) {
         held[request] = nil
-        for connection in pinged.removeValue(forKey: request)?.connections ?? [] {
+        guard let ping = pinged.removeValue(forKey: request) else { return }
+        for connection in ping.connections.subtracting(ping.answered) {
             sessions[connection]?.send(#"{"type":"cancel","id":"\#(request.uuidString.lowercased())"}"#)
         }
     }

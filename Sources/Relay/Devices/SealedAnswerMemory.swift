@@ -18,6 +18,7 @@ final class SealedAnswerMemory: Sendable {
     }
 
     private let entries = Mutex<[Entry]>([])
+    private let replays = Atomic<Int>(0)
     private let lifetime: Duration
     private let capacity: Int
 
@@ -35,6 +36,12 @@ final class SealedAnswerMemory: Sendable {
             entries.append(Entry(id: id, sealed: sealed, storedAt: now))
         }
     }
+
+    /// Answers sent again so far (for /metrics).
+    var replayed: Int { replays.load(ordering: .relaxed) }
+
+    /// One answer was sent again.
+    func countReplay() { replays.add(1, ordering: .relaxed) }
 
     /// The sealed answer of request `id`, if this instance settled it recently.
     func sealed(for id: UUID) -> String? {

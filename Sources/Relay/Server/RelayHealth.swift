@@ -14,8 +14,11 @@ final class RelayHealth: Sendable {
     private let resyncs = Atomic<Int>(0)
     private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
+    private let sealedAnswers: SealedAnswerMemory
 
-    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics) {
+    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
+         sealedAnswers: SealedAnswerMemory) {
+        self.sealedAnswers = sealedAnswers
         self.listener = listener
         self.hub = hub
         self.coordinator = coordinator
@@ -67,6 +70,9 @@ final class RelayHealth: Sendable {
             # HELP whereabot_held_answers Phone answers waiting for the database to take them.
             # TYPE whereabot_held_answers gauge
             whereabot_held_answers \(held)
+            # HELP whereabot_answers_replayed_total Sealed answers sent again to a waiter that missed them.
+            # TYPE whereabot_answers_replayed_total counter
+            whereabot_answers_replayed_total \(sealedAnswers.replayed)
             # HELP whereabot_resyncs_total Full resyncs (after a LISTEN reconnect or a vanished instance row).
             # TYPE whereabot_resyncs_total counter
             whereabot_resyncs_total \(resyncs.load(ordering: .relaxed))

@@ -75,7 +75,8 @@ public final class RelayService: Sendable {
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, database: database)
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
-        let settler = AnswerSettler(database: database, memory: SealedAnswerMemory())
+        let sealedAnswers = SealedAnswerMemory()
+        let settler = AnswerSettler(database: database, memory: sealedAnswers)
         let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler)
         self.hub = hub
         self.coordinator = coordinator
@@ -89,7 +90,8 @@ public final class RelayService: Sendable {
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
         let listener = PGListener(configuration: listenDatabase)
         self.listener = listener
-        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics)
+        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
+                                  sealedAnswers: sealedAnswers)
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: database, coordinator: coordinator,
                                            hub: hub, health: health, interval: configuration.heartbeatInterval,

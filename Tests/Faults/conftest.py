@@ -1,0 +1,6 @@
+"""Fault tests run in their own pytest session (make test-faults): they start their own
+PostgreSQL cluster, relays and HAProxy."""
+import sys
+import pathlib
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))

@@ -1,0 +1,301 @@
+"""A whole Whereabot deployment for fault tests: its own PostgreSQL cluster (so that it can
+be restarted and crashed without disturbing other tests), two `whereabot serve`
+processes, HAProxy with deploy/haproxy.cfg, phones played by Python `websockets` that
+answer after a delay and reconnect like the app, and agents that POST /v1/locate."""
+import asyncio
+import concurrent.futures
+import json
+import os
+import pathlib
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+import jwt
+import psycopg
+import websockets
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BINARY = ROOT / ".build" / "debug" / "whereabot"
+SECRET = "fault-tests-jwt-secret-with-at-least-32-characters"
+PORT = int(os.environ.get("WHEREABOT_FAULTS_PGPORT", "54341"))
+DATA = pathlib.Path(os.environ.get("WHEREABOT_FAULTS_PGDATA", "/var/tmp/whereabot-faults/pgdata"))
+DB = "whereabot_faults"
+PG_BIN = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin"))[-1]
+LOGS = ROOT / ".local" / "faults"
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Postgres:
+    """The fault tests' own cluster: shim, migrations and relay login as `make test` has them."""
+
+    env = {**os.environ, "PGDATA_LOCAL": str(DATA), "PGPORT_LOCAL": str(PORT), "TEST_DB": DB}
+    admin_url = f"postgresql://supabase_admin:postgres@127.0.0.1:{PORT}/{DB}"
+    relay_url = f"postgresql://whereabot_relay:whereabot-relay-dev@127.0.0.1:{PORT}/{DB}"
+
+    def start(self):
+        subprocess.run([ROOT / "scripts" / "db.sh", "start"], env=self.env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([ROOT / "scripts" / "db.sh", "reset-test"], env=self.env, check=True)
+
+    def pg_ctl(self, *args):
+        command = [str(PG_BIN / "pg_ctl"), "-D", str(DATA), *args]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+    def restart(self, mode="fast", down_for=0.0):
+        """pg_ctl stop -m MODE, `down_for` seconds of outage, start. With mode immediate
+        (a crash) recovery resets every UNLOGGED table to empty."""
+        self.pg_ctl("-m", mode, "-w", "stop")
+        time.sleep(down_for)
+        self.pg_ctl("-l", str(DATA.parent / "postgres.log"), "-w", "-t", "60", "start")
+
+    def stop(self):
+        self.pg_ctl("-m", "fast", "-w", "stop")
+
+    def query(self, sql, params=()):
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    def make_users(self, count):
+        """`count` users, each with a session: [(user_id, phone_token, agent_token)]."""
+        users = []
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            for _ in range(count):
+                user, session = uuid.uuid4(), uuid.uuid4()
+                email = f"{user.hex[:12]}@faults.example"
+                conn.execute("insert into auth.users (id, aud, role, email, raw_user_meta_data, created_at, updated_at)"
+                             " values (%s, 'authenticated', 'authenticated', %s, '{}', now(), now())", (user, email))
+                conn.execute("insert into auth.sessions (id, user_id, created_at) values (%s, %s, now())", (session, user))
+                users.append((user, token(user, session, email), token(user, session, email, client_id="fault-agent")))
+        return users
+
+
+def token(user, session, email, client_id=None):
+    now = int(time.time())
+    claims = {"sub": str(user), "aud": "authenticated", "role": "authenticated", "email": email,
+              "session_id": str(session), "iat": now, "exp": now + 3600}
+    if client_id:
+        claims["client_id"] = client_id
+    return jwt.encode(claims, SECRET, algorithm="HS256")
+
+
+class Relay:
+    """One `whereabot serve` process with a fixed instance id and port."""
+
+    def __init__(self, name, database_url):
+        self.name, self.database_url, self.port = name, database_url, free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process = None
+        self.exit_codes = []
+
+    def start(self):
+        LOGS.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "DATABASE_URL": self.database_url, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
+               "PUBLIC_URL": self.base, "INSTANCE_ID": self.name}
+        log = open(LOGS / f"{self.name}.log", "a")
+        self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=log, stderr=log)
+        wait_until(self.ready, 20, f"{self.name} ready")
+
+    def ready(self):
+        try:
+            with urllib.request.urlopen(self.base + "/readyz", timeout=1) as response:
+                return response.status == 200
+        except (OSError, urllib.error.HTTPError):
+            return False
+
+    def metric(self, name):
+        try:
+            with urllib.request.urlopen(self.base + "/metrics", timeout=2) as response:
+                for line in response.read().decode().splitlines():
+                    if line.startswith(name + " "):
+                        return float(line.split()[1])
+        except OSError:
+            return 0.0
+        return 0.0
+
+    def terminate(self):
+        """SIGTERM: the relay drains; returns without waiting."""
+        self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout):
+        code = self.process.wait(timeout=timeout)
+        self.exit_codes.append(code)
+        return code
+
+    def kill(self):
+        self.process.kill()
+        self.process.wait()
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Haproxy:
+    """HAProxy with deploy/haproxy.cfg in front of two relays."""
+
+    def __init__(self, relays):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.relays = relays
+        self.process = None
+
+    def start(self):
+        env = {**os.environ, "WHEREABOT_BIND": f"127.0.0.1:{self.port}",
+               "WHEREABOT_RELAY1": f"127.0.0.1:{self.relays[0].port}", "WHEREABOT_RELAY2": f"127.0.0.1:{self.relays[1].port}"}
+        log = open(LOGS / "haproxy.log", "a")
+        self.process = subprocess.Popen(["haproxy", "-db", "-f", str(ROOT / "deploy" / "haproxy.cfg")],
+                                        env=env, stdout=log, stderr=log)
+        wait_until(lambda: self.reachable(), 10, "haproxy")
+
+    def reachable(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            return True
+        except OSError:
+            return False
+
+    def stop(self):
+        if self.process:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+class Phones:
+    """One phone per user, each on its own WebSocket like the app: hello, answer every ping
+    with a fix after `delay` seconds, reconnect 0.2-0.5 s after any close but 4000.
+    The first connection goes to `first_url`, reconnects to `url`."""
+
+    def __init__(self, users, url, first_url=None, delay=2.0):
+        self.users, self.url, self.first_url, self.delay = users, url, first_url or url, delay
+        self.loop = asyncio.new_event_loop()
+        self.stopping = False
+        self.hellos = 0
+        self.pings = 0
+        self.answers = 0
+        self.reconnects = 0
+        self.connected = set()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def start(self):
+        self.thread.start()
+        for user, phone_token, _ in self.users:
+            asyncio.run_coroutine_threadsafe(self.phone(user, phone_token), self.loop)
+        wait_until(lambda: len(self.connected) == len(self.users), 30, "every phone connected")
+
+    def stop(self):
+        self.stopping = True
+        for task in asyncio.all_tasks(self.loop):
+            self.loop.call_soon_threadsafe(task.cancel)
+        time.sleep(0.2)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    async def phone(self, user, phone_token):
+        device = str(uuid.uuid4())
+        url = self.first_url
+        while not self.stopping:
+            try:
+                async with websockets.connect(url + "/v1/device", open_timeout=5,
+                                              additional_headers={"Authorization": "Bearer " + phone_token}) as ws:
+                    await ws.send(json.dumps({"type": "hello", "app_version": "faults", "device_id": device,
+                                              "device_name": "Fault phone", "platform": "ios"}))
+                    self.hellos += 1
+                    self.connected.add(user)
+                    async for text in ws:
+                        message = json.loads(text)
+                        if message.get("type") == "locate":
+                            self.pings += 1
+                            asyncio.ensure_future(self.answer(ws, message["id"]))
+            except websockets.ConnectionClosed as closed:
+                if closed.rcvd is not None and closed.rcvd.code == 4000:
+                    return
+            except (OSError, asyncio.TimeoutError, websockets.InvalidStatus, websockets.InvalidHandshake):
+                pass
+            self.connected.discard(user)
+            self.reconnects += 1
+            url = self.url
+            await asyncio.sleep(0.2 + random.random() * 0.3)
+
+    async def answer(self, ws, request_id):
+        await asyncio.sleep(self.delay)
+        fix = {"type": "location", "id": request_id, "latitude": 52.52, "longitude": 13.405, "accuracy_m": 12,
+               "timestamp_ms": int(time.time() * 1000)}
+        try:
+            await ws.send(json.dumps(fix))
+            self.answers += 1
+        except websockets.ConnectionClosed:
+            pass  # the next connection gets the ping again at hello
+
+
+def locate(base, agent_token, timeout_secs=60, retries=20):
+    """POST /v1/locate like a careful agent: a 503 with Retry-After from a draining
+    instance is retried. Returns (status, body)."""
+    for _ in range(retries):
+        request = urllib.request.Request(f"{base}/v1/locate?timeout_secs={timeout_secs}", method="POST",
+                                         headers={"Authorization": "Bearer " + agent_token})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout_secs + 15) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            body = error.read().decode()
+            if error.code == 503 and error.headers.get("Retry-After") and "restarting" in body:
+                time.sleep(float(error.headers["Retry-After"]))
+                continue
+            return error.code, body
+        except OSError as error:
+            return 0, str(error)
+    return 0, "gave up"
+
+
+class Agents:
+    """`per_user` concurrent locates for each user, all in flight at once."""
+
+    def __init__(self, users, base, per_user=4, timeout_secs=60):
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(users) * per_user)
+        self.futures = [self.pool.submit(locate, base, agent_token, timeout_secs)
+                        for _, _, agent_token in users for _ in range(per_user)]
+
+    def results(self, timeout):
+        done, pending = concurrent.futures.wait(self.futures, timeout=timeout)
+        results = [future.result() for future in done]
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        return results, len(pending)
+
+
+def report(name, sent, results, hung):
+    answered = sum(1 for status, body in results if status == 200 and '"latitude":52.52' in body)
+    lost = sent - answered
+    print(f"\n{name}: sent {sent} / answered {answered} / lost {lost} (hung {hung})")
+    others = sorted({f"{status} {body[:80]}" for status, body in results if status != 200})
+    for line in others:
+        print("   ", line)
+    return lost
+
+
+def pending(relays):
+    return sum(relay.metric("whereabot_pending_requests") for relay in relays if relay.process.poll() is None)

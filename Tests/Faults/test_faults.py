@@ -1,0 +1,144 @@
+"""Fault tests (SPEC §4, issue 6): two relays behind HAProxy on their own PostgreSQL.
+Each test prints sent / answered / lost and fails if any request is lost or hangs."""
+import time
+
+import pytest
+
+from faultkit import Agents, Haproxy, Phones, Postgres, Relay, pending, report, wait_until
+
+USERS = 25        # one phone each
+PER_USER = 4      # under the cap of 5 waiting requests per user: 100 in flight
+SENT = USERS * PER_USER
+
+
+@pytest.fixture(scope="module")
+def deployment():
+    postgres = Postgres()
+    postgres.start()
+    relays = [Relay("fault-relay-1", postgres.relay_url), Relay("fault-relay-2", postgres.relay_url)]
+    for relay in relays:
+        relay.start()
+    haproxy = Haproxy(relays)
+    haproxy.start()
+    time.sleep(2.5)  # HAProxy's first checks (rise 2, inter 1 s)
+    yield postgres, relays, haproxy
+    haproxy.stop()
+    for relay in relays:
+        relay.stop()
+    postgres.stop()
+
+
+def ws(base):
+    return base.replace("http://", "ws://")
+
+
+def in_flight(relays, phones):
+    wait_until(lambda: pending(relays) >= SENT and phones.pings >= SENT, 30, f"{SENT} requests waiting and pinged")
+
+
+def test_rolling_restart_behind_haproxy(deployment):
+    """SIGTERM each instance in turn with 100 requests in flight; phones answer after 3 s."""
+    postgres, relays, haproxy = deployment
+    results, hung = [], 0
+    for relay in relays:
+        users = postgres.make_users(USERS)
+        phones = Phones(users, ws(haproxy.base), delay=3.0)
+        phones.start()
+        agents = Agents(users, haproxy.base, per_user=PER_USER)
+        in_flight(relays, phones)
+        relay.terminate()
+        batch, stuck = agents.results(timeout=90)
+        results += batch
+        hung += stuck
+        assert relay.wait(timeout=30) == 0, "a drained relay exits 0"
+        phones.stop()
+        relay.start()
+        time.sleep(2.5)  # HAProxy takes it back after two good checks
+    assert report("rolling restart", 2 * SENT, results, hung) == 0
+
+
+def test_kill_9_of_the_instance_holding_the_phones(deployment):
+    """Phones on relay 2, agents waiting on relay 1; relay 2 is killed. The phones reconnect
+    through HAProxy and answer the pings they get again at hello."""
+    postgres, relays, haproxy = deployment
+    waiter, holder = relays
+    users = postgres.make_users(USERS)
+    phones = Phones(users, ws(haproxy.base), first_url=ws(holder.base), delay=3.0)
+    phones.start()
+    agents = Agents(users, waiter.base, per_user=PER_USER)
+    in_flight(relays, phones)
+    holder.kill()
+    results, hung = agents.results(timeout=90)
+    phones.stop()
+    holder.start()
+    time.sleep(2.5)
+    assert phones.reconnects >= USERS
+    assert report("kill -9 of the phones' instance", SENT, results, hung) == 0
+
+
+def test_postgres_fast_restart_mid_flight(deployment):
+    """pg_ctl restart -m fast (stop, 5 s down, start) while 100 requests wait: the phones
+    answer during the outage, the relays hold the answers and settle them afterwards."""
+    postgres, relays, haproxy = deployment
+    users = postgres.make_users(USERS)
+    phones = Phones(users, ws(haproxy.base), delay=3.0)
+    phones.start()
+    agents = Agents(users, haproxy.base, per_user=PER_USER)
+    in_flight(relays, phones)
+    before = phones.answers
+    postgres.restart("fast", down_for=5.0)
+    during = phones.answers - before
+    print(f"answers before the outage: {before}, during it: {during}")
+    assert during > 0, "the outage must cover the phones' answers"
+    results, hung = agents.results(timeout=90)
+    phones.stop()
+    wait_until(lambda: all(relay.ready() for relay in relays), 30, "relays ready again")
+    assert phones.pings == SENT, "nobody is asked twice: answers given during the outage are held, not lost"
+    assert report("pg_ctl restart -m fast", SENT, results, hung) == 0
+
+
+def test_listener_connections_terminated(deployment):
+    """pg_terminate_backend of each instance's LISTEN connection just as the answers come."""
+    postgres, relays, haproxy = deployment
+    users = postgres.make_users(USERS)
+    phones = Phones(users, ws(haproxy.base), delay=1.0)
+    phones.start()
+    agents = Agents(users, haproxy.base, per_user=PER_USER)
+    in_flight(relays, phones)
+    wait_until(lambda: phones.answers > 0, 10, "the first answer")
+    killed = postgres.query("select count(pg_terminate_backend(pid)) from pg_stat_activity"
+                            " where application_name like %s", ('whereabot-fault-relay-%-listen',))[0][0]
+    results, hung = agents.results(timeout=90)
+    phones.stop()
+    assert killed == 2
+    assert all(relay.metric("whereabot_listener_reconnects_total") >= 1 for relay in relays)
+    replayed = sum(relay.metric("whereabot_answers_replayed_total") for relay in relays)
+    print(f"sealed answers replayed to waiters that missed them: {replayed:.0f}")
+    assert replayed > 0
+    assert report("LISTEN connections terminated", SENT, results, hung) == 0
+
+
+def test_postgres_crash_empties_unlogged_tables(deployment):
+    """pg_ctl stop -m immediate, 5 s down, start: relay.* tables are empty after recovery;
+    the instances re-create their waiting requests and sockets, and every request is
+    answered."""
+    postgres, relays, haproxy = deployment
+    users = postgres.make_users(USERS)
+    phones = Phones(users, ws(haproxy.base), delay=3.0)
+    phones.start()
+    agents = Agents(users, haproxy.base, per_user=PER_USER)
+    in_flight(relays, phones)
+    before = phones.answers
+    postgres.restart("immediate", down_for=5.0)
+    during = phones.answers - before
+    print(f"answers before the crash: {before}, during the outage: {during}")
+    assert during > 0, "the outage must cover the phones' answers"
+    emptied = postgres.query("select count(*) from relay.pending_requests")[0][0]
+    results, hung = agents.results(timeout=90)
+    phones.stop()
+    wait_until(lambda: all(relay.ready() for relay in relays), 30, "relays ready again")
+    recreated = sum(relay.metric("whereabot_requests_recreated_total") for relay in relays)
+    print(f"rows right after crash recovery: {emptied}; re-created by the relays: {recreated:.0f}")
+    assert recreated >= SENT
+    assert phones.pings == SENT, "nobody is asked twice: re-created requests are not pinged again"
+    assert report("Postgres crash", SENT, results, hung) == 0
