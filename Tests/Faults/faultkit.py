@@ -63,11 +63,14 @@ class Postgres:
             command = ["runuser", "-u", "postgres", "--", *command]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
-    def restart(self, mode="fast", down_for=0.0):
-        """pg_ctl stop -m MODE, `down_for` seconds of outage, start. With mode immediate
-        (a crash) recovery resets every UNLOGGED table to empty."""
+    def restart(self, mode="fast", down_for=0.0, during=None):
+        """pg_ctl stop -m MODE, `down_for` seconds of outage (running `during()` in it),
+        start. With mode immediate (a crash) recovery resets every UNLOGGED table to empty."""
         self.pg_ctl("-m", mode, "-w", "stop")
-        time.sleep(down_for)
+        started = time.monotonic()
+        if during:
+            during()
+        time.sleep(max(0.0, down_for - (time.monotonic() - started)))
         self.pg_ctl("-l", str(DATA.parent / "postgres.log"), "-w", "-t", "60", "start")
 
     def stop(self):
@@ -255,21 +258,26 @@ class Phones:
 def locate(base, agent_token, timeout_secs=60, retries=20):
     """POST /v1/locate like a careful agent: a 503 with Retry-After from a draining
     instance is retried. Returns (status, body)."""
+    return locate_once(base, agent_token, timeout_secs, retries)[:2]
+
+
+def locate_once(base, agent_token, timeout_secs=60, retries=1):
+    """(status, body, Retry-After) of POST /v1/locate, retrying a draining instance's 503."""
     for _ in range(retries):
         request = urllib.request.Request(f"{base}/v1/locate?timeout_secs={timeout_secs}", method="POST",
                                          headers={"Authorization": "Bearer " + agent_token})
         try:
             with urllib.request.urlopen(request, timeout=timeout_secs + 15) as response:
-                return response.status, response.read().decode()
+                return response.status, response.read().decode(), None
         except urllib.error.HTTPError as error:
             body = error.read().decode()
-            if error.code == 503 and error.headers.get("Retry-After") and "restarting" in body:
+            if retries > 1 and error.code == 503 and error.headers.get("Retry-After") and "restarting" in body:
                 time.sleep(float(error.headers["Retry-After"]))
                 continue
-            return error.code, body
+            return error.code, body, error.headers.get("Retry-After")
         except OSError as error:
-            return 0, str(error)
-    return 0, "gave up"
+            return 0, str(error), None
+    return 0, "gave up", None
 
 
 class Agents:
@@ -279,6 +287,10 @@ class Agents:
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(users) * per_user)
         self.futures = [self.pool.submit(locate, base, agent_token, timeout_secs)
                         for _, _, agent_token in users for _ in range(per_user)]
+
+    @staticmethod
+    def pool_for(workers):
+        return concurrent.futures.ThreadPoolExecutor(max_workers=workers)
 
     def results(self, timeout):
         done, pending = concurrent.futures.wait(self.futures, timeout=timeout)

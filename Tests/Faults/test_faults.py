@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from faultkit import Agents, Haproxy, Phones, Postgres, Relay, pending, report, wait_until
+from faultkit import Agents, Haproxy, Phones, Postgres, Relay, locate_once, pending, report, wait_until
 
 USERS = 25        # one phone each
 PER_USER = 4      # under the cap of 5 waiting requests per user: 100 in flight
@@ -78,7 +78,9 @@ def test_kill_9_of_the_instance_holding_the_phones(deployment):
 
 def test_postgres_fast_restart_mid_flight(deployment):
     """pg_ctl restart -m fast (stop, 5 s down, start) while 100 requests wait: the phones
-    answer during the outage, the relays hold the answers and settle them afterwards."""
+    answer during the outage, the relays hold the answers and settle them afterwards.
+    Meanwhile /readyz is 503, a new request gets 503 with Retry-After, and a waiter whose
+    deadline falls in the outage is answered at its deadline."""
     postgres, relays, haproxy = deployment
     users = postgres.make_users(USERS)
     phones = Phones(users, ws(haproxy.base), delay=3.0)
@@ -86,8 +88,24 @@ def test_postgres_fast_restart_mid_flight(deployment):
     agents = Agents(users, haproxy.base, per_user=PER_USER)
     in_flight(relays, phones)
     before = phones.answers
-    postgres.restart("fast", down_for=5.0)
+    outage = {}
+
+    def while_down():
+        relay = relays[0]
+        wait_until(lambda: not relay.ready(), 10, "/readyz 503 while Postgres is down")
+        outage["new"] = locate_once(relay.base, extra[0][2], timeout_secs=5)
+        outage["short"] = short.result(timeout=15)
+
+    extra = postgres.make_users(2)
+    short = Agents.pool_for(1).submit(locate_once, relays[0].base, extra[1][2], 2)
+    time.sleep(0.3)  # the short request is open before the outage, its deadline falls in it
+    postgres.restart("fast", down_for=5.0, during=while_down)
     during = phones.answers - before
+    status, body, retry_after = outage["new"]
+    print(f"during the outage: new request {status} {body!r} Retry-After {retry_after};"
+          f" a waiter whose deadline fell in it got {outage['short'][0]}")
+    assert status == 503 and retry_after and "Retry" in body
+    assert outage["short"][0] in (503, 504), "a waiter keeps its deadline while Postgres is down"
     print(f"answers before the outage: {before}, during it: {during}")
     assert during > 0, "the outage must cover the phones' answers"
     results, hung = agents.results(timeout=90)
