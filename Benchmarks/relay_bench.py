@@ -1,0 +1,448 @@
+"""`make bench-relay`: the relay end to end, as issue 6 asks, printed as one table.
+
+Two release relays on a database of their own (whereabot_bench on the local cluster):
+  1. locate latency p50/p99 with a phone that answers at once: same instance, cross
+     instance, and the floor measured in the same run (a WebSocket echo round trip through
+     HTTPServer plus a NOTIFY round trip), with the ratios;
+  2. locates/s with both instances and N concurrent agents, beside pgbench's NOTIFY-only
+     ceiling on the same database;
+  3. memory per idle phone (authenticated socket that said hello) at 10,000 connections;
+  4. reconnect storm: the instance holding 10,000 phones restarts with a pending ping for
+     each; time until every phone has said hello again and got its ping.
+
+The phones and agents are a small asyncio client (this file), so that 10,000 of them fit
+in one process. Everything runs on this machine: client, relays and Postgres share its cores.
+
+usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
+                        BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES)
+"""
+import asyncio
+import base64
+import json
+import os
+import pathlib
+import resource
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+import jwt
+import psycopg
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RELAY = ROOT / ".build" / "release" / "whereabot"
+ECHO = ROOT / ".build" / "release" / "http-echo-server"
+SECRET = "benchmark-jwt-secret-with-at-least-32-characters"
+ADMIN_URL = os.environ["BENCH_ADMIN_URL"]
+RELAY_URL = os.environ["BENCH_RELAY_URL"]
+PHONES = int(os.environ.get("BENCH_PHONES", "10000"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
+AGENTS = int(os.environ.get("BENCH_AGENTS", "32"))
+SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
+FIX = {"latitude": 52.52, "longitude": 13.405, "accuracy_m": 12}
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+# -- a minimal WebSocket client (RFC 6455, client side: masked frames) -----------------
+
+class Socket:
+    def __init__(self, reader, writer):
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port, path, headers=(), local_host=None):
+        local = (local_host, 0) if local_host else None
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, local_addr=local)
+        key = base64.b64encode(os.urandom(16)).decode()
+        extra = "".join(f"{name}: {value}\r\n" for name, value in headers)
+        writer.write((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
+                      f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+                      f"{extra}\r\n").encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            writer.close()
+            raise ConnectionError(head.split(b"\r\n")[0].decode())
+        return cls(reader, writer)
+
+    def send(self, text, opcode=1):
+        payload = text.encode() if isinstance(text, str) else text
+        mask = os.urandom(4)
+        length = len(payload)
+        header = bytes([0x80 | opcode])
+        if length < 126:
+            header += bytes([0x80 | length])
+        else:
+            header += bytes([0x80 | 126]) + struct.pack("!H", length)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.writer.write(header + mask + masked)
+
+    async def receive(self):
+        """The next text message; answers pings; raises ConnectionError on close."""
+        while True:
+            first, second = await self.reader.readexactly(2)
+            length = second & 0x7F
+            if length == 126:
+                length = struct.unpack("!H", await self.reader.readexactly(2))[0]
+            elif length == 127:
+                length = struct.unpack("!Q", await self.reader.readexactly(8))[0]
+            payload = await self.reader.readexactly(length)
+            opcode = first & 0x0F
+            if opcode == 1:
+                return payload.decode()
+            if opcode == 9:
+                self.send(payload, opcode=10)
+            elif opcode == 8:
+                raise ConnectionError("closed")
+
+    def close(self):
+        self.writer.close()
+
+
+# -- users, tokens, relays -------------------------------------------------------------
+
+def make_users(count):
+    """count users with sessions, inserted in one statement: [(user, phone_token, agent_token)]."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        created = conn.execute("""
+            insert into auth.users (id, aud, role, email, raw_user_meta_data, created_at, updated_at)
+            select gen_random_uuid(), 'authenticated', 'authenticated', 'bench-' || gen_random_uuid() || '@bench.example',
+                   '{}', now(), now()
+            from generate_series(1, %s)
+            returning id, email""", (count,)).fetchall()
+        sessions = [uuid.uuid4() for _ in created]
+        conn.execute("insert into auth.sessions (id, user_id, created_at)"
+                     " select s, u, now() from unnest(%s::uuid[], %s::uuid[]) as t(s, u)",
+                     (sessions, [user for user, _ in created]))
+    rows = [(user, session, email) for (user, email), session in zip(created, sessions)]
+    now = int(time.time())
+    users = []
+    for user, session, email in rows:
+        claims = {"sub": str(user), "aud": "authenticated", "role": "authenticated", "email": email,
+                  "session_id": str(session), "iat": now, "exp": now + 7200}
+        users.append((user, jwt.encode(claims, SECRET, algorithm="HS256"),
+                      jwt.encode({**claims, "client_id": "bench-agent"}, SECRET, algorithm="HS256")))
+    return users
+
+
+class Relay:
+    def __init__(self, name, port):
+        self.name, self.port, self.process = name, port, None
+
+    def start(self):
+        env = {**os.environ, "DATABASE_URL": RELAY_URL, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
+               "INSTANCE_ID": self.name}
+        self.process = subprocess.Popen([str(RELAY), "serve"], env=env, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        self.started = time.monotonic()
+
+    async def ready(self):
+        while True:
+            try:
+                status, _ = await http(self.port, "GET", "/readyz")
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            await asyncio.sleep(0.02)
+
+    async def metric(self, name):
+        _, body = await http(self.port, "GET", "/metrics")
+        for line in body.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return 0.0
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=60)
+
+
+async def http(port, method, path, token=None, connection=None):
+    """One HTTP/1.1 request; `connection` (reader, writer) is reused when given."""
+    reader, writer = connection or await asyncio.open_connection("127.0.0.1", port)
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    writer.write(f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}Content-Length: 0\r\n\r\n".encode())
+    head = (await reader.readuntil(b"\r\n\r\n")).decode()
+    length = 0
+    for line in head.split("\r\n"):
+        if line.lower().startswith("content-length:"):
+            length = int(line.split(":")[1])
+    body = (await reader.readexactly(length)).decode()
+    if connection is None:
+        writer.close()
+    return int(head.split()[1]), body
+
+
+async def phone(port, phone_token, on_ping=None, local_host=None, answer=True):
+    """A connected phone that said hello and answers every ping at once (in a task)."""
+    socket = await Socket.open(port, "/v1/device", [("Authorization", "Bearer " + phone_token)], local_host)
+    socket.send(json.dumps({"type": "hello", "app_version": "bench", "device_id": str(uuid.uuid4()),
+                            "device_name": "Bench phone", "platform": "ios"}))
+
+    async def serve():
+        try:
+            while True:
+                message = json.loads(await socket.receive())
+                if message.get("type") != "locate":
+                    continue
+                if on_ping:
+                    on_ping(message["id"])
+                if answer:
+                    socket.send(json.dumps({"type": "location", "id": message["id"], **FIX,
+                                            "timestamp_ms": int(time.time() * 1000)}))
+        except (ConnectionError, asyncio.IncompleteReadError, OSError):
+            pass
+    return socket, asyncio.ensure_future(serve())
+
+
+# -- 1. latency and its floor -----------------------------------------------------------
+
+async def locate_latencies(port, agent_token, samples):
+    connection = await asyncio.open_connection("127.0.0.1", port)
+    latencies = []
+    for index in range(samples + 20):
+        started = time.perf_counter()
+        status, body = await http(port, "POST", "/v1/locate?timeout_secs=10", agent_token, connection)
+        if status != 200:
+            raise RuntimeError(f"locate: {status} {body}")
+        if index >= 20:
+            latencies.append((time.perf_counter() - started) * 1000)
+    connection[1].close()
+    return latencies
+
+
+async def echo_latencies(samples):
+    echo_port = 18190
+    process = subprocess.Popen([str(ECHO)], env={**os.environ, "PORT": str(echo_port)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            try:
+                socket = await Socket.open(echo_port, "/ws")
+                break
+            except OSError:
+                await asyncio.sleep(0.05)
+        latencies = []
+        for index in range(samples + 20):
+            started = time.perf_counter()
+            socket.send('{"type":"locate","id":"00000000-0000-4000-8000-000000000000"}')
+            await socket.receive()
+            if index >= 20:
+                latencies.append((time.perf_counter() - started) * 1000)
+        socket.close()
+        return latencies
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def notify_latencies(samples):
+    listener = psycopg.connect(ADMIN_URL, autocommit=True)
+    sender = psycopg.connect(ADMIN_URL, autocommit=True)
+    listener.execute("listen relay_bench_floor")
+    latencies = []
+    for index in range(samples + 20):
+        started = time.perf_counter()
+        sender.execute("select pg_notify('relay_bench_floor', 'x')")
+        for _ in listener.notifies(timeout=5, stop_after=1):
+            pass
+        if index >= 20:
+            latencies.append((time.perf_counter() - started) * 1000)
+    listener.close()
+    sender.close()
+    return latencies
+
+
+# -- 2. throughput ----------------------------------------------------------------------
+
+async def throughput(relays, users, seconds):
+    phones = [await phone(relays[i % 2].port, phone_token) for i, (_, phone_token, _) in enumerate(users)]
+    await asyncio.sleep(1)
+    done = 0
+    failures = 0
+    stop_at = time.monotonic() + seconds
+
+    async def agent(index, agent_token):
+        nonlocal done, failures
+        port = relays[(index + 1) % 2].port  # half the agents wait on the other instance than their phone
+        connection = await asyncio.open_connection("127.0.0.1", port)
+        while time.monotonic() < stop_at:
+            status, _ = await http(port, "POST", "/v1/locate?timeout_secs=10", agent_token, connection)
+            if status == 200:
+                done += 1
+            else:
+                failures += 1
+        connection[1].close()
+
+    started = time.monotonic()
+    await asyncio.gather(*(agent(i, agent_token) for i, (_, _, agent_token) in enumerate(users)))
+    elapsed = time.monotonic() - started
+    for socket, task in phones:
+        socket.close()
+        task.cancel()
+    return done / elapsed, failures
+
+
+def pgbench_notify_ceiling(clients, seconds):
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as script:
+        script.write("select pg_notify('relay_bench_ceiling', 'x');\n")
+    output = subprocess.run(["pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(int(seconds)), "-M", "extended",
+                             "-f", script.name, ADMIN_URL], capture_output=True, text=True, check=True).stdout
+    os.unlink(script.name)
+    for line in output.splitlines():
+        if line.startswith("tps = "):
+            return float(line.split()[2])
+    raise RuntimeError("pgbench printed no tps")
+
+
+# -- 3 and 4. idle phones and the reconnect storm ------------------------------------------
+
+async def connect_many(port, users, on_ping, answer):
+    """Opens one phone per user in batches, spreading source addresses over 127.0.0.x."""
+    phones = []
+    for start in range(0, len(users), 500):
+        batch = users[start:start + 500]
+        phones += await asyncio.gather(*(phone(port, phone_token, on_ping, f"127.0.0.{2 + (start + i) % 200}", answer)
+                                         for i, (_, phone_token, _) in enumerate(batch)))
+    return phones
+
+
+async def storm(relay, users):
+    """Restarts `relay`, opens one pending request per user while it is down, and times
+    the phones' way back."""
+    pinged = set()
+    hellos = 0
+
+    async def keep_connected(phone_token, host):
+        nonlocal hellos
+        while True:
+            try:
+                socket, task = await phone(relay.port, phone_token, pinged.add, host, answer=False)
+                hellos += 1
+                await task
+            except (ConnectionError, OSError, asyncio.IncompleteReadError):
+                await asyncio.sleep(0.2)
+
+    tasks = [asyncio.ensure_future(keep_connected(phone_token, f"127.0.0.{2 + i % 200}"))
+             for i, (_, phone_token, _) in enumerate(users)]
+    while await relay.metric("whereabot_device_connections") < len(users):
+        await asyncio.sleep(0.1)
+    hellos = 0
+    killed = time.monotonic()
+    relay.stop()
+    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+        conn.execute("select relay.register_instance('bench-waiter')")
+        conn.execute("""select relay.open_request(gen_random_uuid(), u, null, 'bench-agent', null, 'bench-waiter',
+                               decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5)
+                        from unnest(%s::uuid[]) u""", ([user for user, _, _ in users],))
+    relay.start()
+    await relay.ready()
+    deadline = time.monotonic() + 120
+    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+        while len(pinged) < len(users) and time.monotonic() < deadline:
+            conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
+            await asyncio.sleep(0.05)
+    if len(pinged) < len(users):
+        raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s")
+    done = time.monotonic()
+    for task in tasks:
+        task.cancel()
+    return done - killed, done - relay.started, hellos
+
+
+async def main():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    relays = [Relay("bench-relay-1", 18191), Relay("bench-relay-2", 18192)]
+    for relay in relays:
+        relay.start()
+    for relay in relays:
+        await relay.ready()
+    rows = []
+    try:
+        # 1. latency
+        (_, phone_token, agent_token), = make_users(1)
+        socket, task = await phone(relays[0].port, phone_token)
+        await asyncio.sleep(0.5)
+        same = await locate_latencies(relays[0].port, agent_token, SAMPLES)
+        cross = await locate_latencies(relays[1].port, agent_token, SAMPLES)
+        socket.close()
+        task.cancel()
+        echo = await echo_latencies(SAMPLES)
+        notify = notify_latencies(SAMPLES)
+        floor50 = statistics.median(echo) + statistics.median(notify)
+        floor99 = percentile(echo, 0.99) + percentile(notify, 0.99)
+        rows.append(("locate latency, same instance", f"p50 {statistics.median(same):.2f} ms, p99 {percentile(same, 0.99):.2f} ms",
+                     f"{statistics.median(same) / floor50:.1f}x floor p50"))
+        rows.append(("locate latency, cross instance", f"p50 {statistics.median(cross):.2f} ms, p99 {percentile(cross, 0.99):.2f} ms",
+                     f"{statistics.median(cross) / floor50:.1f}x floor p50"))
+        rows.append(("floor: WebSocket echo + NOTIFY", f"p50 {floor50:.2f} ms, p99 {floor99:.2f} ms",
+                     f"echo p50 {statistics.median(echo):.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
+
+        # 2. throughput
+        rate, failures = await throughput(relays, make_users(AGENTS), SECONDS)
+        ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
+        rows.append((f"locates/s, 2 instances, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed)",
+                     f"pgbench NOTIFY-only {ceiling:,.0f} tps ({rate / ceiling:.2f}; a locate commits 2 NOTIFY transactions)"))
+
+        # 3. memory per idle phone
+        holder = relays[1]
+        holder.stop()
+        holder.start()
+        await holder.ready()
+        await asyncio.sleep(0.5)
+        before = rss_kib(holder.process.pid)
+        users = make_users(PHONES)
+        started = time.monotonic()
+        phones = await connect_many(holder.port, users, None, answer=False)
+        while await holder.metric("whereabot_device_connections") < PHONES:
+            await asyncio.sleep(0.1)
+        connected = time.monotonic() - started
+        await asyncio.sleep(2)
+        after = rss_kib(holder.process.pid)
+        rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
+                     f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
+        rows.append(("memory per idle phone at 50,000", "not measured",
+                     f"the open-files hard limit here is {hard:,} per process"))
+        for socket, task in phones:
+            socket.close()
+            task.cancel()
+        await asyncio.sleep(1)
+
+        # 4. reconnect storm
+        since_kill, since_start, hellos = await storm(holder, users)
+        rows.append((f"reconnect storm, {PHONES:,} phones", f"{since_start:.1f} s after the restarted instance started",
+                     f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
+    finally:
+        for relay in relays:
+            if relay.process.poll() is None:
+                relay.stop()
+
+    print(f"Relay benchmark (release build, 2 instances, loopback, {os.cpu_count()} cores shared by client, relays and Postgres;"
+          f" {SAMPLES} sequential locates per latency row)")
+    width = max(len(row[0]) for row in rows) + 2
+    value_width = max(len(row[1]) for row in rows) + 2
+    print(f"{'measure':<{width}}{'result':<{value_width}}beside")
+    for name, value, beside in rows:
+        print(f"{name:<{width}}{value:<{value_width}}{beside}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
