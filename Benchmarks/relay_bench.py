@@ -47,6 +47,21 @@ SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
 FIX = {"latitude": 52.52, "longitude": 13.405, "accuracy_m": 12}
 
 
+def progress(text):
+    print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+async def metric_reaches(relay, name, target, timeout, what):
+    deadline = time.monotonic() + timeout
+    value = 0.0
+    while time.monotonic() < deadline:
+        value = await relay.metric(name)
+        if value >= target:
+            return
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"{what}: {name} is {value:.0f}, not {target}, after {timeout} s")
+
+
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -342,8 +357,7 @@ async def storm(relay, users):
 
     tasks = [asyncio.ensure_future(keep_connected(phone_token, f"127.0.0.{2 + i % 200}"))
              for i, (_, phone_token, _) in enumerate(users)]
-    while await relay.metric("whereabot_device_connections") < len(users):
-        await asyncio.sleep(0.1)
+    await metric_reaches(relay, "whereabot_device_connections", len(users), 120, "phones before the storm")
     hellos = 0
     killed = time.monotonic()
     relay.stop()
@@ -378,6 +392,7 @@ async def main():
     rows = []
     try:
         # 1. latency
+        progress("1. latency")
         (_, phone_token, agent_token), = make_users(1)
         socket, task = await phone(relays[0].port, phone_token)
         await asyncio.sleep(0.5)
@@ -397,12 +412,14 @@ async def main():
                      f"echo p50 {statistics.median(echo):.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
 
         # 2. throughput
+        progress("2. throughput")
         rate, failures = await throughput(relays, make_users(AGENTS), SECONDS)
         ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
         rows.append((f"locates/s, 2 instances, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed)",
                      f"pgbench NOTIFY-only {ceiling:,.0f} tps ({rate / ceiling:.2f}; a locate commits 2 NOTIFY transactions)"))
 
         # 3. memory per idle phone
+        progress("3. memory per idle phone")
         holder = relays[1]
         holder.stop()
         holder.start()
@@ -412,8 +429,7 @@ async def main():
         users = make_users(PHONES)
         started = time.monotonic()
         phones = await connect_many(holder.port, users, None, answer=False)
-        while await holder.metric("whereabot_device_connections") < PHONES:
-            await asyncio.sleep(0.1)
+        await metric_reaches(holder, "whereabot_device_connections", PHONES, 120, "idle phones")
         connected = time.monotonic() - started
         await asyncio.sleep(2)
         after = rss_kib(holder.process.pid)
@@ -427,6 +443,7 @@ async def main():
         await asyncio.sleep(1)
 
         # 4. reconnect storm
+        progress("4. reconnect storm")
         since_kill, since_start, hellos = await storm(holder, users)
         rows.append((f"reconnect storm, {PHONES:,} phones", f"{since_start:.1f} s after the restarted instance started",
                      f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
