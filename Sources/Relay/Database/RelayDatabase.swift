@@ -145,6 +145,13 @@ public struct RelayDatabase: Sendable {
         public let delivered: Bool
     }
 
+    /// The most ids `requestStates` takes per call (`relay.request_states` refuses more).
+    public static let maxRequestStates = 10_000
+    /// The most ids `requestReplay` takes per call.
+    public static let maxReplays = 1_000
+    /// The most users `pendingLocates` takes per call.
+    public static let maxPendingUsers = 10_000
+
     /// The rows of the given requests; ids missing from the result have vanished (crash).
     public func requestStates(_ ids: [UUID]) async throws -> [RequestState] {
         try await pool.query("select id, settled, outcome, reason, delivered from relay.request_states($1)", [ids]).rows.map {

@@ -8,8 +8,6 @@ import Foundation
 public actor DeviceHub {
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     public static let replacedCode: UInt16 = 4000
-    /// `relay.pending_locates` takes at most this many users per call.
-    static let usersPerQuery = 10_000
     /// How long an answer to a ping this hub never sent is held (longer than any request).
     static let heldAnswerFallbackLifetime: TimeInterval = 130
 
@@ -173,8 +171,7 @@ public actor DeviceHub {
             }
         }
         let users = Array(Set(sessions.values.map(\.phone.userID)))
-        for start in stride(from: 0, to: users.count, by: Self.usersPerQuery) {
-            let batch = Array(users[start..<min(start + Self.usersPerQuery, users.count)])
+        for batch in users.chunks(of: RelayDatabase.maxPendingUsers) {
             for (owner, ping) in try await database.pendingLocates(users: batch) {
                 await locate(ping, owner: owner)
             }

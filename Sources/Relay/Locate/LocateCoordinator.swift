@@ -124,7 +124,8 @@ public actor LocateCoordinator {
     public func resync() async throws -> Int {
         let ids = waiters.filter { $0.value.answer == nil }.map(\.key)
         guard !ids.isEmpty else { return 0 }
-        let states = try await database.requestStates(ids)
+        var states: [RelayDatabase.RequestState] = []
+        for batch in ids.chunks(of: RelayDatabase.maxRequestStates) { states += try await database.requestStates(batch) }
         var replay: [UUID] = []
         for state in states where state.settled {
             switch state.outcome {
@@ -136,7 +137,7 @@ public actor LocateCoordinator {
                 expire(state.id)  // expired or abandoned by a reaper: finish reports it
             }
         }
-        if !replay.isEmpty { try await database.requestReplay(replay, instance: instance) }
+        for batch in replay.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(batch, instance: instance) }
         let present = Set(states.map(\.id))
         var recreated = 0
         for id in ids where !present.contains(id) {
