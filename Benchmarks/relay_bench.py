@@ -349,10 +349,10 @@ async def storm(relay, users):
         nonlocal hellos
         while True:
             try:
-                socket, task = await phone(relay.port, phone_token, pinged.add, host, answer=False)
+                socket, task = await asyncio.wait_for(phone(relay.port, phone_token, pinged.add, host, answer=False), 10)
                 hellos += 1
                 await task
-            except (ConnectionError, OSError, asyncio.IncompleteReadError):
+            except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
                 await asyncio.sleep(0.2)
 
     tasks = [asyncio.ensure_future(keep_connected(phone_token, f"127.0.0.{2 + i % 200}"))
@@ -374,7 +374,9 @@ async def storm(relay, users):
             conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
             await asyncio.sleep(0.05)
     if len(pinged) < len(users):
-        raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s")
+        connected = await relay.metric("whereabot_device_connections")
+        raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s"
+                           f" ({hellos} hellos since the restart, {connected:.0f} connected)")
     done = time.monotonic()
     for task in tasks:
         task.cancel()

@@ -16,6 +16,8 @@ public actor DeviceHub {
     private let settler: AnswerSettler
     private var sessions: [UUID: DeviceSession] = [:]   // by connection, after hello
     private var devices: [UUID: Device] = [:]           // by connection
+    private var byUser: [UUID: Set<UUID>] = [:]         // user → connections (pings)
+    private var byDevice: [UUID: Set<UUID>] = [:]       // device → connections (replaced, revoked)
     private var pinged: [UUID: Ping] = [:]              // by request
     private var held: [UUID: HeldAnswer] = [:]          // by request
 
@@ -66,8 +68,7 @@ public actor DeviceHub {
     func handle(_ event: DeviceSession.Event, from session: DeviceSession) async {
         switch event {
         case .closed:
-            sessions[session.connection] = nil
-            devices[session.connection] = nil
+            forget(session)
             _ = try? await database.deviceDisconnect(session.connection)
         case .message(let text):
             switch PhoneMessage.parse(text) {
@@ -99,8 +100,7 @@ public actor DeviceHub {
                 _ = try? await database.deviceDisconnect(session.connection)
                 return
             }
-            sessions[session.connection] = session
-            devices[session.connection] = device
+            remember(session, device)
             for ping in result.pending { await send(ping, to: session) }
         case "revoked":
             session.close(code: Self.replacedCode, reason: "revoked")
@@ -133,8 +133,8 @@ public actor DeviceHub {
 
     /// A `whereabot_locate` notification: ping every phone of the owner connected here.
     public func locate(_ ping: LocateMessage, owner: UUID) async {
-        for session in sessions.values where session.phone.userID == owner {
-            await send(ping, to: session)
+        for connection in byUser[owner] ?? [] {
+            if let session = sessions[connection] { await send(ping, to: session) }
         }
     }
 
@@ -150,7 +150,7 @@ public actor DeviceHub {
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     public func deviceEvent(device: UUID, event: String, connection: UUID?) {
-        for (id, known) in devices where known.id == device && id != connection {
+        for id in byDevice[device] ?? [] where id != connection {
             sessions[id]?.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
         }
     }
@@ -170,7 +170,7 @@ public actor DeviceHub {
                 await hello(session, device)
             }
         }
-        let users = Array(Set(sessions.values.map(\.phone.userID)))
+        let users = Array(byUser.keys)
         for batch in users.chunks(of: RelayDatabase.maxPendingUsers) {
             for (owner, ping) in try await database.pendingLocates(users: batch) {
                 await locate(ping, owner: owner)
@@ -189,6 +189,24 @@ public actor DeviceHub {
     /// Closes every device socket (drain): the phones reconnect to another instance.
     public func closeAll(code: UInt16, reason: String) {
         for session in sessions.values { session.close(code: code, reason: reason) }
+    }
+
+    /// Indexes a socket that said hello (by connection, user and device).
+    private func remember(_ session: DeviceSession, _ device: Device) {
+        sessions[session.connection] = session
+        devices[session.connection] = device
+        byUser[session.phone.userID, default: []].insert(session.connection)
+        byDevice[device.id, default: []].insert(session.connection)
+    }
+
+    /// Drops a closed socket from every index.
+    private func forget(_ session: DeviceSession) {
+        sessions[session.connection] = nil
+        guard let device = devices.removeValue(forKey: session.connection) else { return }
+        byUser[session.phone.userID]?.remove(session.connection)
+        if byUser[session.phone.userID]?.isEmpty == true { byUser[session.phone.userID] = nil }
+        byDevice[device.id]?.remove(session.connection)
+        if byDevice[device.id]?.isEmpty == true { byDevice[device.id] = nil }
     }
 
     private func send(_ ping: LocateMessage, to session: DeviceSession) async {
