@@ -205,10 +205,14 @@ async def http(port, method, path, token=None, connection=None):
     return int(head.split()[1]), body
 
 
+DEVICES = {}  # phone token → device id: a phone keeps its device id across reconnects, as the app does
+
+
 async def phone(port, phone_token, on_ping=None, local_host=None, answer=True):
     """A connected phone that said hello and answers every ping at once (in a task)."""
     socket = await Socket.open(port, "/v1/device", [("Authorization", "Bearer " + phone_token)], local_host)
-    socket.send(json.dumps({"type": "hello", "app_version": "bench", "device_id": str(uuid.uuid4()),
+    device = DEVICES.setdefault(phone_token, str(uuid.uuid4()))
+    socket.send(json.dumps({"type": "hello", "app_version": "bench", "device_id": device,
                             "device_name": "Bench phone", "platform": "ios"}))
 
     async def serve():
