@@ -15,12 +15,13 @@ struct RelayHarness: Sendable {
 
     let instance: String
 
-    static func start(heartbeat: Duration = .seconds(10)) async throws -> RelayHarness {
+    static func start(heartbeat: Duration = .seconds(10), reapEvery: Int = 6) async throws -> RelayHarness {
         let instance = "harness-\(UUID().uuidString.prefix(6).lowercased())"
         var configuration = RelayService.Configuration(
             database: PGConfiguration(TestDatabase.relayURL, applicationName: instance), port: 0, publicURL: "http://relay.test",
             instanceID: instance, jwtSecret: secret)
         configuration.heartbeatInterval = heartbeat
+        configuration.reapEvery = reapEvery
         let relay = try RelayService(configuration)
         return RelayHarness(relay: relay, port: try await relay.start(), instance: instance)
     }

@@ -38,6 +38,49 @@ import Testing
         await holder.stop()
     }
 
+    /// The holder's LISTEN connection is killed and a request opens before it is back: the
+    /// locate notification is lost, and the resync after the reconnect sends the ping.
+    @Test func aPingMissedWhileListenWasDownIsSentAtResync() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let waiter = try await RelayHarness.start(), holder = try await RelayHarness.start()
+        let phone = try await holder.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let killed = try await admin.query("select count(pg_terminate_backend(pid)) from pg_stat_activity where application_name = $1",
+                                           [holder.instance + "-listen"]).scalar(Int.self)
+        #expect(killed == 1)
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = waiter.request("POST", "/v1/locate?timeout_secs=8", authorization: agent)
+        let id = try #require(await nextMessage(phone, type: "locate", within: 6)?["id"] as? String)
+        phone.send(Self.fix(id))
+        let (status, body) = try await located
+        #expect(status == 200 && body.contains("\"latitude\":48.85"), "got \(status) \(body)")
+        await waiter.stop()
+        await holder.stop()
+    }
+
+    /// A dead instance (no heartbeat for 30 s) is reaped by a live one: its waiting request
+    /// is abandoned, and the phone that got the ping is told to cancel it.
+    @Test func aDeadInstancesRequestsAreAbandonedAndCancelled() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start(heartbeat: .milliseconds(200), reapEvery: 1)
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let dead = "dead-\(UUID().uuidString.prefix(6).lowercased())", request = UUID()
+        try await admin.query("insert into relay.instances (id, heartbeat_at) values ($1, now() - interval '1 minute')", [dead])
+        try await admin.query("set role whereabot_relay")
+        _ = try await admin.query("select relay.open_request($1, $2, null, 'c', null, $3, decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')",
+                                  [request, ada.user, dead])
+        try await admin.query("reset role")
+        #expect(await nextMessage(phone, type: "locate")?["id"] as? String == request.uuidString.lowercased())
+        #expect(await nextMessage(phone, type: "cancel")?["id"] as? String == request.uuidString.lowercased())
+        let outcome = try await admin.query("select outcome from relay.pending_requests where id = $1", [request]).scalar(String?.self)
+        #expect(outcome == "abandoned")
+        #expect(try await admin.query("select count(*) from relay.instances where id = $1", [dead]).scalar(Int.self) == 0)
+        await relay.stop()
+    }
+
     /// A crash empties the UNLOGGED tables (here: this instance's rows only, so that other
     /// tests are untouched). The next heartbeat finds the instance row gone, re-creates the
     /// waiting request and re-registers the phone, and the phone's later answer settles it.
