@@ -34,6 +34,8 @@ import uuid
 import jwt
 import psycopg
 
+from idle_websockets import rss_kib
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RELAY = ROOT / ".build" / "release" / "whereabot"
 ECHO = ROOT / ".build" / "release" / "http-echo-server"
@@ -65,14 +67,6 @@ async def metric_reaches(relay, name, target, timeout, what):
 def percentile(values, fraction):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 # -- a minimal WebSocket client (RFC 6455, client side: masked frames) -----------------

@@ -36,16 +36,24 @@ def in_flight(relays, phones):
     wait_until(lambda: pending(relays) >= SENT and phones.pings >= SENT, 30, f"{SENT} requests waiting and pinged")
 
 
+def load(deployment, delay, first_url=None, agents_base=None):
+    """USERS new users with one phone each (through HAProxy unless `first_url`), and SENT
+    requests in flight and pinged (through HAProxy unless `agents_base`)."""
+    postgres, relays, haproxy = deployment
+    users = postgres.make_users(USERS)
+    phones = Phones(users, ws(haproxy.base), first_url=first_url, delay=delay)
+    phones.start()
+    agents = Agents(users, agents_base or haproxy.base, per_user=PER_USER)
+    in_flight(relays, phones)
+    return phones, agents
+
+
 def test_rolling_restart_behind_haproxy(deployment):
     """SIGTERM each instance in turn with 100 requests in flight; phones answer after 3 s."""
     postgres, relays, haproxy = deployment
     results, hung = [], 0
     for relay in relays:
-        users = postgres.make_users(USERS)
-        phones = Phones(users, ws(haproxy.base), delay=3.0)
-        phones.start()
-        agents = Agents(users, haproxy.base, per_user=PER_USER)
-        in_flight(relays, phones)
+        phones, agents = load(deployment, delay=3.0)
         relay.terminate()
         batch, stuck = agents.results(timeout=90)
         results += batch
@@ -62,11 +70,7 @@ def test_kill_9_of_the_instance_holding_the_phones(deployment):
     through HAProxy and answer the pings they get again at hello."""
     postgres, relays, haproxy = deployment
     waiter, holder = relays
-    users = postgres.make_users(USERS)
-    phones = Phones(users, ws(haproxy.base), first_url=ws(holder.base), delay=3.0)
-    phones.start()
-    agents = Agents(users, waiter.base, per_user=PER_USER)
-    in_flight(relays, phones)
+    phones, agents = load(deployment, delay=3.0, first_url=ws(holder.base), agents_base=waiter.base)
     holder.kill()
     results, hung = agents.results(timeout=90)
     phones.stop()
@@ -82,11 +86,7 @@ def test_postgres_fast_restart_mid_flight(deployment):
     Meanwhile /readyz is 503, a new request gets 503 with Retry-After, and a waiter whose
     deadline falls in the outage is answered at its deadline."""
     postgres, relays, haproxy = deployment
-    users = postgres.make_users(USERS)
-    phones = Phones(users, ws(haproxy.base), delay=3.0)
-    phones.start()
-    agents = Agents(users, haproxy.base, per_user=PER_USER)
-    in_flight(relays, phones)
+    phones, agents = load(deployment, delay=3.0)
     before = phones.answers
     outage = {}
 
@@ -118,11 +118,7 @@ def test_postgres_fast_restart_mid_flight(deployment):
 def test_listener_connections_terminated(deployment):
     """pg_terminate_backend of each instance's LISTEN connection just as the answers come."""
     postgres, relays, haproxy = deployment
-    users = postgres.make_users(USERS)
-    phones = Phones(users, ws(haproxy.base), delay=1.0)
-    phones.start()
-    agents = Agents(users, haproxy.base, per_user=PER_USER)
-    in_flight(relays, phones)
+    phones, agents = load(deployment, delay=1.0)
     wait_until(lambda: phones.answers > 0, 10, "the first answer")
     killed = postgres.query("select count(pg_terminate_backend(pid)) from pg_stat_activity"
                             " where application_name like %s", ('whereabot-fault-relay-%-listen',))[0][0]
@@ -141,11 +137,7 @@ def test_postgres_crash_empties_unlogged_tables(deployment):
     the instances re-create their waiting requests and sockets, and every request is
     answered."""
     postgres, relays, haproxy = deployment
-    users = postgres.make_users(USERS)
-    phones = Phones(users, ws(haproxy.base), delay=3.0)
-    phones.start()
-    agents = Agents(users, haproxy.base, per_user=PER_USER)
-    in_flight(relays, phones)
+    phones, agents = load(deployment, delay=3.0)
     before = phones.answers
     postgres.restart("immediate", down_for=5.0)
     during = phones.answers - before
