@@ -80,6 +80,7 @@ final class RelayMaintenance: Sendable {
                 let recreated = try await coordinator.resync()
                 try await hub.resync(reregister: reregister)
                 health.recordResync(full: reregister, recreated: recreated)
+                health.databaseReachable(true)
                 reregister = false
             } catch {
                 health.databaseReachable(false)
