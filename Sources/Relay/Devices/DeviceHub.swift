@@ -101,7 +101,7 @@ public actor DeviceHub {
                 return
             }
             remember(session, device)
-            for ping in result.pending { await send(ping, to: session) }
+            for ping in result.pending { send(ping, to: session) }
         case "revoked":
             session.close(code: Self.replacedCode, reason: "revoked")
         default:
@@ -132,9 +132,9 @@ public actor DeviceHub {
     // MARK: From the bus
 
     /// A `whereabot_locate` notification: ping every phone of the owner connected here.
-    public func locate(_ ping: LocateMessage, owner: UUID) async {
+    public func locate(_ ping: LocateMessage, owner: UUID) {
         for connection in byUser[owner] ?? [] {
-            if let session = sessions[connection] { await send(ping, to: session) }
+            if let session = sessions[connection] { send(ping, to: session) }
         }
     }
 
@@ -173,7 +173,7 @@ public actor DeviceHub {
         let users = Array(byUser.keys)
         for batch in users.chunks(of: RelayDatabase.maxPendingUsers) {
             for (owner, ping) in try await database.pendingLocates(users: batch) {
-                await locate(ping, owner: owner)
+                locate(ping, owner: owner)
             }
         }
         for (id, answer) in held {
@@ -209,12 +209,14 @@ public actor DeviceHub {
         if byDevice[device.id]?.isEmpty == true { byDevice[device.id] = nil }
     }
 
-    private func send(_ ping: LocateMessage, to session: DeviceSession) async {
+    private func send(_ ping: LocateMessage, to session: DeviceSession) {
         let expires = Date(timeIntervalSince1970: TimeInterval(ping.expiresMs) / 1000)
         guard !(pinged[ping.id]?.connections.contains(session.connection) ?? false) else { return }  // each id once
         pinged[ping.id, default: Ping(expires: expires)].connections.insert(session.connection)
         guard let data = try? JSONEncoder().encode(ping) else { return }
         session.send(String(decoding: data, as: UTF8.self))
-        _ = try? await database.markDelivered(ping.id)
+        // Off the bus's path: the next notification need not wait for this round trip.
+        let database = self.database
+        Task { _ = try? await database.markDelivered(ping.id) }
     }
 }

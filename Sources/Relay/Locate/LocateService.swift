@@ -6,6 +6,7 @@ struct LocateService: Sendable {
     let coordinator: LocateCoordinator
     let database: RelayDatabase
     let metrics: LocateMetrics
+    let clientNames: ClientNames
 
     /// What the agent gets: the fix JSON (200), or a failure with its status and text.
     enum Result: Sendable, Equatable {
@@ -58,7 +59,7 @@ struct LocateService: Sendable {
             requester = agent.userID
             shared = match
         }
-        let clientName: String? = if let keyName = agent.keyName { keyName } else { try? await database.clientName(agent.clientID) }
+        let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
                                                          timeout: .seconds(timeoutSeconds)))

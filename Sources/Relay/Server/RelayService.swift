@@ -81,7 +81,8 @@ public final class RelayService: Sendable {
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
-        let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics)
+        let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics,
+                                    clientNames: ClientNames(database: database))
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
         let mcp = MCPHandler(gate: gate, locator: locator, database: database,
