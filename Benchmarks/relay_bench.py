@@ -372,6 +372,12 @@ async def storm(relay, users):
             conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
             await asyncio.sleep(0.05)
     if len(pinged) < len(users):
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            rows = conn.execute("""select r.id, r.owner_id, r.settled_at is not null, r.outcome, r.expires_at > now(),
+                                          (select count(*) from relay.connections c where c.user_id = r.owner_id)
+                                   from relay.pending_requests r where r.waiter_instance = 'bench-waiter'""").fetchall()
+        missing = [row for row in rows if str(row[0]) not in pinged]
+        print(f"storm: {len(rows)} requests; not pinged: {missing[:10]}", file=sys.stderr)
         connected = await relay.metric("whereabot_device_connections")
         raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s"
                            f" ({hellos} hellos since the restart, {connected:.0f} connected)")
@@ -435,8 +441,19 @@ async def main():
         after = rss_kib(holder.process.pid)
         rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
                      f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
-        rows.append(("memory per idle phone at 50,000", "not measured",
-                     f"the open-files hard limit here is {hard:,} per process"))
+        # As many more as this machine's open-files limit allows, up to 50,000.
+        most = min(50_000, hard - 2_000)
+        if most > PHONES:
+            more_users = make_users(most - PHONES)
+            phones += await connect_many(holder.port, more_users, None, answer=False)
+            await metric_reaches(holder, "whereabot_device_connections", most, 120, "more idle phones")
+            await asyncio.sleep(2)
+            largest = rss_kib(holder.process.pid)
+            rows.append((f"memory per idle phone at {most:,}", f"{(largest - before) * 1024 / most:,.0f} bytes",
+                         f"RSS {before / 1024:.1f} -> {largest / 1024:.1f} MiB"))
+        if most < 50_000:
+            rows.append(("memory per idle phone at 50,000", "not measured",
+                         f"the open-files hard limit here is {hard:,} per process"))
         for socket, task in phones:
             socket.close()
             task.cancel()
