@@ -346,12 +346,16 @@ async def storm(relay, users):
     async def keep_connected(phone_token, host):
         nonlocal hellos
         while True:
+            socket = None
             try:
                 socket, task = await asyncio.wait_for(phone(relay.port, phone_token, pinged.add, host, answer=False), 10)
                 hellos += 1
                 await task
             except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
                 await asyncio.sleep(0.2)
+            finally:
+                if socket:
+                    socket.close()
 
     tasks = [asyncio.ensure_future(keep_connected(phone_token, f"127.0.0.{2 + i % 200}"))
              for i, (_, phone_token, _) in enumerate(users)]
@@ -384,6 +388,7 @@ async def storm(relay, users):
     done = time.monotonic()
     for task in tasks:
         task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
     return done - killed, done - relay.started, hellos
 
 
