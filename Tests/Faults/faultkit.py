@@ -78,7 +78,8 @@ class Postgres:
 
     def query(self, sql, params=()):
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
-            return conn.execute(sql, params).fetchall()
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
 
     def make_users(self, count):
         """`count` users, each with a session: [(user_id, phone_token, agent_token)]."""

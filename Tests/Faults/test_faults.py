@@ -116,12 +116,20 @@ def test_postgres_fast_restart_mid_flight(deployment):
 
 
 def test_listener_connections_terminated(deployment):
-    """pg_terminate_backend of each instance's LISTEN connection just as the answers come."""
+    """pg_terminate_backend of each instance's LISTEN connection while the answers come. So
+    that the answers surely land while the waiters are deaf, the relay role may not log in
+    until they are all given (the pooled connections stay up): every sealed answer the
+    waiters missed must come back as a replay."""
     postgres, relays, haproxy = deployment
     phones, agents = load(deployment, delay=1.0)
-    wait_until(lambda: phones.answers > 0, 10, "the first answer")
-    killed = postgres.query("select count(pg_terminate_backend(pid)) from pg_stat_activity"
-                            " where application_name like %s", ('whereabot-fault-relay-%-listen',))[0][0]
+    postgres.query("alter role whereabot_relay nologin")
+    try:
+        killed = postgres.query("select count(pg_terminate_backend(pid)) from pg_stat_activity"
+                                " where application_name like %s", ('whereabot-fault-relay-%-listen',))[0][0]
+        wait_until(lambda: phones.answers >= SENT, 20, "every phone's answer")
+        time.sleep(1.0)  # the answers are settled (and their notifications gone) meanwhile
+    finally:
+        postgres.query("alter role whereabot_relay login")
     results, hung = agents.results(timeout=90)
     phones.stop()
     assert killed == 2

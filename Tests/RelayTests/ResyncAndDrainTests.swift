@@ -99,7 +99,7 @@ import Testing
             try await db.query("delete from relay.instances where id = $1", [relay.instance])
         }
         var restored = false
-        for _ in 0..<40 where !restored {
+        for _ in 0..<100 where !restored {
             try await Task.sleep(for: .milliseconds(100))
             restored = try await admin.query("""
                 select exists (select from relay.pending_requests where id = $1 and settled_at is null)
