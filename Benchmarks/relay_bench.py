@@ -23,6 +23,7 @@ import os
 import pathlib
 import resource
 import signal
+import socket as socket_module
 import statistics
 import struct
 import subprocess
@@ -155,6 +156,12 @@ class Relay:
         self.name, self.port, self.process = name, port, None
 
     def start(self):
+        with socket_module.socket() as probe:  # a leftover relay on the port would answer in our stead
+            probe.setsockopt(socket_module.SOL_SOCKET, socket_module.SO_REUSEADDR, 1)  # as the relay binds
+            try:
+                probe.bind(("127.0.0.1", self.port))
+            except OSError:
+                raise RuntimeError(f"port {self.port} is taken (a relay left over from an earlier run?)") from None
         env = {**os.environ, "DATABASE_URL": RELAY_URL, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
                "INSTANCE_ID": self.name}
         self.process = subprocess.Popen([str(RELAY), "serve"], env=env, stdout=subprocess.DEVNULL,
@@ -162,7 +169,7 @@ class Relay:
         self.started = time.monotonic()
 
     async def ready(self):
-        while True:
+        while self.process.poll() is None:
             try:
                 status, _ = await http(self.port, "GET", "/readyz")
                 if status == 200:
@@ -170,6 +177,7 @@ class Relay:
             except OSError:
                 pass
             await asyncio.sleep(0.02)
+        raise RuntimeError(f"{self.name} exited with {self.process.returncode} before it was ready")
 
     async def metric(self, name):
         _, body = await http(self.port, "GET", "/metrics")
@@ -200,6 +208,7 @@ async def http(port, method, path, token=None, connection=None):
 
 
 DEVICES = {}  # phone token → device id: a phone keeps its device id across reconnects, as the app does
+CLIENT_ERRORS = []  # unexpected exceptions in the phones' read loops (reported, never silent)
 
 
 async def phone(port, phone_token, on_ping=None, local_host=None, answer=True):
@@ -222,6 +231,9 @@ async def phone(port, phone_token, on_ping=None, local_host=None, answer=True):
                                             "timestamp_ms": int(time.time() * 1000)}))
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
             pass
+        except Exception as error:  # a client bug must not pass for a relay that went quiet
+            CLIENT_ERRORS.append(repr(error))
+            socket.close()
     return socket, asyncio.ensure_future(serve())
 
 
@@ -381,7 +393,7 @@ async def storm(relay, users):
                                           (select count(*) from relay.connections c where c.user_id = r.owner_id)
                                    from relay.pending_requests r where r.waiter_instance = 'bench-waiter'""").fetchall()
         missing = [row for row in rows if str(row[0]) not in pinged]
-        print(f"storm: {len(rows)} requests; not pinged: {missing[:10]}", file=sys.stderr)
+        print(f"storm: {len(rows)} requests; not pinged: {missing[:10]}; client errors: {CLIENT_ERRORS[:3]}", file=sys.stderr)
         connected = await relay.metric("whereabot_device_connections")
         raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s"
                            f" ({hellos} hellos since the restart, {connected:.0f} connected)")
@@ -469,6 +481,8 @@ async def main():
         since_kill, since_start, hellos = await storm(holder, users)
         rows.append((f"reconnect storm, {PHONES:,} phones", f"{since_start:.1f} s after the restarted instance started",
                      f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
+        if CLIENT_ERRORS:
+            rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
     finally:
         for relay in relays:
             if relay.process.poll() is None:
