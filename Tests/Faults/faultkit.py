@@ -289,10 +289,6 @@ class Agents:
         self.futures = [self.pool.submit(locate, base, agent_token, timeout_secs)
                         for _, _, agent_token in users for _ in range(per_user)]
 
-    @staticmethod
-    def pool_for(workers):
-        return concurrent.futures.ThreadPoolExecutor(max_workers=workers)
-
     def results(self, timeout):
         done, pending = concurrent.futures.wait(self.futures, timeout=timeout)
         results = [future.result() for future in done]

@@ -1,5 +1,6 @@
 """Fault tests (SPEC §4, issue 6): two relays behind HAProxy on their own PostgreSQL.
 Each test prints sent / answered / lost and fails if any request is lost or hangs."""
+import concurrent.futures
 import time
 
 import pytest
@@ -98,7 +99,7 @@ def test_postgres_fast_restart_mid_flight(deployment):
         outage["short"] = short.result(timeout=15)
 
     extra = postgres.make_users(2)
-    short = Agents.pool_for(1).submit(locate_once, relays[0].base, extra[1][2], 2)
+    short = concurrent.futures.ThreadPoolExecutor(max_workers=1).submit(locate_once, relays[0].base, extra[1][2], 2)
     time.sleep(0.3)  # the short request is open before the outage, its deadline falls in it
     postgres.restart("fast", down_for=5.0, during=while_down)
     during = phones.answers - before

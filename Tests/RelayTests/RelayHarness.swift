@@ -48,6 +48,13 @@ struct RelayHarness: Sendable {
 
     func request(_ method: String, _ path: String, authorization: String?, body: String? = nil,
                  contentType: String = "application/json") async throws -> (status: Int, body: String) {
+        let response = try await exchange(method, path, authorization: authorization, body: body, contentType: contentType)
+        return (response.status, response.body)
+    }
+
+    /// One HTTP exchange with the response's headers too.
+    func exchange(_ method: String, _ path: String, authorization: String?, body: String? = nil,
+                  contentType: String = "application/json") async throws -> (status: Int, body: String, headers: [String: String]) {
         var request = URLRequest(url: URL(string: base + path)!)
         request.httpMethod = method
         request.timeoutInterval = 30
@@ -57,7 +64,10 @@ struct RelayHarness: Sendable {
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
         }
         let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as! HTTPURLResponse).statusCode, String(decoding: data, as: UTF8.self))
+        let http = response as! HTTPURLResponse
+        let headers = Dictionary(http.allHeaderFields.map { (String(describing: $0.key).lowercased(), String(describing: $0.value)) },
+                                 uniquingKeysWith: { first, _ in first })
+        return (http.statusCode, String(decoding: data, as: UTF8.self), headers)
     }
 }
 

@@ -1,6 +1,3 @@
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Foundation
 import HTTPServer
 import PGBus
@@ -57,6 +54,23 @@ import Testing
         #expect(status == 200 && body.contains("\"latitude\":48.85"), "got \(status) \(body)")
         await waiter.stop()
         await holder.stop()
+    }
+
+    /// A request whose locate notification never came (its row written without one): the
+    /// backstop poll at the next heartbeat sends the ping anyway.
+    @Test func theBackstopPollSendsAPingWhoseNotificationWasLost() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start(heartbeat: .milliseconds(200))
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let request = UUID()
+        try await admin.query("""
+            insert into relay.pending_requests (id, owner_id, client_id, waiter_instance, reply_key, expires_at)
+            values ($1, $2, 'c', 'elsewhere', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')
+            """, [request, ada.user])
+        #expect(await nextMessage(phone, type: "locate")?["id"] as? String == request.uuidString.lowercased())
+        await relay.stop()
     }
 
     /// A dead instance (no heartbeat for 30 s) is reaped by a live one: its waiting request
@@ -132,11 +146,10 @@ import Testing
         let stopped = Task { await draining.relay.shutdown(drainTimeout: .seconds(15)); await draining.relay.run() }
         for await _ in phone.messages {}
         #expect(phone.closeCode == 1012 && phone.closeReason == "restart")
-        let ready = try await raw(draining, "GET", "/readyz", authorization: nil)
-        #expect(ready.status == 503)
-        let refused = try await raw(draining, "POST", "/v1/locate?timeout_secs=5", authorization: agent)
-        #expect(refused.status == 503 && refused.retryAfter != nil && refused.body.contains("restarting"))
-        #expect(try await raw(draining, "GET", "/v1/device", authorization: "Bearer " + phoneToken).status == 503)
+        #expect(try await draining.request("GET", "/readyz", authorization: nil).status == 503)
+        let refused = try await draining.exchange("POST", "/v1/locate?timeout_secs=5", authorization: agent)
+        #expect(refused.status == 503 && refused.headers["retry-after"] != nil && refused.body.contains("restarting"))
+        #expect(try await draining.request("GET", "/v1/device", authorization: "Bearer " + phoneToken).status == 503)
 
         let moved = try await other.phone(phoneToken, device: device)
         let id = try #require(await nextMessage(moved, type: "locate")?["id"] as? String)
@@ -145,15 +158,5 @@ import Testing
         #expect(status == 200 && body.contains("\"latitude\":48.85"), "got \(status) \(body)")
         await stopped.value
         await other.stop()
-    }
-
-    private func raw(_ harness: RelayHarness, _ method: String, _ path: String,
-                     authorization: String?) async throws -> (status: Int, body: String, retryAfter: String?) {
-        var request = URLRequest(url: URL(string: harness.base + path)!)
-        request.httpMethod = method
-        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        let http = response as! HTTPURLResponse
-        return (http.statusCode, String(decoding: data, as: UTF8.self), http.value(forHTTPHeaderField: "Retry-After"))
     }
 }

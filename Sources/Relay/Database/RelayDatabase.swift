@@ -149,8 +149,6 @@ public struct RelayDatabase: Sendable {
     public static let maxRequestStates = 10_000
     /// The most ids `requestReplay` takes per call.
     public static let maxReplays = 1_000
-    /// The most users `pendingLocates` takes per call.
-    public static let maxPendingUsers = 10_000
 
     /// The rows of the given requests; ids missing from the result have vanished (crash).
     public func requestStates(_ ids: [UUID]) async throws -> [RequestState] {
@@ -174,9 +172,9 @@ public struct RelayDatabase: Sendable {
         try await pool.query("select relay.replay_answer($1, $2)", [id, sealed]).scalar(Bool.self)
     }
 
-    /// Pings still waiting for the phones of `users` (at most 10,000 per call), with their owners.
-    public func pendingLocates(users: [UUID]) async throws -> [(owner: UUID, ping: LocateMessage)] {
-        try await pool.query("select owner_id, message from relay.pending_locates($1)", [users]).rows.map {
+    /// Pings still waiting for users with a socket on `instance`, with their owners.
+    public func pendingLocates(on instance: String) async throws -> [(owner: UUID, ping: LocateMessage)] {
+        try await pool.query("select owner_id, message from relay.pending_locates_on($1)", [instance]).rows.map {
             (try $0.decode(0, as: UUID.self), try $0.decode(1, as: PGJSON.self).decode(LocateMessage.self))
         }
     }

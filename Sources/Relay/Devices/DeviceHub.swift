@@ -14,14 +14,19 @@ public actor DeviceHub {
     private let instance: String
     private let database: RelayDatabase
     private let settler: AnswerSettler
-    private var sessions: [UUID: DeviceSession] = [:]   // by connection, after hello
-    private var devices: [UUID: Device] = [:]           // by connection
+    private var phones: [UUID: Phone] = [:]             // by connection, after hello
     private var byUser: [UUID: Set<UUID>] = [:]         // user → connections (pings)
     private var byDevice: [UUID: Set<UUID>] = [:]       // device → connections (replaced, revoked)
     private var pinged: [UUID: Ping] = [:]              // by request
     private var held: [UUID: HeldAnswer] = [:]          // by request
 
-    /// A phone that said hello.
+    /// A socket whose phone said hello.
+    private struct Phone {
+        let session: DeviceSession
+        let device: Device
+    }
+
+    /// What a phone said of itself in its hello.
     private struct Device {
         let id: UUID
         let name: String
@@ -53,7 +58,7 @@ public actor DeviceHub {
     }
 
     /// Phones connected here (after hello).
-    public var connectedCount: Int { devices.count }
+    public var connectedCount: Int { phones.count }
 
     /// Answers waiting for the database (for /metrics).
     public var heldCount: Int { held.count }
@@ -73,7 +78,7 @@ public actor DeviceHub {
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
-                guard devices[session.connection] == nil else { return }  // one hello per socket
+                guard phones[session.connection] == nil else { return }  // one hello per socket
                 await hello(session, Device(id: device, name: name, platform: platform, appVersion: version))
             case .answer(let id, let reply):
                 await answer(session, id: id, reply: reply)
@@ -91,7 +96,7 @@ public actor DeviceHub {
                                                     device: device.id, name: device.name, platform: device.platform,
                                                     appVersion: device.appVersion)
         } catch {
-            if devices[session.connection] == nil { session.close(code: 1011, reason: "try again") }
+            if phones[session.connection] == nil { session.close(code: 1011, reason: "try again") }
             return
         }
         switch result.status {
@@ -110,7 +115,7 @@ public actor DeviceHub {
     }
 
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
-        guard let device = devices[session.connection] else { return }  // no hello yet
+        guard let device = phones[session.connection]?.device else { return }  // no hello yet
         // The answering phone needs no cancel for its own answer; the others get one.
         pinged[id]?.answered.insert(session.connection)
         let settled: RelayDatabase.Settled?
@@ -134,7 +139,7 @@ public actor DeviceHub {
     /// A `whereabot_locate` notification: ping every phone of the owner connected here.
     public func locate(_ ping: LocateMessage, owner: UUID) {
         for connection in byUser[owner] ?? [] {
-            if let session = sessions[connection] { send(ping, to: session) }
+            if let session = phones[connection]?.session { send(ping, to: session) }
         }
     }
 
@@ -143,7 +148,7 @@ public actor DeviceHub {
         held[request] = nil
         guard let ping = pinged.removeValue(forKey: request) else { return }
         for connection in ping.connections.subtracting(ping.answered) {
-            sessions[connection]?.send(#"{"type":"cancel","id":"\#(request.uuidString.lowercased())"}"#)
+            phones[connection]?.session.send(#"{"type":"cancel","id":"\#(request.uuidString.lowercased())"}"#)
         }
     }
 
@@ -151,7 +156,7 @@ public actor DeviceHub {
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     public func deviceEvent(device: UUID, event: String, connection: UUID?) {
         for id in byDevice[device] ?? [] where id != connection {
-            sessions[id]?.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
+            phones[id]?.session.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
         }
     }
 
@@ -165,17 +170,9 @@ public actor DeviceHub {
         pinged = pinged.filter { $0.value.expires > now }
         held = held.filter { $0.value.expires > now }
         if reregister {
-            for session in Array(sessions.values) {
-                guard let device = devices[session.connection] else { continue }
-                await hello(session, device)
-            }
+            for phone in Array(phones.values) { await hello(phone.session, phone.device) }
         }
-        let users = Array(byUser.keys)
-        for batch in users.chunks(of: RelayDatabase.maxPendingUsers) {
-            for (owner, ping) in try await database.pendingLocates(users: batch) {
-                locate(ping, owner: owner)
-            }
-        }
+        for (owner, ping) in try await database.pendingLocates(on: instance) { locate(ping, owner: owner) }
         for (id, answer) in held {
             let settled = try await settler.settle(id: id, user: answer.user, device: answer.device.id,
                                                    deviceName: answer.device.name, platform: answer.device.platform,
@@ -188,21 +185,19 @@ public actor DeviceHub {
 
     /// Closes every device socket (drain): the phones reconnect to another instance.
     public func closeAll(code: UInt16, reason: String) {
-        for session in sessions.values { session.close(code: code, reason: reason) }
+        for phone in phones.values { phone.session.close(code: code, reason: reason) }
     }
 
     /// Indexes a socket that said hello (by connection, user and device).
     private func remember(_ session: DeviceSession, _ device: Device) {
-        sessions[session.connection] = session
-        devices[session.connection] = device
+        phones[session.connection] = Phone(session: session, device: device)
         byUser[session.phone.userID, default: []].insert(session.connection)
         byDevice[device.id, default: []].insert(session.connection)
     }
 
     /// Drops a closed socket from every index.
     private func forget(_ session: DeviceSession) {
-        sessions[session.connection] = nil
-        guard let device = devices.removeValue(forKey: session.connection) else { return }
+        guard let device = phones.removeValue(forKey: session.connection)?.device else { return }
         byUser[session.phone.userID]?.remove(session.connection)
         if byUser[session.phone.userID]?.isEmpty == true { byUser[session.phone.userID] = nil }
         byDevice[device.id]?.remove(session.connection)

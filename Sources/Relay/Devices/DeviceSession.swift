@@ -22,7 +22,6 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var socket: WebSocket?
         var queue: [Event] = []
         var draining = false
-        var closed = false
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub) {
@@ -41,7 +40,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     /// Whether the socket has closed (its `.closed` event may still be queued).
-    var isClosed: Bool { state.withLock { $0.closed } }
+    var isClosed: Bool { state.withLock { $0.socket?.closeCode != nil } }
 
     func webSocketDidOpen(_ socket: WebSocket) {
         state.withLock { $0.socket = socket }
@@ -52,7 +51,6 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {
-        state.withLock { $0.closed = true }
         enqueue(.closed)
     }
 

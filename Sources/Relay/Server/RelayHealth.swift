@@ -18,11 +18,11 @@ final class RelayHealth: Sendable {
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
          sealedAnswers: SealedAnswerMemory) {
-        self.sealedAnswers = sealedAnswers
         self.listener = listener
         self.hub = hub
         self.coordinator = coordinator
         self.locates = locates
+        self.sealedAnswers = sealedAnswers
     }
 
     /// From now on /readyz answers 503 (graceful drain).
