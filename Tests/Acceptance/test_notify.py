@@ -77,20 +77,20 @@ def test_rolled_back_open_request_notifies_nothing(bus, make_user):
 
 
 def test_device_hello_notifies_device(bus, make_user):
-    owner, device, connection = make_user(), uuid.uuid4(), uuid.uuid4()
+    (owner, session, _), device, connection = make_user(with_session=True), uuid.uuid4(), uuid.uuid4()
     result, notes = after_commit(bus, lambda c: c.execute(
-        "select relay.device_hello('relay-b', %s, %s, %s, 'Phone', 'ios', '1.0')",
-        (connection, owner, device)).fetchone()[0])
+        "select relay.device_hello('relay-b', %s, %s, %s, %s, 'Phone', 'ios', '1.0', now())",
+        (connection, owner, session, device)).fetchone()[0])
     assert result == {"status": "ok", "pending": []}
     assert notes == [("whereabot_device", {
         "device": str(device), "event": "hello", "instance": "relay-b", "connection": str(connection)})]
 
 
 def test_settle_notifies_answer_then_cancel(bus, make_user, relay_connect):
-    owner, device, request_id = make_user(), uuid.uuid4(), uuid.uuid4()
+    (owner, session, _), device, request_id = make_user(with_session=True), uuid.uuid4(), uuid.uuid4()
     setup = relay_connect()
-    setup.execute("select relay.device_hello('relay-b', %s, %s, %s, 'Phone', 'ios', '1.0')",
-                  (uuid.uuid4(), owner, device))
+    setup.execute("select relay.device_hello('relay-b', %s, %s, %s, %s, 'Phone', 'ios', '1.0', now())",
+                  (uuid.uuid4(), owner, session, device))
     open_request(setup, request_id, owner, instance="relay-a")
     drain(bus[0], 0.3)
     result, notes = after_commit(bus, lambda c: c.execute(

@@ -28,7 +28,7 @@ select columns_are('relay', 'pending_requests',
   'relay.pending_requests has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'connections',
-  array['id', 'instance_id', 'user_id', 'device_id', 'platform', 'connected_at'],
+  array['id', 'instance_id', 'user_id', 'device_id', 'platform', 'connected_at', 'session_id', 'opened_at'],
   'relay.connections has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at'],

@@ -9,8 +9,8 @@ select throws_ok($$ select private.notify('whereabot_test', jsonb_build_object('
 select throws_ok($$ select private.notify('whereabot_test', null) $$, '22004', null, 'a null payload is refused');
 
 select tests.create_supabase_user('long', 'long@test.example', repeat('N', 9000));
-select is(char_length(private.user_card(tests.get_supabase_uid('long')) ->> 'name'), 200,
-  'a user''s shown name is cut to 200 characters, so pings stay small');
+select is(char_length(private.user_card(tests.get_supabase_uid('long')) ->> 'name'), 80,
+  'a user''s shown name is cut to 80 characters (SPEC §6), so pings stay small');
 select tests.create_supabase_user('plain', 'plain.person@test.example', '');
 select is(private.user_card(tests.get_supabase_uid('plain')) ->> 'name', 'plain.person',
   'a user without a name is shown by the local part of their email');

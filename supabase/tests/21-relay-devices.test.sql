@@ -21,7 +21,7 @@ select relay.open_request('00000000-0000-4000-8000-0000000000e1', tests.get_supa
   decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds');
 
 insert into stash values ('hello', relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1',
-  tests.get_supabase_uid('ada'), '00000000-0000-4000-8000-00000000000a', ' Ada''s iPhone ', 'ios', '2.1.0'));
+  tests.get_supabase_uid('ada'), tests.get_session_id('ada'), '00000000-0000-4000-8000-00000000000a', ' Ada''s iPhone ', 'ios', '2.1.0', now()));
 select is((select v ->> 'status' from stash where k = 'hello'), 'ok', 'hello registers a new device');
 select is((select jsonb_array_length(v -> 'pending') from stash where k = 'hello'), 1,
   'hello returns the request that waits for the owner');
@@ -43,8 +43,8 @@ select results_eq($$ select instance_id, device_id from relay.connections $$,
 
 -- The same device connects again through relay-b: the older socket is replaced.
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0') ->> 'status', 'ok', 'the device says hello again elsewhere');
+select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0', now()) ->> 'status', 'ok', 'the device says hello again elsewhere');
 reset role;
 select results_eq($$ select id, instance_id from relay.connections $$,
   $$ values ('00000000-0000-4000-8000-0000000000c2'::uuid, 'relay-b') $$,
@@ -53,27 +53,27 @@ select is((select name from public.devices where id = '00000000-0000-4000-8000-0
   'an empty name keeps the device''s name');
 
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0') ->> 'status', 'ok',
+select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0', now()) ->> 'status', 'ok',
   'hello for a live socket again (resync) is harmless');
-select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('bob'),
-  '00000000-0000-4000-8000-00000000000a', 'stolen', 'ios', '1') ->> 'status', 'forbidden',
+select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
+  '00000000-0000-4000-8000-00000000000a', 'stolen', 'ios', '1', now()) ->> 'status', 'forbidden',
   'hello with another user''s device_id is forbidden');
-select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-0000000000a9', 'old', 'ios', '1'),
+select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-0000000000a9', 'old', 'ios', '1', now()),
   '{"status": "revoked", "pending": []}'::jsonb, 'hello of a removed device reports revoked');
 reset role;
 select is((select count(*)::int from relay.connections), 1, 'forbidden and revoked sockets are not registered');
 
 select tests.authenticate_as_relay();
-select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'),
-  gen_random_uuid(), 'x', 'nokia', '1') $$, '22023', null, 'hello refuses an unknown platform');
-select throws_ok($$ select relay.device_hello('relay-a', null, tests.get_supabase_uid('ada'),
-  gen_random_uuid(), 'x', 'ios', '1') $$, '22004', null, 'hello refuses a null connection id');
-select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), gen_random_uuid(),
-  gen_random_uuid(), 'x', 'ios', '1') $$, 'P0002', null, 'hello refuses an unknown user');
-select throws_ok($$ select relay.device_hello('no good', gen_random_uuid(), tests.get_supabase_uid('ada'),
-  gen_random_uuid(), 'x', 'ios', '1') $$, '22023', null, 'hello refuses a malformed instance id');
+select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  gen_random_uuid(), 'x', 'nokia', '1', now()) $$, '22023', null, 'hello refuses an unknown platform');
+select throws_ok($$ select relay.device_hello('relay-a', null, tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  gen_random_uuid(), 'x', 'ios', '1', now()) $$, '22004', null, 'hello refuses a null connection id');
+select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+  gen_random_uuid(), 'x', 'ios', '1', now()) $$, 'P0002', null, 'hello refuses an unknown user');
+select throws_ok($$ select relay.device_hello('no good', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  gen_random_uuid(), 'x', 'ios', '1', now()) $$, '22023', null, 'hello refuses a malformed instance id');
 
 select results_eq($$ select owner_id from relay.pending_locates(array[tests.get_supabase_uid('ada'), tests.get_supabase_uid('bob')]) $$,
   array[tests.get_supabase_uid('ada')], 'pending_locates lists the requests waiting for the given users');

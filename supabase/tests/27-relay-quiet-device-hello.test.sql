@@ -8,14 +8,14 @@ create temp table stash (k text primary key, v tid);
 grant all on stash to public;
 
 select tests.authenticate_as_relay();
-select relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0');
+select relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now());
 reset role;
 insert into stash select 'first', ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a';
 
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0') ->> 'status', 'ok', 'the same phone says hello again');
+select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now()) ->> 'status', 'ok', 'the same phone says hello again');
 reset role;
 select is((select ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a'),
   (select v from stash where k = 'first'), 'an unchanged, recently seen device row is not rewritten');
@@ -23,16 +23,16 @@ select results_eq($$ select id from relay.connections $$, $$ values ('00000000-0
   'the socket is still replaced');
 
 select tests.authenticate_as_relay();
-select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1');
+select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1', now());
 reset role;
 select is((select app_version from public.devices where id = '00000000-0000-4000-8000-00000000000a'), '1.1',
   'a new app version is written');
 
 update public.devices set last_seen_at = now() - interval '5 minutes' where id = '00000000-0000-4000-8000-00000000000a';
 select tests.authenticate_as_relay();
-select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'),
-  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1');
+select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1', now());
 reset role;
 select is((select last_seen_at from public.devices where id = '00000000-0000-4000-8000-00000000000a'), now(),
   'a device last seen minutes ago is marked seen now');

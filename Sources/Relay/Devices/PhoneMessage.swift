@@ -1,13 +1,19 @@
 import Foundation
 
-/// A message from a phone (SPEC §5), parsed leniently where the protocol says so: unknown
-/// types are ignored, unknown reasons count as `user` (denied) or `error` (unavailable), and
-/// impossible coordinates count as unavailable (error).
+/// A message from a phone (SPEC §5), decoded defensively: every byte comes from a peer.
+///
+/// Unknown types are ignored, unknown reasons count as `user` (denied) or `error`
+/// (unavailable), and any number out of range for its field (coordinates, a negative or
+/// non-finite accuracy, a `timestamp_ms` no clock can hold, NaN-like values) makes the
+/// answer a bad one, handled as unavailable (error). Nothing here traps: every conversion
+/// from a peer's number is range-checked first (fuzzed by `Fuzz/PhoneMessageFuzz.swift`).
 public enum PhoneMessage: Sendable, Equatable {
     /// The first message: who the device is.
     case hello(deviceID: UUID, name: String, platform: String, appVersion: String)
     /// An answer to ping `id`.
     case answer(id: UUID, PhoneReply)
+    /// A fresh access token for the socket (`{"type":"token","access_token":...}`).
+    case token(String)
     /// A diagnostic line from the app (logged without any location).
     case log
     /// Anything else (ignored).
@@ -26,17 +32,35 @@ public enum PhoneMessage: Sendable, Equatable {
 
     /// The platforms a device may declare.
     public static let platforms: Set<String> = ["ios", "android", "desktop", "web"]
+    /// Longest device name kept (as `public.devices.name` allows).
+    public static let maximumDeviceNameLength = 100
+    /// Longest app version kept.
+    public static let maximumAppVersionLength = 50
+    /// Longest access token accepted in a `token` message (Supabase's are about 1 KiB).
+    public static let maximumTokenLength = 8 * 1024
+    /// Latest capture time accepted, epoch milliseconds (the year 3000): beyond any clock,
+    /// and far inside Int64.
+    public static let latestTimestampMs: Double = 32_503_680_000_000
+    /// Largest accuracy radius, altitude magnitude and speed accepted (meters, m/s):
+    /// generous bounds that still keep every value a plain finite number.
+    public static let maximumMagnitude: Double = 1e7
 
-    /// Parses one text frame or request body; nil when it is not a JSON object.
+    /// Decodes one text frame or request body; nil when it is not a JSON object.
     public static func parse(_ text: String) -> PhoneMessage? {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
         switch object["type"] as? String {
         case "hello":
             guard let deviceID = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)) else { return .unknown }
             let platform = (object["platform"] as? String).map { $0.lowercased() } ?? "web"
-            return .hello(deviceID: deviceID, name: String((object["device_name"] as? String ?? "").prefix(100)),
+            return .hello(deviceID: deviceID,
+                          name: DisplayText.clean(object["device_name"] as? String ?? "", maximumLength: maximumDeviceNameLength),
                           platform: platforms.contains(platform) ? platform : "web",
-                          appVersion: String((object["app_version"] as? String ?? "").prefix(50)))
+                          appVersion: DisplayText.clean(object["app_version"] as? String ?? "", maximumLength: maximumAppVersionLength))
+        case "token":
+            guard let token = object["access_token"] as? String, !token.isEmpty, token.utf8.count <= maximumTokenLength else {
+                return .unknown
+            }
+            return .token(token)
         case "log":
             return .log
         case "location", "denied", "unavailable":
@@ -47,22 +71,42 @@ public enum PhoneMessage: Sendable, Equatable {
         }
     }
 
+    /// A JSON number as a finite Double; nil for anything else (strings, booleans, NaN).
+    private static func number(_ value: Any?) -> Double? {
+        // JSON booleans arrive as NSNumber too; their Objective-C type is "c".
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
+        let double = number.doubleValue
+        return double.isFinite ? double : nil
+    }
+
     private static func reply(_ object: [String: Any]) -> PhoneReply {
         switch object["type"] as? String {
         case "location":
-            func number(_ key: String) -> Double? { (object[key] as? NSNumber).map(\.doubleValue) }
-            guard let latitude = number("latitude"), let longitude = number("longitude"),
-                  let accuracy = number("accuracy_m"), let timestamp = number("timestamp_ms") else { return .unavailable(.error) }
-            let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: Int64(timestamp),
-                                  altitudeM: number("altitude_m"), speedMps: number("speed_mps"),
-                                  headingDeg: number("heading_deg"), deviceName: "", platform: "")
-            guard fix.isPlausible else { return .unavailable(.error) }
-            return .location(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: Int64(timestamp),
-                             altitudeM: fix.altitudeM, speedMps: fix.speedMps, headingDeg: fix.headingDeg)
+            return location(object) ?? .unavailable(.error)
         case "denied":
             return .denied(PhoneAnswer.DenialReason(rawValue: object["reason"] as? String ?? "user") ?? .user)
         default:
             return .unavailable(PhoneAnswer.UnavailableReason(rawValue: object["reason"] as? String ?? "error") ?? .error)
         }
+    }
+
+    /// A plausible fix, or nil when any field is missing, not a number or out of range.
+    private static func location(_ object: [String: Any]) -> PhoneReply? {
+        guard let latitude = number(object["latitude"]), (-90...90).contains(latitude),
+              let longitude = number(object["longitude"]), (-180...180).contains(longitude),
+              let accuracy = number(object["accuracy_m"]), (0...maximumMagnitude).contains(accuracy),
+              let timestamp = number(object["timestamp_ms"]), timestamp >= 1, timestamp <= latestTimestampMs else { return nil }
+        /// An optional field: absent (or null) is fine, present must be a number in range.
+        func optional(_ key: String, _ range: ClosedRange<Double>) -> Double?? {
+            guard let value = object[key], !(value is NSNull) else { return .some(nil) }
+            guard let number = number(value), range.contains(number) else { return nil }
+            return .some(number)
+        }
+        guard let altitude = optional("altitude_m", -maximumMagnitude...maximumMagnitude),
+              let speed = optional("speed_mps", 0...maximumMagnitude),
+              let heading = optional("heading_deg", 0...360) else { return nil }
+        return .location(latitude: latitude, longitude: longitude, accuracyM: accuracy,
+                         timestampMs: Int64(timestamp.rounded(.down)),  // in range: checked above
+                         altitudeM: altitude, speedMps: speed, headingDeg: heading.map { $0 == 360 ? 0 : $0 })
     }
 }
