@@ -23,6 +23,8 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     let fd: Int32
+    /// The peer's IP address (for the handler, e.g. rate limits per client).
+    let remoteAddress: String
     private(set) var token: UInt64 = 0
     private unowned let server: HTTPServerCore
     private var mode = Mode.http(inFlight: nil)
@@ -31,6 +33,11 @@ final class HTTPConnection: @unchecked Sendable {
     private var readingPaused = false
     private var outbound = OutboundQueue()
     private var closeAfterFlush = false
+    /// Whether to linger (half-close and drain input) once the error response is out.
+    private var lingerAfterFlush = false
+    /// Set while lingering: when to give up, and how many more bytes to discard.
+    private var lingeringUntil: ContinuousClock.Instant?
+    private var lingerBytesLeft = 0
     private var lastActivity: ContinuousClock.Instant
     private var requestStartedAt: ContinuousClock.Instant?
     /// Set during graceful shutdown: finish the request in flight, then close.
@@ -45,8 +52,9 @@ final class HTTPConnection: @unchecked Sendable {
         if case .webSocket(let session) = mode { session } else { nil }
     }
 
-    init(fd: Int32, server: HTTPServerCore, now: ContinuousClock.Instant) {
+    init(fd: Int32, remoteAddress: String, server: HTTPServerCore, now: ContinuousClock.Instant) {
         self.fd = fd
+        self.remoteAddress = remoteAddress
         self.server = server
         self.parser = HTTPRequestParser(limits: server.limits)
         self.lastActivity = now
@@ -67,6 +75,10 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func readAvailable() {
+        if lingeringUntil != nil {
+            discardLingeringInput()
+            return
+        }
         let count = server.scratch.withUnsafeMutableBytes { buffer in
             read(fd, buffer.baseAddress, buffer.count)
         }
@@ -94,7 +106,8 @@ final class HTTPConnection: @unchecked Sendable {
     private func parseRequests() {
         while !readingPaused, let event = parser.next() {
             switch event {
-            case .request(let request):
+            case .request(var request):
+                request.remoteAddress = remoteAddress
                 pending.append(.request(request))
                 requestStartedAt = parser.isMidRequest ? server.now : nil
                 // A WebSocket upgrade's following bytes are frames, not requests.
@@ -185,7 +198,37 @@ final class HTTPConnection: @unchecked Sendable {
         bytes.append(contentsOf: response.body)
         send(bytes)
         lastActivity = server.now
-        if !keepAlive { closeAfterFlush = true; if outbound.isEmpty { close() } }
+        if !keepAlive {
+            closeAfterFlush = true
+            lingerAfterFlush = response.status >= 400
+            if outbound.isEmpty { finishAfterFlush() }
+        }
+    }
+
+    /// The response is out and the connection must end. After an error response the
+    /// client may still be sending (a 413 body, a 431 head): closing with unread input
+    /// would make the kernel send a reset that can destroy the response before the client
+    /// reads it. So the write side is shut down and input is read and discarded for a
+    /// short while (lingering close), then the socket closes.
+    private func finishAfterFlush() {
+        guard lingerAfterFlush, case .http = mode else {
+            close()
+            return
+        }
+        lingerAfterFlush = false
+        _ = shutdown(fd, Int32(SHUT_WR))
+        lingeringUntil = server.now + server.limits.lingerTimeout
+        lingerBytesLeft = server.limits.maxLingerBytes
+        readingPaused = false
+        updateInterest()
+    }
+
+    /// Reads and discards input while lingering; closes at end of input or past the bounds.
+    private func discardLingeringInput() {
+        let count = server.scratch.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        lingerBytesLeft -= max(0, count)
+        if count <= 0 || lingerBytesLeft <= 0 { close() }
     }
 
     private func upgrade(_ request: HTTPRequest, _ response: HTTPResponse,
@@ -244,8 +287,8 @@ final class HTTPConnection: @unchecked Sendable {
             outbound.consume(written)
         }
         if outbound.isEmpty && closeAfterFlush {
-            close()
-            return
+            if lingeringUntil == nil { finishAfterFlush() }
+            if isClosed || lingeringUntil != nil { return }
         }
         updateInterest()
     }
@@ -254,7 +297,7 @@ final class HTTPConnection: @unchecked Sendable {
         guard !isClosed else { return }
         let wantWrites = !outbound.isEmpty
         var events = WB_EPOLLRDHUP
-        if !readingPaused { events |= WB_EPOLLIN }
+        if !readingPaused || lingeringUntil != nil { events |= WB_EPOLLIN }
         if wantWrites { events |= WB_EPOLLOUT }
         server.loop.modify(fd, token: token, events: events)
     }
@@ -281,6 +324,10 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Enforces the header-read and idle timeouts and the WebSocket keep-alive.
     func tick(now: ContinuousClock.Instant) {
+        if let until = lingeringUntil {
+            if now >= until { close() }
+            return
+        }
         switch mode {
         case .http(let inFlight):
             if let started = requestStartedAt, inFlight == nil, now - started > server.limits.headerReadTimeout {

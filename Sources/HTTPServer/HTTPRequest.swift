@@ -10,6 +10,8 @@ public struct HTTPRequest: Sendable {
     public let headers: HTTPHeaders
     /// The body bytes (empty without Content-Length).
     public let body: [UInt8]
+    /// The peer's IP address as text (`127.0.0.1`), set by the connection; empty when unknown.
+    public internal(set) var remoteAddress: String = ""
 
     /// The path, without the query.
     public var path: Substring {

@@ -95,3 +95,7 @@ public struct HTTPResponse: Sendable {
 
 /// The request handler: called for every request, on any task; may take minutes.
 public typealias HTTPHandler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+/// Receives the server's own failures (an event name and fields without user data), on
+/// the loop thread; it must return quickly.
+public typealias HTTPServerLog = @Sendable (_ event: String, _ fields: [String: String]) -> Void

@@ -24,6 +24,7 @@ public final class HTTPServer: Sendable {
     private let requestedPort: Int
     private let limits: HTTPServerLimits
     private let handler: HTTPHandler
+    private let log: HTTPServerLog
     private let state = Mutex(State())
 
     private struct State {
@@ -39,12 +40,15 @@ public final class HTTPServer: Sendable {
     ///   - host: an IPv4 address to listen on (`127.0.0.1`, `0.0.0.0`).
     ///   - port: the port, or 0 for any free port (see `port`).
     ///   - limits: the bounds to enforce.
+    ///   - log: where the server reports failures of its own system calls (an event name
+    ///     and fields without user data), called on the loop thread.
     ///   - handler: answers every request.
     public init(host: String = "127.0.0.1", port: Int, limits: HTTPServerLimits = HTTPServerLimits(),
-                handler: @escaping HTTPHandler) {
+                log: @escaping HTTPServerLog = { _, _ in }, handler: @escaping HTTPHandler) {
         self.host = host
         self.requestedPort = port
         self.limits = limits
+        self.log = log
         self.handler = handler
     }
 
@@ -56,7 +60,7 @@ public final class HTTPServer: Sendable {
     @discardableResult
     public func start() throws -> Int {
         let loop = try EventLoop()
-        let core = HTTPServerCore(loop: loop, limits: limits, handler: handler)
+        let core = HTTPServerCore(loop: loop, limits: limits, log: log, handler: handler)
         let port = try core.listen(host: host, port: requestedPort)
         state.withLock {
             $0.loop = loop

@@ -17,11 +17,20 @@ final class HTTPServerCore: @unchecked Sendable {
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
     private var onStopped: (() -> Void)?
+    /// While set, accepting is paused (out of descriptors) until this time.
+    private var acceptPausedUntil: ContinuousClock.Instant?
+    /// The connection cap: the configured one, or less when the open-files limit is lower.
+    let maxConnections: Int
+    /// Where failures of the server's own system calls are reported.
+    let log: HTTPServerLog
 
-    init(loop: EventLoop, limits: HTTPServerLimits, handler: @escaping HTTPHandler) {
+    init(loop: EventLoop, limits: HTTPServerLimits, log: @escaping HTTPServerLog, handler: @escaping HTTPHandler) {
         self.loop = loop
         self.limits = limits
         self.handler = handler
+        self.log = log
+        let files = OpenFilesLimit.raiseToHard()
+        self.maxConnections = max(1, min(limits.maxConnections, files - limits.reservedFileDescriptors))
         loop.onTick = { [unowned self] in self.tick() }
         loop.onEvent = { [unowned self] token, events in
             if token == self.listenToken { self.acceptAll() } else { self.connections[token]?.handle(events: events) }
@@ -66,16 +75,24 @@ final class HTTPServerCore: @unchecked Sendable {
     /// The listening socket is readable: accept every waiting connection.
     private func acceptAll() {
         now = ContinuousClock.now
-        while listenFD >= 0 {
-            let fd = wb_accept(listenFD, nil, nil)
-            if fd < 0 { return }
-            if connections.count >= limits.maxConnections || shutdownDeadline != nil {
+        while listenFD >= 0, acceptPausedUntil == nil {
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let fd = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { wb_accept(listenFD, $0, &length) }
+            }
+            if fd < 0 {
+                let code = errno
+                if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM { pauseAccepting(errno: code) }
+                return
+            }
+            if connections.count >= maxConnections || shutdownDeadline != nil {
                 Glibc.close(fd)
                 continue
             }
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
-            let connection = HTTPConnection(fd: fd, server: self, now: now)
+            let connection = HTTPConnection(fd: fd, remoteAddress: Self.text(of: address.sin_addr), server: self, now: now)
             do {
                 try connection.register()
                 connections[connection.token] = connection
@@ -89,7 +106,31 @@ final class HTTPServerCore: @unchecked Sendable {
         if connections.removeValue(forKey: connection.token) != nil, connection.wasWebSocket {
             webSocketCount -= 1
         }
+        if acceptPausedUntil != nil { resumeAccepting() }  // a descriptor was freed
         stopIfDrained()
+    }
+
+    /// Out of descriptors: the listener stays readable, so accepting again at once would
+    /// spin. Stop watching it until a connection closes or the pause has passed.
+    private func pauseAccepting(errno code: Int32) {
+        acceptPausedUntil = now + limits.acceptPauseOnEMFILE
+        loop.modify(listenFD, token: listenToken, events: 0)
+        log("accept_paused", ["errno": String(code), "connections": String(connections.count)])
+    }
+
+    private func resumeAccepting() {
+        guard acceptPausedUntil != nil, listenFD >= 0 else { return }
+        acceptPausedUntil = nil
+        loop.modify(listenFD, token: listenToken, events: WB_EPOLLIN)
+        loop.execute { [unowned self] in self.acceptAll() }
+    }
+
+    /// An IPv4 address as dotted text.
+    private static func text(of address: in_addr) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        var address = address
+        guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return "" }
+        return String(cString: buffer)
     }
 
     func webSocketOpened(_ connection: HTTPConnection) {
@@ -101,6 +142,7 @@ final class HTTPServerCore: @unchecked Sendable {
 
     private func tick() {
         now = ContinuousClock.now
+        if let until = acceptPausedUntil, now >= until { resumeAccepting() }
         for connection in Array(connections.values) { connection.tick(now: now) }
         if let deadline = shutdownDeadline, now >= deadline {
             for connection in Array(connections.values) { connection.close() }

@@ -23,6 +23,17 @@ public struct HTTPServerLimits: Sendable {
     public var webSocketPingInterval: Duration = .seconds(30)
     /// Time without any frame from a WebSocket peer, after a ping, before it counts as dead.
     public var webSocketPongTimeout: Duration = .seconds(15)
+    /// After an error response that ends the connection, how long unread input is drained
+    /// (lingering close) so that the client reads the status instead of a reset.
+    public var lingerTimeout: Duration = .seconds(2)
+    /// The most bytes drained while lingering.
+    public var maxLingerBytes = 256 * 1024
+    /// How long accepting pauses when the process is out of file descriptors (EMFILE),
+    /// instead of spinning on a listener that stays readable.
+    public var acceptPauseOnEMFILE: Duration = .milliseconds(100)
+    /// Descriptors kept free for everything but client connections (database, logs):
+    /// the connection cap is at most the open-files limit minus this.
+    public var reservedFileDescriptors = 64
     /// Time to wait for the peer's close frame after sending ours.
     public var closeHandshakeTimeout: Duration = .seconds(5)
 

@@ -165,12 +165,20 @@ public final class PGConnection: @unchecked Sendable {
         init(id: UInt64) { self.id = id }
     }
 
-    /// Asks the server to cancel `statement` if it is the one running now (any thread).
+    /// The thread that sends cancel requests: PQcancel opens a new TCP connection to the
+    /// server and waits for it, so it never runs on the thread that cancels (an event loop
+    /// or a Swift concurrency thread). One for the process: cancels are rare and short.
+    private static let canceller = PGWorker(name: "pgbus-cancel")
+
+    /// Asks the server to cancel `statement` if it is the one running now (any thread;
+    /// returns at once, the request goes out from the canceller thread).
     private func cancel(_ statement: Statement) {
-        cancelState.withLock { state in
-            guard state.running == statement.id, let handle = state.handle else { return }
-            var buffer = [CChar](repeating: 0, count: 256)
-            _ = PQcancel(handle.pointer, &buffer, Int32(buffer.count))
+        Self.canceller.submit { [self] in
+            cancelState.withLock { state in
+                guard state.running == statement.id, let handle = state.handle else { return }
+                var buffer = [CChar](repeating: 0, count: 256)
+                _ = PQcancel(handle.pointer, &buffer, Int32(buffer.count))
+            }
         }
     }
 

@@ -29,19 +29,25 @@ enum ServeCommand {
             jwtSecret: value("SUPABASE_JWT_SECRET"), jwks: jwks, issuer: supabaseURL.map { $0 + "/auth/v1" })
         configuration.supabaseURL = supabaseURL
         configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
+        let levelName = value("LOG_LEVEL") ?? "info"
+        guard let level = Logger.Level(name: levelName) else {
+            throw CommandError.usage("LOG_LEVEL must be debug, info, warning or error")
+        }
+        let logger = Logger(level: level)
+        configuration.logger = logger
 
         let relay = try RelayService(configuration)
         let bound = try await relay.start()
-        Log.info("listening", ["port": String(bound), "instance": configuration.instanceID])
+        logger.info("listening", ["port": String(bound), "instance": configuration.instanceID])
         let signals = [SIGTERM, SIGINT].map { number in
             SignalHandler.on(number) {
-                Log.info("draining", ["signal": String(number)])
+                logger.info("draining", ["signal": String(number)])
                 Task { await relay.shutdown() }
             }
         }
         await relay.run()
         signals.forEach { $0.cancel() }
-        Log.info("stopped", [:])
+        logger.info("stopped")
     }
 }
 
@@ -49,18 +55,4 @@ enum ServeCommand {
 struct CommandError: Error {
     let message: String
     static func usage(_ message: String) -> CommandError { CommandError(message: message) }
-}
-
-/// JSON log lines on stderr. Callers pass only ids, counts and states: never a token, key
-/// or coordinate.
-enum Log {
-    static func info(_ event: String, _ fields: [String: String]) {
-        var object = fields
-        object["level"] = "info"
-        object["event"] = event
-        object["time"] = ISO8601DateFormatter().string(from: Date())
-        if let data = try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys) {
-            FileHandle.standardError.write(data + Data("\n".utf8))
-        }
-    }
 }

@@ -30,6 +30,12 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
     case badKey
     /// The database could not be asked (503 with Retry-After, not 401).
     case unavailable
+    /// The token has no `session_id` (Supabase's always do): it could never be revoked.
+    case noSession
+    /// The session was revoked by removing a device it registered (403 on phone routes).
+    case deviceRemoved
+    /// Too many failed authentications from this client address (429 with Retry-After).
+    case rateLimited
 
     public var description: String {
         switch self {
@@ -47,6 +53,9 @@ public enum AuthError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongCredentialKind: "AuthError(wrongCredentialKind)"
         case .badKey: "AuthError(badKey)"
         case .unavailable: "AuthError(unavailable)"
+        case .noSession: "AuthError(noSession)"
+        case .deviceRemoved: "AuthError(deviceRemoved)"
+        case .rateLimited: "AuthError(rateLimited)"
         }
     }
 }

@@ -8,6 +8,11 @@ import Foundation
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
+/// - Failed authentications are counted per client address (`FailedAuthLimiter`); an
+///   address over its budget gets `rateLimited` for anything that would cost a database
+///   lookup or fails, so a flood of random keys never reaches the database.
+/// - Nothing here blocks: the JWKS refetch runs on a thread of its own while the actor
+///   keeps answering (tokens with the unknown `kid` fail meanwhile).
 public actor Authenticator {
     /// How long a session check is trusted.
     public static let defaultSessionCacheTTL: TimeInterval = 5
@@ -29,8 +34,11 @@ public actor Authenticator {
     private let keyCacheTTL: TimeInterval
     private let now: @Sendable () -> Date
     private var lastJWKSFetch: Date
-    private var sessions: [UUID: (alive: Bool, at: Date)] = [:]
+    private var sessions: [UUID: (state: String, at: Date)] = [:]
     private var keys: [String: (owner: RelayDatabase.AgentKeyOwner?, at: Date)] = [:]
+    private var limiter = FailedAuthLimiter()
+    private var jwksFetchInFlight = false
+    private var rateLimitedCount = 0
 
     /// Creates an authenticator; loads the JWKS now.
     /// - Parameters:
@@ -53,40 +61,75 @@ public actor Authenticator {
         self.lastJWKSFetch = now()
     }
 
-    /// The credential behind an Authorization header value.
-    public func authenticate(_ authorization: String?) async throws(AuthError) -> Credential {
-        guard let authorization, authorization.count > 7, authorization.prefix(7).lowercased() == "bearer " else {
-            throw .missing
+    /// The credential behind an Authorization header value, presented from `client` (the
+    /// peer's address; failures are counted per address).
+    public func authenticate(_ authorization: String?, client: String = "") async throws(AuthError) -> Credential {
+        let limited = limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0
+        do {
+            return try await credential(authorization, limited: limited)
+        } catch {
+            switch error {
+            case .unavailable, .wrongCredentialKind:
+                break
+            case .rateLimited:
+                rateLimitedCount += 1
+            default:
+                if limited {
+                    rateLimitedCount += 1
+                    throw .rateLimited
+                }
+                limiter.recordFailure(client, now: now().timeIntervalSince1970)
+            }
+            throw error
         }
-        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
-        guard !token.isEmpty else { throw .missing }
-        if AgentKey.looksLikeKey(token) { return try await agentKey(token) }
-        return try await jwt(token)
     }
 
     /// The agent behind the header; a phone's token is `wrongCredentialKind`.
-    public func agent(_ authorization: String?) async throws(AuthError) -> AgentIdentity {
-        guard case .agent(let agent) = try await authenticate(authorization) else { throw .wrongCredentialKind }
+    public func agent(_ authorization: String?, client: String = "") async throws(AuthError) -> AgentIdentity {
+        guard case .agent(let agent) = try await authenticate(authorization, client: client) else { throw .wrongCredentialKind }
         return agent
     }
 
     /// The phone behind the header; an agent's credential is `wrongCredentialKind`.
-    public func phone(_ authorization: String?) async throws(AuthError) -> PhoneIdentity {
-        guard case .phone(let phone) = try await authenticate(authorization) else { throw .wrongCredentialKind }
+    public func phone(_ authorization: String?, client: String = "") async throws(AuthError) -> PhoneIdentity {
+        guard case .phone(let phone) = try await authenticate(authorization, client: client) else { throw .wrongCredentialKind }
         return phone
     }
+
+    /// Seconds a client over its failure budget should wait (for Retry-After; at least 1).
+    public func retryAfter(client: String) -> Int {
+        max(1, limiter.retryAfter(client, now: now().timeIntervalSince1970))
+    }
+
+    /// Requests refused with 429 so far (for /metrics).
+    public var rateLimited: Int { rateLimitedCount }
+
+    private func credential(_ authorization: String?, limited: Bool) async throws(AuthError) -> Credential {
+        guard let authorization, authorization.utf8.count > 7, authorization.utf8.count <= Self.maximumHeaderBytes,
+              authorization.prefix(7).lowercased() == "bearer " else {
+            throw .missing
+        }
+        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        guard !token.isEmpty else { throw .missing }
+        if AgentKey.looksLikeKey(token) { return try await agentKey(token, limited: limited) }
+        return try await jwt(token)
+    }
+
+    /// The longest Authorization header looked at (Supabase's tokens are about 1 KiB).
+    static let maximumHeaderBytes = 8 * 1024
 
     /// Forgets a revoked (or deleted) agent key at once (`whereabot_key`).
     public func dropKey(id: UUID) {
         keys = keys.filter { $0.value.owner?.keyID != id }
     }
 
-    private func agentKey(_ key: String) async throws(AuthError) -> Credential {
+    private func agentKey(_ key: String, limited: Bool) async throws(AuthError) -> Credential {
         let hash = AgentKey.hash(key)
         let owner: RelayDatabase.AgentKeyOwner?
         if let cached = keys[hash], now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
+            if limited { throw .rateLimited }  // no database round trip for an address over its budget
             do {
                 owner = try await database.agentKeyOwner(keyHash: hash)
             } catch {
@@ -105,40 +148,51 @@ public actor Authenticator {
         do {
             claims = try verifier.verify(token, now: now())
         } catch .unknownKey {
-            try refetchJWKS(for: token)
+            try await refetchJWKS(for: token)
             claims = try verifier.verify(token, now: now())
         }
-        if let session = claims.sessionID {
-            guard try await sessionAlive(session, user: claims.userID) else { throw .revoked }
+        switch try await sessionState(claims.sessionID, user: claims.userID) {
+        case "alive": break
+        case "device_removed": throw .deviceRemoved
+        default: throw .revoked
         }
         if let clientID = claims.clientID {
             return .agent(AgentIdentity(userID: claims.userID, clientID: clientID, keyID: nil, keyName: nil, email: claims.email))
         }
-        return .phone(PhoneIdentity(userID: claims.userID, sessionID: claims.sessionID, email: claims.email))
+        return .phone(PhoneIdentity(userID: claims.userID, sessionID: claims.sessionID, email: claims.email,
+                                    expiresAt: claims.expiresAt))
     }
 
-    /// Reloads the JWKS when a token names an unknown key, at most once a minute.
-    private func refetchJWKS(for token: String) throws(AuthError) {
-        guard jwksSource != .none, let kid = JWTVerifier.keyID(of: token), !verifier.knowsKey(id: kid),
+    /// Reloads the JWKS when a token names an unknown key, at most once a minute, on a
+    /// thread of its own (a fetch may take seconds; the actor keeps serving meanwhile).
+    private func refetchJWKS(for token: String) async throws(AuthError) {
+        guard jwksSource != .none, !jwksFetchInFlight, let kid = JWTVerifier.keyID(of: token), !verifier.knowsKey(id: kid),
               now().timeIntervalSince(lastJWKSFetch) >= Self.jwksRefetchInterval else { throw .unknownKey }
         lastJWKSFetch = now()
-        do {
-            verifier = try JWTVerifier(hmacSecret: hmacSecret, jwks: jwksSource.load(), issuer: issuer)
-        } catch {
-            throw .unknownKey
+        jwksFetchInFlight = true
+        defer { jwksFetchInFlight = false }
+        let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer
+        let loaded: JWTVerifier? = await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: try? JWTVerifier(hmacSecret: hmacSecret, jwks: source.load(), issuer: issuer))
+            }
+            thread.name = "jwks-fetch"
+            thread.start()
         }
+        guard let loaded else { throw .unknownKey }
+        verifier = loaded
     }
 
-    private func sessionAlive(_ session: UUID, user: UUID) async throws(AuthError) -> Bool {
-        if let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.alive }
-        let alive: Bool
+    private func sessionState(_ session: UUID, user: UUID) async throws(AuthError) -> String {
+        if let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
+        let state: String
         do {
-            alive = try await database.sessionAlive(session: session, user: user)
+            state = try await database.sessionState(session: session, user: user)
         } catch {
             throw .unavailable
         }
         if sessions.count >= Self.maximumCacheEntries { sessions.removeAll() }
-        sessions[session] = (alive, now())
-        return alive
+        sessions[session] = (state, now())
+        return state
     }
 }

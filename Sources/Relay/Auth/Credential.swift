@@ -29,8 +29,19 @@ public struct AgentIdentity: Sendable, Equatable {
 public struct PhoneIdentity: Sendable, Equatable {
     /// The user.
     public let userID: UUID
-    /// The session behind the token.
-    public let sessionID: UUID?
+    /// The session behind the token (revoking it closes the phone's sockets).
+    public let sessionID: UUID
     /// The user's email.
     public let email: String?
+    /// When the token expires (a socket closes 4001 "token_expired" after this plus the
+    /// leeway unless the phone sends a fresh token).
+    public let expiresAt: Date
+
+    /// Creates a phone identity.
+    public init(userID: UUID, sessionID: UUID, email: String?, expiresAt: Date) {
+        self.userID = userID
+        self.sessionID = sessionID
+        self.email = email
+        self.expiresAt = expiresAt
+    }
 }

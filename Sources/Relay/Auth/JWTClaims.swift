@@ -4,8 +4,8 @@ import Foundation
 public struct JWTClaims: Sendable, Equatable {
     /// The user (`sub`).
     public let userID: UUID
-    /// The session (`session_id`), checked against `auth.sessions`; nil when absent.
-    public let sessionID: UUID?
+    /// The session (`session_id`), checked against `auth.sessions`; required.
+    public let sessionID: UUID
     /// The OAuth client (`client_id`) for an agent's token; nil for the user's own session,
     /// which makes the token a phone credential.
     public let clientID: String?

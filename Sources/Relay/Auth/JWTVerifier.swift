@@ -88,10 +88,10 @@ public struct JWTVerifier: Sendable {
     }
 
     private func checkClaims(_ claims: [String: Any], now: Date) throws(AuthError) -> JWTClaims {
-        guard let exp = claims["exp"] as? Double else { throw .expired }
+        guard let exp = claims["exp"] as? Double, exp.isFinite else { throw .expired }
         guard now.timeIntervalSince1970 < exp + leeway else { throw .expired }
         if claims["nbf"] != nil {
-            guard let nbf = claims["nbf"] as? Double else { throw .malformed }
+            guard let nbf = claims["nbf"] as? Double, nbf.isFinite else { throw .malformed }
             guard nbf - leeway <= now.timeIntervalSince1970 else { throw .notYetValid }
         }
         let audiences: [String]
@@ -103,13 +103,9 @@ public struct JWTVerifier: Sendable {
         guard audiences.contains("authenticated"), claims["role"] as? String == "authenticated" else { throw .wrongAudience }
         if let issuer, claims["iss"] as? String != issuer { throw .wrongAudience }
         guard let sub = claims["sub"] as? String, let userID = UUID(uuidString: sub) else { throw .badSubject }
-        let sessionID: UUID?
-        if let session = claims["session_id"] {
-            guard let text = session as? String, let id = UUID(uuidString: text) else { throw .malformed }
-            sessionID = id
-        } else {
-            sessionID = nil
-        }
+        // Supabase's access tokens always carry a session; one without could never be revoked.
+        guard let session = claims["session_id"] else { throw .noSession }
+        guard let text = session as? String, let sessionID = UUID(uuidString: text) else { throw .malformed }
         if claims["client_id"] != nil, !(claims["client_id"] is String) { throw .malformed }
         if claims["email"] != nil, !(claims["email"] is String) { throw .malformed }
         return JWTClaims(userID: userID, sessionID: sessionID,

@@ -13,9 +13,18 @@ public struct RelayDatabase: Sendable {
 
     // MARK: Instances
 
-    /// Registers this instance (at start).
-    public func registerInstance(_ instance: String) async throws {
-        try await pool.query("select relay.register_instance($1)", [instance])
+    /// What an earlier process under the same instance id left behind, cleaned at start.
+    public struct Registered: Decodable, Sendable, Equatable {
+        /// Its socket rows, removed.
+        public let connections: Int
+        /// Its waiting requests, abandoned (their pings cancelled).
+        public let abandoned: Int
+    }
+
+    /// Registers this instance (at start), forgetting what an earlier process left.
+    @discardableResult
+    public func registerInstance(_ instance: String) async throws -> Registered {
+        try await pool.query("select relay.register_instance($1)", [instance]).scalar(PGJSON.self).decode(Registered.self)
     }
 
     /// Beats; true when the instance's row had vanished (resync needed).
@@ -47,18 +56,23 @@ public struct RelayDatabase: Sendable {
 
     /// The outcome of a device's hello.
     public struct Hello: Sendable, Equatable {
-        /// ok: registered; revoked: close 4000 "revoked"; forbidden: another user's device.
+        /// ok: registered; revoked: close 4000 "revoked"; forbidden: another user's device;
+        /// replaced: a newer socket of the device is live; too_many: the user's socket cap.
         public let status: String
         /// Pings waiting for the user's phones.
         public let pending: [LocateMessage]
     }
 
+    /// Device sockets one user may hold across all instances.
+    public static let maxSocketsPerUser = 20
+
     /// Registers a device socket after its hello.
-    public func deviceHello(instance: String, connection: UUID, user: UUID, device: UUID,
-                            name: String, platform: String, appVersion: String) async throws -> Hello {
+    public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
+                            name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
         struct Raw: Decodable { let status: String; let pending: [LocateMessage] }
-        let raw = try await pool.query("select relay.device_hello($1, $2, $3, $4, $5, $6, $7)",
-                                       [instance, connection, user, device, name, platform, appVersion])
+        let raw = try await pool.query("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                                       [instance, connection, user, session, device, name, platform, appVersion, openedAt,
+                                        Self.maxSocketsPerUser])
             .scalar(PGJSON.self).decode(Raw.self)
         return Hello(status: raw.status, pending: raw.pending)
     }
@@ -221,9 +235,21 @@ public struct RelayDatabase: Sendable {
                              keyName: try row.decode("key_name", as: String.self), email: try row.decode("email", as: String?.self))
     }
 
-    /// Whether a JWT's session still exists.
-    public func sessionAlive(session: UUID, user: UUID) async throws -> Bool {
-        try await pool.query("select relay.session_alive($1, $2)", [session, user]).scalar(Bool.self)
+    /// A JWT's session: `alive`, `signed_out` or `device_removed`.
+    public func sessionState(session: UUID, user: UUID) async throws -> String {
+        try await pool.query("select relay.session_state($1, $2)", [session, user]).scalar(String.self)
+    }
+
+    /// Removes and returns this instance's sockets whose session is gone or revoked or
+    /// whose device was removed (asked at every heartbeat).
+    public func revokedConnections(on instance: String) async throws -> [UUID] {
+        try await pool.query("select relay.revoked_connections($1)", [instance]).rows.map { try $0.decode(0, as: UUID.self) }
+    }
+
+    /// Deletes up to `limit` revoked-session rows whose session has ended.
+    @discardableResult
+    public func forgetEndedSessions(limit: Int = 1_000) async throws -> Int {
+        try await pool.query("select relay.forget_ended_sessions($1)", [limit]).scalar(Int.self)
     }
 
     /// The registered name of an OAuth client, if any.

@@ -6,6 +6,7 @@ import Foundation
 struct AnswerSettler: Sendable {
     let database: RelayDatabase
     let memory: SealedAnswerMemory
+    let logger: Logger
 
     /// Seals (for a fix) and settles; returns what the database decided.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
@@ -36,6 +37,10 @@ struct AnswerSettler: Sendable {
     /// instance sealed it.
     func replay(_ id: UUID) async {
         guard let sealed = memory.sealed(for: id) else { return }
-        if (try? await database.replayAnswer(id: id, sealed: sealed)) == true { memory.countReplay() }
+        do {
+            if try await database.replayAnswer(id: id, sealed: sealed) { memory.countReplay() }
+        } catch {
+            logger.failure("replay_failed", error, ["request": id.uuidString])
+        }
     }
 }

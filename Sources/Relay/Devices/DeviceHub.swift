@@ -1,19 +1,38 @@
 import Foundation
+import HTTPServer
+import Synchronization
 
 /// The holder side of the device protocol on one instance: which phones are connected
 /// here, pings out, answers in (sealed to the waiter), cancels, replacement and revocation.
 ///
 /// Nothing a phone said is lost to a database outage: an answer that cannot be settled is
 /// held and settled again at every resync until its request expires.
+///
+/// A socket is only as good as its credential (SPEC §5): `run()` closes sockets that said
+/// no hello within `helloTimeout` (1008) and sockets whose token expired without a fresh
+/// `token` message (4001 "token_expired"); `closeRevoked()` at every heartbeat closes
+/// sockets whose session was signed out or revoked or whose device was removed (4000).
 public actor DeviceHub {
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     public static let replacedCode: UInt16 = 4000
+    /// Close code for an expired or unusable credential (the app signs in again).
+    public static let tokenExpiredCode: UInt16 = 4001
+    /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
+    public static let tooManyDevicesCode: UInt16 = 4002
+    /// How long a socket may stay without saying hello.
+    public static let helloTimeout: TimeInterval = 10
+    /// How often `run()` looks for silent newcomers and expired credentials.
+    static let sweepInterval: Duration = .seconds(1)
     /// How long an answer to a ping this hub never sent is held (longer than any request).
     static let heldAnswerFallbackLifetime: TimeInterval = 130
 
     private let instance: String
     private let database: RelayDatabase
     private let settler: AnswerSettler
+    private let authenticator: Authenticator
+    private let logger: Logger
+    /// Sockets that have not said hello yet (touched from the loop thread at open).
+    private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones: [UUID: Phone] = [:]             // by connection, after hello
     private var byUser: [UUID: Set<UUID>] = [:]         // user → connections (pings)
     private var byDevice: [UUID: Set<UUID>] = [:]       // device → connections (replaced, revoked)
@@ -51,10 +70,48 @@ public actor DeviceHub {
     }
 
     /// Creates the hub of relay instance `instance`.
-    init(instance: String, database: RelayDatabase, settler: AnswerSettler) {
+    init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger) {
         self.instance = instance
         self.database = database
         self.settler = settler
+        self.authenticator = authenticator
+        self.logger = logger
+    }
+
+    /// Closes silent newcomers and sockets with expired credentials every second, until
+    /// the task is cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.sweepInterval)
+            sweep(now: Date())
+        }
+    }
+
+    /// A socket opened; it has `helloTimeout` to say hello.
+    nonisolated func awaitHello(_ session: DeviceSession) {
+        newcomers.withLock { $0[session.connection] = session }
+    }
+
+    /// One pass of `run()`.
+    func sweep(now: Date) {
+        let silent = newcomers.withLock { newcomers -> [DeviceSession] in
+            let late = newcomers.values.filter { now.timeIntervalSince($0.openedAt) >= Self.helloTimeout }
+            for session in late { newcomers[session.connection] = nil }
+            return late
+        }
+        for session in silent { session.close(code: WebSocketCloseCode.policyViolation, reason: "hello timeout") }
+        for phone in phones.values
+        where now.timeIntervalSince(phone.session.credentialExpiresAt) > JWTVerifier.defaultLeeway {
+            phone.session.close(code: Self.tokenExpiredCode, reason: "token_expired")
+        }
+    }
+
+    /// Closes this instance's sockets whose session was signed out or revoked, or whose
+    /// device was removed (4000 "revoked"); called at every heartbeat.
+    func closeRevoked() async throws {
+        for connection in try await database.revokedConnections(on: instance) {
+            phones[connection]?.session.close(code: Self.replacedCode, reason: "revoked")
+        }
     }
 
     /// Phones connected here (after hello).
@@ -73,8 +130,13 @@ public actor DeviceHub {
     func handle(_ event: DeviceSession.Event, from session: DeviceSession) async {
         switch event {
         case .closed:
-            forget(session)
-            _ = try? await database.deviceDisconnect(session.connection)
+            newcomers.withLock { $0[session.connection] = nil }
+            guard forget(session) else { return }  // never registered: no row to remove
+            do {
+                try await database.deviceDisconnect(session.connection)
+            } catch {
+                logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
+            }
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
@@ -82,7 +144,11 @@ public actor DeviceHub {
                 await hello(session, Device(id: device, name: name, platform: platform, appVersion: version))
             case .answer(let id, let reply):
                 await answer(session, id: id, reply: reply)
-            case .log, .unknown, nil:
+            case .token(let token):
+                await renew(session, with: token)
+            case .log:
+                logger.info("phone_log", ["connection": session.connection.uuidString])  // never the message itself
+            case .unknown, nil:
                 break
             }
         }
@@ -90,27 +156,58 @@ public actor DeviceHub {
 
     /// Registers the socket (at hello, and again at resync) and sends the pending pings.
     private func hello(_ session: DeviceSession, _ device: Device) async {
+        // A hello that arrives after its socket closed must not replace a live socket.
+        guard !session.isClosed else { return }
         let result: RelayDatabase.Hello
         do {
             result = try await database.deviceHello(instance: instance, connection: session.connection, user: session.phone.userID,
-                                                    device: device.id, name: device.name, platform: device.platform,
-                                                    appVersion: device.appVersion)
+                                                    session: session.phone.sessionID, device: device.id, name: device.name,
+                                                    platform: device.platform, appVersion: device.appVersion,
+                                                    openedAt: session.openedAt)
         } catch {
-            if phones[session.connection] == nil { session.close(code: 1011, reason: "try again") }
+            logger.failure("device_hello_failed", error, ["connection": session.connection.uuidString])
+            if phones[session.connection] == nil { session.close(code: WebSocketCloseCode.internalError, reason: "try again") }
             return
         }
+        newcomers.withLock { $0[session.connection] = nil }
         switch result.status {
         case "ok":
             guard !session.isClosed else {  // closed while hello ran: forget the row just made
-                _ = try? await database.deviceDisconnect(session.connection)
+                do { try await database.deviceDisconnect(session.connection) } catch {
+                    logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
+                }
                 return
             }
             remember(session, device)
             for ping in result.pending { send(ping, to: session) }
         case "revoked":
             session.close(code: Self.replacedCode, reason: "revoked")
+        case "replaced":
+            session.close(code: Self.replacedCode, reason: "replaced")
+        case "too_many":
+            session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
         default:
-            session.close(code: 1008, reason: "device belongs to another user")
+            session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
+        }
+    }
+
+    /// A `token` message: a fresh access token for the same user and session, without
+    /// client_id, keeps the socket open past the old token's expiry; anything else closes
+    /// it 4001 "token_expired".
+    private func renew(_ session: DeviceSession, with token: String) async {
+        do {
+            let fresh = try await authenticator.phone("Bearer " + token)
+            guard fresh.userID == session.phone.userID, fresh.sessionID == session.phone.sessionID else {
+                session.close(code: Self.tokenExpiredCode, reason: "token_expired")
+                return
+            }
+            session.renewCredential(until: fresh.expiresAt)
+        } catch .unavailable {
+            logger.warning("token_check_unavailable", ["connection": session.connection.uuidString])
+        } catch .deviceRemoved, .revoked {
+            session.close(code: Self.replacedCode, reason: "revoked")
+        } catch {
+            session.close(code: Self.tokenExpiredCode, reason: "token_expired")
         }
     }
 
@@ -123,6 +220,7 @@ public actor DeviceHub {
             settled = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
                                                deviceName: device.name, platform: device.platform, reply: reply)
         } catch {
+            logger.failure("answer_held", error, ["request": id.uuidString])
             settled = nil  // the database is unreachable
         }
         // Held until the database takes it: after an error, and after `gone` for a ping that
@@ -195,13 +293,14 @@ public actor DeviceHub {
         byDevice[device.id, default: []].insert(session.connection)
     }
 
-    /// Drops a closed socket from every index.
-    private func forget(_ session: DeviceSession) {
-        guard let device = phones.removeValue(forKey: session.connection)?.device else { return }
+    /// Drops a closed socket from every index; false when it never said hello.
+    private func forget(_ session: DeviceSession) -> Bool {
+        guard let device = phones.removeValue(forKey: session.connection)?.device else { return false }
         byUser[session.phone.userID]?.remove(session.connection)
         if byUser[session.phone.userID]?.isEmpty == true { byUser[session.phone.userID] = nil }
         byDevice[device.id]?.remove(session.connection)
         if byDevice[device.id]?.isEmpty == true { byDevice[device.id] = nil }
+        return true
     }
 
     private func send(_ ping: LocateMessage, to session: DeviceSession) {
@@ -211,7 +310,11 @@ public actor DeviceHub {
         guard let data = try? JSONEncoder().encode(ping) else { return }
         session.send(String(decoding: data, as: UTF8.self))
         // Off the bus's path: the next notification need not wait for this round trip.
-        let database = self.database
-        Task { _ = try? await database.markDelivered(ping.id) }
+        let database = self.database, logger = self.logger
+        Task {
+            do { try await database.markDelivered(ping.id) } catch {
+                logger.failure("mark_delivered_failed", error, ["request": ping.id.uuidString])
+            }
+        }
     }
 }

@@ -4,6 +4,10 @@ import Synchronization
 
 /// One phone's WebSocket. Its events reach the hub in order through a queue drained by a
 /// task that exists only while events are pending, so an idle phone costs no task.
+///
+/// Bounded: at most `maximumQueuedEvents` messages wait for the hub; a phone that sends
+/// faster than the hub can take them is closed 1008. The credential's expiry travels with
+/// the socket and moves forward only with a verified `token` message.
 final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// What happened on the socket.
     enum Event: Sendable {
@@ -11,22 +15,29 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         case closed
     }
 
+    /// Messages that may wait for the hub per socket (SPEC §5).
+    static let maximumQueuedEvents = 64
+
     /// This socket's id (relay.connections.id).
     let connection = UUID()
-    /// The phone's verified identity.
+    /// The phone's verified identity when the socket opened (user and session never change).
     let phone: PhoneIdentity
+    /// When the socket was opened: of two sockets of one device, the later one wins.
+    let openedAt = Date()
     private let hub: DeviceHub
-    private let state = Mutex<State>(State())
+    private let state: Mutex<State>
 
     private struct State {
         var socket: WebSocket?
         var queue: [Event] = []
         var draining = false
+        var credentialExpiresAt: Date
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub) {
         self.phone = phone
         self.hub = hub
+        self.state = Mutex(State(credentialExpiresAt: phone.expiresAt))
     }
 
     /// Sends a text frame (a JSON message) if the socket is open.
@@ -42,8 +53,17 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// Whether the socket has closed (its `.closed` event may still be queued).
     var isClosed: Bool { state.withLock { $0.socket?.closeCode != nil } }
 
+    /// When the socket's credential expires (without the leeway).
+    var credentialExpiresAt: Date { state.withLock { $0.credentialExpiresAt } }
+
+    /// A fresh token for the same user and session was verified: the socket lives on.
+    func renewCredential(until expiry: Date) {
+        state.withLock { $0.credentialExpiresAt = max($0.credentialExpiresAt, expiry) }
+    }
+
     func webSocketDidOpen(_ socket: WebSocket) {
         state.withLock { $0.socket = socket }
+        hub.awaitHello(self)
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: WebSocketMessage) {
@@ -55,13 +75,19 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     private func enqueue(_ event: Event) {
-        let start = state.withLock { state -> Bool in
+        enum Decision { case start, queued, overflow }
+        let decision = state.withLock { state -> Decision in
+            if case .message = event, state.queue.count >= Self.maximumQueuedEvents { return .overflow }
             state.queue.append(event)
-            if state.draining { return false }
+            if state.draining { return .queued }
             state.draining = true
-            return true
+            return .start
         }
-        if start { Task { await drain() } }
+        switch decision {
+        case .start: Task { await drain() }
+        case .queued: break
+        case .overflow: close(code: WebSocketCloseCode.policyViolation, reason: "too many messages")
+        }
     }
 
     private func drain() async {

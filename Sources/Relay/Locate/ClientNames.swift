@@ -16,12 +16,15 @@ final class ClientNames: Sendable {
     }
 
     private let database: RelayDatabase
+    private let logger: Logger
     private let lifetime: Duration
     private let capacity: Int
     private let entries = Mutex<[String: Entry]>([:])
 
-    init(database: RelayDatabase, lifetime: Duration = ClientNames.defaultLifetime, capacity: Int = ClientNames.defaultCapacity) {
+    init(database: RelayDatabase, logger: Logger = Logger(level: .error), lifetime: Duration = ClientNames.defaultLifetime,
+         capacity: Int = ClientNames.defaultCapacity) {
         self.database = database
+        self.logger = logger
         self.lifetime = lifetime
         self.capacity = capacity
     }
@@ -34,6 +37,7 @@ final class ClientNames: Sendable {
         do {
             name = try await database.clientName(clientID)
         } catch {
+            logger.failure("client_name_failed", error)
             return nil  // not cached: the next locate asks again
         }
         entries.withLock { entries in

@@ -44,6 +44,7 @@ public actor LocateCoordinator {
     private let database: RelayDatabase
     private let grace: Duration
     private let maxWaiting: Int
+    private let logger: Logger
     private var waiters: [UUID: Waiter] = [:]
 
     /// One request waiting here: what re-creates its row after a crash, and its answer.
@@ -57,7 +58,8 @@ public actor LocateCoordinator {
 
     /// Creates the coordinator of relay instance `instance`.
     public init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
-                maxWaiting: Int = LocateCoordinator.defaultMaxWaiting) {
+                maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger = Logger(level: .error)) {
+        self.logger = logger
         self.instance = instance
         self.database = database
         self.grace = grace
@@ -90,13 +92,23 @@ public actor LocateCoordinator {
 
         let answer = await waitForAnswer(id, until: .now + request.timeout + grace)
         if Task.isCancelled {
-            _ = try? await Task { try await database.finish(id: id, instance: instance, abandoned: true) }.value
+            // In a task of its own: this one is cancelled, and the abandon must still go out.
+            let database = self.database, instance = self.instance, logger = self.logger
+            await Task {
+                do { _ = try await database.finish(id: id, instance: instance, abandoned: true) } catch {
+                    logger.failure("abandon_failed", error, ["request": id.uuidString])
+                }
+            }.value
             return .abandoned
         }
         if let answer { return outcome(of: answer, replyKey: replyKey, request: request) }
 
-        guard let finished = try? await database.finish(id: id, instance: instance, abandoned: false) else {
+        let finished: RelayDatabase.Finished
+        do {
+            finished = try await database.finish(id: id, instance: instance, abandoned: false)
+        } catch {
             // The database is unreachable at the deadline: the deadline still holds.
+            logger.failure("finish_failed", error, ["request": id.uuidString])
             return .failure(.phoneSilent)
         }
         if finished.status == "already_settled" {

@@ -11,6 +11,7 @@ struct MCPHandler: Sendable {
     let locator: LocateService
     let database: RelayDatabase
     let allowedOrigins: Set<String>
+    let logger: Logger
 
     static let toolDescription = """
         Ask the user's phone where it is. The user must approve on their phone (unless they \
@@ -100,20 +101,27 @@ struct MCPHandler: Sendable {
         case "get_phone_location":
             var timeout = 60
             if let value = arguments["timeout_secs"] {
-                guard let number = value as? NSNumber, number.doubleValue == number.doubleValue.rounded(),
-                      (1...120).contains(number.intValue) else {
-                    throw RPCError(code: -32602, message: "timeout_secs must be a whole number from 1 to 120.")
+                // Range-checked as a Double first: Int(NSNumber) of 1e300 would not fit.
+                guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+                      number.doubleValue.isFinite, number.doubleValue == number.doubleValue.rounded(),
+                      (1...120).contains(number.doubleValue) else {
+                    // SEP-1303: input validation errors are tool results the model can read.
+                    return toolError("timeout_secs must be a whole number from 1 to 120.")
                 }
-                timeout = number.intValue
+                timeout = Int(number.doubleValue)
             }
             if let person = arguments["person"], !(person is String) {
-                throw RPCError(code: -32602, message: "person must be a string.")
+                return toolError("person must be a string (a name or an email).")
+            }
+            if let unknown = arguments.keys.first(where: { $0 != "timeout_secs" && $0 != "person" }) {
+                return toolError("Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs and person.")
             }
             let result: LocateService.Result
             do {
                 result = try await locator.locate(agent: agent, person: arguments["person"] as? String, timeoutSeconds: timeout)
             } catch {
-                return toolError("The relay cannot reach its database right now. Retry in a few seconds.")
+                logger.failure("locate_failed", error)
+                return toolError(RelayRoutes.databaseUnreachableText)
             }
             switch result {
             case .fix(let json, let structured):
@@ -126,7 +134,13 @@ struct MCPHandler: Sendable {
                 return toolError("The request was abandoned.")
             }
         case "list_people_sharing_with_me":
-            let people = (try? await database.peopleSharing(with: agent.userID)) ?? []
+            let people: [Person]
+            do {
+                people = try await database.peopleSharing(with: agent.userID)
+            } catch {
+                logger.failure("people_sharing_failed", error)
+                return toolError(RelayRoutes.databaseUnreachableText)
+            }
             let list = people.map { ["name": $0.name, "email": $0.email] }
             let text = people.isEmpty ? "Nobody shares their location with you yet."
                 : people.map { "\($0.name) (\($0.email))" }.joined(separator: "\n")

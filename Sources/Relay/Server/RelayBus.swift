@@ -14,23 +14,7 @@ struct RelayBus: Sendable {
     let authenticator: Authenticator
     let settler: AnswerSettler
     let maintenance: RelayMaintenance
-
-    /// The owner of a `whereabot_locate` payload (the rest is a `LocateMessage`).
-    private struct Owner: Decodable { let owner: UUID }
-
-    /// A `whereabot_cancel` or `whereabot_replay` payload (only the id matters here).
-    private struct RequestID: Decodable { let id: UUID }
-
-    private struct DeviceEvent: Decodable {
-        let device: UUID
-        let event: String
-        let connection: UUID?
-    }
-
-    private struct KeyEvent: Decodable {
-        let keyID: UUID
-        enum CodingKeys: String, CodingKey { case keyID = "key_id" }
-    }
+    let logger: Logger
 
     /// Consumes the listener until it stops; `ready` is called once LISTEN is active.
     func run(listener: PGListener, ready: @escaping @Sendable () -> Void) async throws {
@@ -47,27 +31,19 @@ struct RelayBus: Sendable {
     }
 
     private func dispatch(_ note: PGNotification) async {
-        let data = Data(note.payload.utf8)
-        let decoder = JSONDecoder()
-        switch note.channel {
-        case "whereabot_answer":
-            if let answer = try? decoder.decode(AnswerNotification.self, from: data) { await coordinator.deliver(answer) }
-        case "whereabot_locate":
-            if let ping = try? decoder.decode(LocateMessage.self, from: data), let owner = try? decoder.decode(Owner.self, from: data) {
-                await hub.locate(ping, owner: owner.owner)
-            }
-        case "whereabot_cancel":
-            if let cancel = try? decoder.decode(RequestID.self, from: data) { await hub.cancel(request: cancel.id) }
-        case "whereabot_replay":
-            if let replay = try? decoder.decode(RequestID.self, from: data) { await settler.replay(replay.id) }
-        case "whereabot_device":
-            if let event = try? decoder.decode(DeviceEvent.self, from: data) {
-                await hub.deviceEvent(device: event.device, event: event.event, connection: event.connection)
-            }
-        case "whereabot_key":
-            if let key = try? decoder.decode(KeyEvent.self, from: data) { await authenticator.dropKey(id: key.keyID) }
-        default:
-            break
+        // Payloads come from our own functions, but they are still decoded defensively
+        // (fuzzed by Fuzz/NotificationFuzz.swift): a malformed one is logged and skipped.
+        guard let event = RelayNotification.decode(channel: note.channel, payload: note.payload) else {
+            logger.warning("notification_malformed", ["channel": String(note.channel.prefix(64))])
+            return
+        }
+        switch event {
+        case .answer(let answer): await coordinator.deliver(answer)
+        case .locate(let ping, let owner): await hub.locate(ping, owner: owner)
+        case .cancel(let id): await hub.cancel(request: id)
+        case .replay(let id): await settler.replay(id)
+        case .device(let device, let kind, let connection): await hub.deviceEvent(device: device, event: kind, connection: connection)
+        case .key(let id): await authenticator.dropKey(id: id)
         }
     }
 }

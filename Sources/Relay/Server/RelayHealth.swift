@@ -15,9 +15,13 @@ final class RelayHealth: Sendable {
     private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
     private let sealedAnswers: SealedAnswerMemory
+    private let authenticator: Authenticator
+    private let logger: Logger
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
-         sealedAnswers: SealedAnswerMemory) {
+         sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, logger: Logger) {
+        self.authenticator = authenticator
+        self.logger = logger
         self.listener = listener
         self.hub = hub
         self.coordinator = coordinator
@@ -48,6 +52,9 @@ final class RelayHealth: Sendable {
         let devices = await hub.connectedCount
         let waiting = await coordinator.waitingCount
         let held = await hub.heldCount
+        let rateLimited = await authenticator.rateLimited
+        let failures = logger.failureCounts.sorted { $0.key < $1.key }
+            .map { "whereabot_failures_total{event=\"\($0.key)\"} \($0.value)" }.joined(separator: "\n")
         return """
             # HELP whereabot_device_connections Phones connected to this instance (after hello).
             # TYPE whereabot_device_connections gauge
@@ -79,6 +86,12 @@ final class RelayHealth: Sendable {
             # HELP whereabot_requests_recreated_total Waiting requests whose rows were re-created after a crash.
             # TYPE whereabot_requests_recreated_total counter
             whereabot_requests_recreated_total \(recreated.load(ordering: .relaxed))
+            # HELP whereabot_auth_rate_limited_total Requests refused with 429 for too many failed authentications.
+            # TYPE whereabot_auth_rate_limited_total counter
+            whereabot_auth_rate_limited_total \(rateLimited)
+            # HELP whereabot_failures_total Failed I/O and other warnings, by stable event name (README lists them).
+            # TYPE whereabot_failures_total counter
+            \(failures)
 
             """ + locates.text
     }

@@ -26,13 +26,16 @@ final class RelayMaintenance: Sendable {
     private let coordinator: LocateCoordinator
     private let hub: DeviceHub
     private let health: RelayHealth
+    private let logger: Logger
     private let interval: Duration
     private let reapEvery: Int
     private let events: AsyncStream<Event>
     private let input: AsyncStream<Event>.Continuation
 
     init(instance: String, database: RelayDatabase, coordinator: LocateCoordinator, hub: DeviceHub, health: RelayHealth,
-         interval: Duration = RelayMaintenance.defaultInterval, reapEvery: Int = RelayMaintenance.defaultReapEvery) {
+         logger: Logger, interval: Duration = RelayMaintenance.defaultInterval,
+         reapEvery: Int = RelayMaintenance.defaultReapEvery) {
+        self.logger = logger
         self.instance = instance
         self.database = database
         self.coordinator = coordinator
@@ -71,10 +74,24 @@ final class RelayMaintenance: Sendable {
                     if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
                     health.databaseReachable(true)
                 } catch {
+                    logger.failure("heartbeat_failed", error, ["instance": instance])
                     health.databaseReachable(false)
                     continue
                 }
-                if beats % reapEvery == 0 { _ = try? await database.reap(deadAfter: Self.deadAfterSeconds) }
+                do {
+                    try await hub.closeRevoked()  // signed-out sessions, removed devices: within one beat
+                } catch {
+                    logger.failure("revocation_check_failed", error)
+                }
+                if beats % reapEvery == 0 {
+                    do {
+                        let report = try await database.reap(deadAfter: Self.deadAfterSeconds)
+                        if report.instances > 0 { logger.info("instances_reaped", ["instances": String(report.instances)]) }
+                        try await database.forgetEndedSessions()
+                    } catch {
+                        logger.failure("reap_failed", error)
+                    }
+                }
             }
             do {
                 let recreated = try await coordinator.resync()
@@ -83,6 +100,7 @@ final class RelayMaintenance: Sendable {
                 health.databaseReachable(true)
                 reregister = false
             } catch {
+                logger.failure("resync_failed", error)
                 health.databaseReachable(false)
             }
         }

@@ -15,10 +15,14 @@ struct RelayRoutes: Sendable {
     let settler: AnswerSettler
     let health: RelayHealth
     let gate: AgentGate
+    let logger: Logger
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
     static let maximumTimeout = 120
+
+    /// What agents and phones get while the database cannot be reached.
+    static let databaseUnreachableText = "The relay cannot reach its database right now. Retry in a few seconds."
 
     /// What agents and phones get from a draining instance.
     static let drainingText = "This relay instance is restarting. Retry in a few seconds."
@@ -61,8 +65,6 @@ struct RelayRoutes: Sendable {
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(data))
     }
 
-    var unauthorized: HTTPResponse { gate.unauthorized }
-
     private func locate(_ request: HTTPRequest) async -> HTTPResponse {
         let agent: AgentIdentity
         switch await gate.agent(request) {
@@ -80,7 +82,8 @@ struct RelayRoutes: Sendable {
         do {
             result = try await locator.locate(agent: agent, person: request.queryItem("person"), timeoutSeconds: timeout)
         } catch {
-            return .text(503, "The relay cannot reach its database right now. Retry in a few seconds.", headers: ["Retry-After": "5"])
+            logger.failure("locate_failed", error)
+            return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
         }
         switch result {
         case .fix(let json, _):
@@ -95,20 +98,15 @@ struct RelayRoutes: Sendable {
     /// One answer without a socket (from a notification action): SPEC §5's statuses.
     private func deviceAnswer(_ request: HTTPRequest) async -> HTTPResponse {
         let phone: PhoneIdentity
-        do {
-            phone = try await authenticator.phone(request.headers["Authorization"])
-        } catch .wrongCredentialKind {
-            return .text(403, "Agent credentials cannot answer.")
-        } catch .unavailable {
-            return .text(503, "The relay cannot check credentials right now.", headers: ["Retry-After": "5"])
-        } catch {
-            return unauthorized
+        switch await phoneIdentity(request, agentText: "Agent credentials cannot answer.") {
+        case .success(let identity): phone = identity
+        case .failure(let refusal): return refusal.response
         }
         guard let message = PhoneMessage.parse(String(decoding: request.body, as: UTF8.self)) else {
             return .text(415, "The body must be a JSON message.")
         }
         switch message {
-        case .hello, .log:
+        case .hello, .log, .token:
             return .text(400, "Only answers (location, denied, unavailable) can be posted here.")
         case .unknown:
             return .text(422, "Not a known message.")
@@ -120,23 +118,33 @@ struct RelayRoutes: Sendable {
                 case .forbidden: return .text(403, "That request belongs to another user.")
                 }
             } catch {
-                return .text(503, "The relay cannot reach its database right now.", headers: ["Retry-After": "5"])
+                logger.failure("device_answer_failed", error, ["request": id.uuidString])
+                return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
             }
         }
     }
 
     private func device(_ request: HTTPRequest) async -> HTTPResponse {
         let phone: PhoneIdentity
-        do {
-            phone = try await authenticator.phone(request.headers["Authorization"])
-        } catch .wrongCredentialKind {
-            return .text(403, "Agent credentials cannot connect as a phone.")
-        } catch .unavailable {
-            return .text(503, "The relay cannot check credentials right now.", headers: ["Retry-After": "5"])
-        } catch {
-            return unauthorized
+        switch await phoneIdentity(request, agentText: "Agent credentials cannot connect as a phone.") {
+        case .success(let identity): phone = identity
+        case .failure(let refusal): return refusal.response
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
         return .webSocket(delegate: hub.session(for: phone))
+    }
+
+    /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
+    /// credential and for a session revoked by removing its device, else as `AgentGate`.
+    private func phoneIdentity(_ request: HTTPRequest, agentText: String) async -> Result<PhoneIdentity, AgentGate.Refusal> {
+        do {
+            return .success(try await authenticator.phone(request.headers["Authorization"], client: request.remoteAddress))
+        } catch .wrongCredentialKind {
+            return .failure(.init(response: .text(403, agentText)))
+        } catch .deviceRemoved {
+            return .failure(.init(response: .text(403, "This session was signed out by removing its device. Sign in again.")))
+        } catch {
+            return .failure(.init(response: await gate.refusal(error, request)))
+        }
     }
 }

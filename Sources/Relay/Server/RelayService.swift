@@ -39,6 +39,8 @@ public final class RelayService: Sendable {
         public var heartbeatInterval: Duration = RelayMaintenance.defaultInterval
         /// Heartbeats between reaps of instances silent for 30 s.
         public var reapEvery: Int = RelayMaintenance.defaultReapEvery
+        /// Where the instance's JSON log lines go (LOG_LEVEL).
+        public var logger = Logger()
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -70,53 +72,72 @@ public final class RelayService: Sendable {
     /// Builds an instance (nothing runs yet).
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
+        let logger = configuration.logger
         let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8))
         self.database = database
+        // The heartbeat has a connection of its own: no flood on the shared pool can delay
+        // it long enough for the other instances to reap this one.
+        var maintenanceDatabase = configuration.database
+        maintenanceDatabase.applicationName += "-beat"
+        let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, database: database)
-        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database)
+        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger)
         let sealedAnswers = SealedAnswerMemory()
-        let settler = AnswerSettler(database: database, memory: sealedAnswers)
-        let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler)
+        let settler = AnswerSettler(database: database, memory: sealedAnswers, logger: logger)
+        let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
+                            authenticator: authenticator, logger: logger)
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
         let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics,
-                                    clientNames: ClientNames(database: database))
+                                    clientNames: ClientNames(database: database, logger: logger))
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
         let mcp = MCPHandler(gate: gate, locator: locator, database: database,
-                             allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins))
+                             allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins), logger: logger)
         var listenDatabase = configuration.listenDatabase ?? configuration.database
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
         let listener = PGListener(configuration: listenDatabase)
         self.listener = listener
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
-                                  sealedAnswers: sealedAnswers)
+                                 sealedAnswers: sealedAnswers, authenticator: authenticator, logger: logger)
         self.health = health
-        let maintenance = RelayMaintenance(instance: configuration.instanceID, database: database, coordinator: coordinator,
-                                           hub: hub, health: health, interval: configuration.heartbeatInterval,
+        let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, coordinator: coordinator,
+                                           hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
                                            reapEvery: configuration.reapEvery)
         self.maintenance = maintenance
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
                                  authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
-                                 settler: settler, health: health, gate: gate)
-        self.server = HTTPServer(host: configuration.host, port: configuration.port) { await routes.handle($0) }
+                                 settler: settler, health: health, gate: gate, logger: logger)
+        self.server = HTTPServer(host: configuration.host, port: configuration.port,
+                                 log: { event, fields in logger.warning(event, fields) }) { await routes.handle($0) }
         self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
-                            maintenance: maintenance)
+                            maintenance: maintenance, logger: logger)
     }
 
     /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
     @discardableResult
     public func start() async throws -> Int {
-        try await database.registerInstance(configuration.instanceID)
+        let left = try await database.registerInstance(configuration.instanceID)
+        if left.connections > 0 || left.abandoned > 0 {
+            configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
+                                                             "connections": String(left.connections),
+                                                             "abandoned": String(left.abandoned)])
+        }
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, maintenance = self.maintenance
+        let listener = self.listener, bus = self.bus, maintenance = self.maintenance, hub = self.hub
+        let logger = configuration.logger
         let task = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await listener.run() }
-                group.addTask { try? await bus.run(listener: listener) { readyContinuation.yield() } }
+                group.addTask {
+                    do { try await bus.run(listener: listener) { readyContinuation.yield() } } catch {
+                        logger.failure("listener_stopped", error)
+                    }
+                }
                 group.addTask { await maintenance.run() }
+                group.addTask { await hub.run() }
             }
         }
         busTask.withLock { $0 = task }

@@ -1,0 +1,103 @@
+import Foundation
+import Synchronization
+
+/// JSON-line logs on stderr (or any sink), one object per line with `time`, `level`,
+/// `event` (a stable name, listed in README) and string fields.
+///
+/// Callers pass only ids, counts, states and error codes: never a token, key, SQL text or
+/// coordinate. Every event at `warning` or above is also counted by name, so /metrics can
+/// show failed I/O that nobody read in the logs.
+public final class Logger: Sendable {
+    /// How serious an event is; lines below the logger's level are dropped (still counted
+    /// when at warning or above).
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        /// Details for debugging (swallowed errors of expected kinds).
+        case debug
+        /// Normal life: started, listening, draining.
+        case info
+        /// A failure the relay recovered from (a database call failed, a socket misbehaved).
+        case warning
+        /// A failure that needs an operator.
+        case error
+
+        /// The name as written in lines and in LOG_LEVEL.
+        public var name: String { ["debug", "info", "warning", "error"][rawValue] }
+
+        /// Parses LOG_LEVEL (`debug`, `info`, `warning`/`warn`, `error`).
+        public init?(name: String) {
+            switch name.lowercased() {
+            case "debug": self = .debug
+            case "info": self = .info
+            case "warning", "warn": self = .warning
+            case "error": self = .error
+            default: return nil
+            }
+        }
+
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
+    /// The most distinct event names counted (names are constants, so this is only a bound).
+    static let maximumCountedEvents = 256
+
+    private let level: Level
+    private let sink: @Sendable (String) -> Void
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Creates a logger writing lines at `level` and above to `sink` (stderr by default).
+    public init(level: Level = .info, sink: @escaping @Sendable (String) -> Void = Logger.standardError) {
+        self.level = level
+        self.sink = sink
+    }
+
+    /// Writes one line to standard error.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+
+    /// Logs `event` with `fields` at `level`.
+    public func log(_ level: Level, _ event: String, _ fields: [String: String] = [:]) {
+        if level >= .warning {
+            counts.withLock { counts in
+                if counts[event] != nil || counts.count < Self.maximumCountedEvents { counts[event, default: 0] += 1 }
+            }
+        }
+        guard level >= self.level else { return }
+        var object = fields
+        object["time"] = Date().formatted(.iso8601)
+        object["level"] = level.name
+        object["event"] = event
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return
+        }
+        sink(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Logs at debug.
+    public func debug(_ event: String, _ fields: [String: String] = [:]) { log(.debug, event, fields) }
+    /// Logs at info.
+    public func info(_ event: String, _ fields: [String: String] = [:]) { log(.info, event, fields) }
+    /// Logs at warning (and counts it).
+    public func warning(_ event: String, _ fields: [String: String] = [:]) { log(.warning, event, fields) }
+    /// Logs at error (and counts it).
+    public func error(_ event: String, _ fields: [String: String] = [:]) { log(.error, event, fields) }
+
+    /// A failed I/O call: logged at warning with the error's stable description (never its
+    /// details, which may quote data) and counted.
+    public func failure(_ event: String, _ error: any Error, _ fields: [String: String] = [:]) {
+        var fields = fields
+        fields["error"] = Self.code(of: error)
+        log(.warning, event, fields)
+    }
+
+    /// Warnings and errors so far, by event name (for /metrics).
+    public var failureCounts: [String: Int] { counts.withLock { $0 } }
+
+    /// A short stable name for an error, without data.
+    static func code(of error: any Error) -> String {
+        switch error {
+        case is CancellationError: "cancelled"
+        default: String(describing: error).prefix(120).description
+        }
+    }
+}
