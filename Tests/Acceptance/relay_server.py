@@ -22,14 +22,15 @@ def free_port():
 class RelayServer:
     """A running relay instance; `stop()` sends SIGTERM and waits."""
 
-    def __init__(self, **environment):
+    def __init__(self, preexec_fn=None, **environment):
         if not BINARY.exists():
             subprocess.run(["swift", "build", "--product", "whereabot"], cwd=ROOT, check=True)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "DATABASE_URL": RELAY_URL, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
                "PUBLIC_URL": self.base, "INSTANCE_ID": "acceptance-" + uuid.uuid4().hex[:6], **environment}
-        self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=preexec_fn)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             try:

@@ -19,14 +19,14 @@ import Testing
 
     /// Runs `body` with a coordinator whose answers arrive over a real LISTEN, and a phone
     /// of `owner` that answers every ping as told.
-    func withRelay<R: Sendable>(owner: UUID, phone: Phone, maxWaiting: Int = 5,
+    func withRelay<R: Sendable>(owner: UUID, session: UUID, phone: Phone, maxWaiting: Int = 5,
                                 _ body: @escaping @Sendable (LocateCoordinator) async throws -> R) async throws -> R {
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
         let device = UUID()
         if case .absent = phone {} else {
-            _ = try await db.deviceHello(instance: instance, connection: UUID(), user: owner, device: device,
-                                         name: "Test Phone", platform: "android", appVersion: "1")
+            _ = try await db.deviceHello(instance: instance, connection: UUID(), user: owner, session: session, device: device,
+                                         name: "Test Phone", platform: "android", appVersion: "1", openedAt: Date())
         }
         let coordinator = LocateCoordinator(instance: instance, database: db, grace: .milliseconds(300), maxWaiting: maxWaiting)
         let listener = PGListener(configuration: PGConfiguration(TestDatabase.relayURL, applicationName: "coord-tests"))
@@ -69,18 +69,17 @@ import Testing
         }
     }
 
-    func user() async throws -> (user: UUID, email: String) {
+    func user() async throws -> (user: UUID, session: UUID, email: String) {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
-        let made = try await TestDatabase.makeUser(admin)
-        return (made.user, made.email)
+        return try await TestDatabase.makeUser(admin)
     }
 
     @Test func aFixComesBackOpened() async throws {
         let owner = try await user()
         let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               altitudeM: 34, deviceName: "Test Phone", platform: "android")
-        let outcome = try await withRelay(owner: owner.user, phone: .fix(fix)) { coordinator in
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { coordinator in
             try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
         }
         #expect(outcome == .fix(fix))
@@ -95,7 +94,7 @@ import Testing
     ])
     func phoneAnswersMapToTheirStatuses(answer: PhoneAnswer, failure: AgentFailure) async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, phone: .answer(answer)) { coordinator in
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .answer(answer)) { coordinator in
             try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
         }
         #expect(outcome == .failure(failure))
@@ -103,7 +102,7 @@ import Testing
 
     @Test func noDeviceIs503WithTheEmail() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, phone: .absent) { coordinator in
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .absent) { coordinator in
             try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", email: owner.email, timeout: .seconds(1)))
         }
         #expect(outcome == .failure(.notConnected(email: owner.email)))
@@ -111,7 +110,7 @@ import Testing
 
     @Test func aDeviceThatGotThePingButNeverAnsweredIs504() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, phone: .ignore) { coordinator in
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
             try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1)))
         }
         #expect(outcome == .failure(.phoneSilent))
@@ -119,7 +118,7 @@ import Testing
 
     @Test func theCapGives429() async throws {
         let owner = try await user()
-        let outcomes = try await withRelay(owner: owner.user, phone: .ignore, maxWaiting: 1) { coordinator in
+        let outcomes = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore, maxWaiting: 1) { coordinator in
             async let first = coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
             try await Task.sleep(for: .milliseconds(300))
             let second = try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
@@ -131,7 +130,7 @@ import Testing
     /// An agent that hangs up abandons its request: the row is settled as abandoned.
     @Test func cancellationAbandonsTheRequest() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, phone: .ignore) { coordinator in
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
             let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
             try await Task.sleep(for: .milliseconds(500))
             task.cancel()

@@ -30,14 +30,14 @@ import Testing
         #expect(opened.status == "opened" && opened.connections == 0)
 
         let device = UUID(), connection = UUID()
-        let hello = try await db.deviceHello(instance: instance, connection: connection, user: ada.user, device: device,
-                                             name: "Ada's iPhone", platform: "ios", appVersion: "1.0")
+        let hello = try await db.deviceHello(instance: instance, connection: connection, user: ada.user, session: ada.session, device: device,
+                                             name: "Ada's iPhone", platform: "ios", appVersion: "1.0", openedAt: Date())
         #expect(hello.status == "ok")
         #expect(hello.pending.map(\.id) == [request])
         #expect(hello.pending.first?.clientID == "client-1")
         #expect(hello.pending.first?.requester == Person(userID: bob.user, name: "Bob", email: bob.email))
-        let stolen = try await db.deviceHello(instance: instance, connection: UUID(), user: bob.user, device: device,
-                                              name: "x", platform: "ios", appVersion: "1")
+        let stolen = try await db.deviceHello(instance: instance, connection: UUID(), user: bob.user, session: bob.session, device: device,
+                                              name: "x", platform: "ios", appVersion: "1", openedAt: Date())
         #expect(stolen.status == "forbidden")
         #expect(try await db.deviceDisconnect(connection) == true)
         #expect(try await db.deviceDisconnect(connection) == false)
@@ -50,8 +50,8 @@ import Testing
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
         let device = UUID()
-        _ = try await db.deviceHello(instance: instance, connection: UUID(), user: ada.user, device: device,
-                                     name: "Phone", platform: "android", appVersion: "1")
+        _ = try await db.deviceHello(instance: instance, connection: UUID(), user: ada.user, session: ada.session, device: device,
+                                     name: "Phone", platform: "android", appVersion: "1", openedAt: Date())
         let request = UUID(), key = try ReplyKey()
         _ = try await db.openRequest(id: request, owner: ada.user, requester: nil, clientID: "agent-key", clientName: nil,
                                      instance: instance, replyKey: key.publicKey, expiresAt: Date().addingTimeInterval(60), maxWaiting: 5)
@@ -101,8 +101,8 @@ import Testing
         _ = try await admin.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [owner.keyID]) }
         #expect(try await db.agentKeyOwner(keyHash: AgentKey.hash(key)) == nil)
 
-        #expect(try await db.sessionAlive(session: ada.session, user: ada.user))
-        #expect(try await db.sessionAlive(session: ada.session, user: UUID()) == false)
+        #expect(try await db.sessionState(session: ada.session, user: ada.user) == "alive")
+        #expect(try await db.sessionState(session: ada.session, user: UUID()) == "signed_out")
         let client = UUID()
         try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1, 'Claude Desktop')", [client])
         #expect(try await db.clientName(client.uuidString.lowercased()) == "Claude Desktop")

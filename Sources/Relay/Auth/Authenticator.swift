@@ -118,6 +118,11 @@ public actor Authenticator {
     /// The longest Authorization header looked at (Supabase's tokens are about 1 KiB).
     static let maximumHeaderBytes = 8 * 1024
 
+    /// Forgets what was cached about a session (it was revoked: ask the database again).
+    public func forgetSession(_ id: UUID) {
+        sessions[id] = nil
+    }
+
     /// Forgets a revoked (or deleted) agent key at once (`whereabot_key`).
     public func dropKey(id: UUID) {
         keys = keys.filter { $0.value.owner?.keyID != id }

@@ -110,7 +110,9 @@ public actor DeviceHub {
     /// device was removed (4000 "revoked"); called at every heartbeat.
     func closeRevoked() async throws {
         for connection in try await database.revokedConnections(on: instance) {
-            phones[connection]?.session.close(code: Self.replacedCode, reason: "revoked")
+            guard let session = phones[connection]?.session else { continue }
+            session.close(code: Self.replacedCode, reason: "revoked")
+            await authenticator.forgetSession(session.phone.sessionID)
         }
     }
 
@@ -252,9 +254,12 @@ public actor DeviceHub {
 
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
-    public func deviceEvent(device: UUID, event: String, connection: UUID?) {
+    public func deviceEvent(device: UUID, event: String, connection: UUID?) async {
         for id in byDevice[device] ?? [] where id != connection {
-            phones[id]?.session.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
+            guard let session = phones[id]?.session else { continue }
+            session.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
+            // A removed device revokes its session: no cached "alive" may outlast that here.
+            if event == "revoked" { await authenticator.forgetSession(session.phone.sessionID) }
         }
     }
 
