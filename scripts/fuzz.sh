@@ -1,29 +1,51 @@
 #!/usr/bin/env bash
-# `make fuzz`: builds the libFuzzer targets for the HTTP request parser and the WebSocket
-# frame decoder (swiftc -sanitize=fuzzer,address) and runs each for FUZZ_SECONDS (60).
-# Corpora live under .build/fuzz/ (not committed); a crash leaves its input there too.
+# `make fuzz`: builds a libFuzzer target (swiftc -sanitize=fuzzer,address) for every decoder
+# of peer bytes and runs each for FUZZ_SECONDS (60): the HTTP request parser, the WebSocket
+# frame decoder, phone messages, MCP JSON-RPC bodies, JWTs (header and claims), query
+# strings and notification payloads. Each starts from its committed seed corpus
+# (Fuzz/corpus/<target>/, which holds the inputs of the hostile-input findings); the
+# working corpora live under .build/fuzz/ (not committed); a crash leaves its input there.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 seconds=${FUZZ_SECONDS:-60}
+targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString PhoneMessage MCPRequest JWT Notification"}
 out=.build/fuzz
 mkdir -p "$out"
-sources=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift
-         Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/HTTPServerLimits.swift
-         Sources/HTTPServer/WebSocketAccept.swift Sources/HTTPServer/WebSocketFrame.swift
-         Sources/HTTPServer/WebSocketFrameDecoder.swift)
+http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift
+      Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/HTTPServerLimits.swift
+      Sources/HTTPServer/WebSocketAccept.swift Sources/HTTPServer/WebSocketFrame.swift
+      Sources/HTTPServer/WebSocketFrameDecoder.swift)
+messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/DisplayText.swift
+          Sources/Relay/Database/RelayMessages.swift Sources/Relay/Locate/LocationFix.swift
+          Sources/Relay/AgentFailure.swift)
+auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
+      Sources/Relay/Auth/Base64URL.swift Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
 
-for target in HTTPRequestParser WebSocketFrameDecoder; do
+sources_of() {
+  case "$1" in
+    HTTPRequestParser|WebSocketFrameDecoder|QueryString) echo "${http[@]}" ;;
+    PhoneMessage) echo "${messages[@]}" ;;
+    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift ;;
+    JWT) echo "${auth[@]}" ;;
+    Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift ;;
+    *) die "unknown fuzz target $1" ;;
+  esac
+}
+
+for target in $targets; do
   echo "fuzz: building $target"
+  # shellcheck disable=SC2046
   swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget \
-    -I Sources/COpenSSL -lcrypto "${sources[@]}" "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
+    -I Sources/COpenSSL -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
     | grep -v "warning:" || true
   [ -x "$out/$target" ] || die "building the $target fuzz target failed"
   mkdir -p "$out/corpus-$target"
+  if [ -d "Fuzz/corpus/$target" ]; then cp -n Fuzz/corpus/"$target"/* "$out/corpus-$target/" 2>/dev/null || true; fi
   echo "fuzz: running $target for ${seconds}s"
-  (cd "$out" && "./$target" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 \
+  (cd "$out" && "./$target" -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -max_len=8192 \
      -print_final_stats=1 "corpus-$target" 2>&1 | grep -E "stat::number_of_executed_units|Done|ERROR|crash" || true)
-  ls "$out"/crash-* "$out"/timeout-* 2>/dev/null && die "$target: the fuzzer found a failing input (above)"
+  ls "$out"/crash-* "$out"/timeout-* "$out"/oom-* 2>/dev/null && die "$target: the fuzzer found a failing input (above)"
 done
 echo "fuzz: no crash, hang or sanitizer report"

@@ -32,21 +32,15 @@ struct MCPHandler: Sendable {
         case .success(let identity): agent = identity
         case .failure(let refusal): return refusal.response
         }
-        guard let json = try? JSONSerialization.jsonObject(with: Data(request.body)) else {
-            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32700, "message": "Parse error"]])
+        let id: Any, method: String, params: [String: Any]
+        switch JSONRPCMessage.decode(request.body) {
+        case .invalid(let code, let message):
+            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": code, "message": message]])
+        case .notification:
+            return HTTPResponse(status: 202)  // notifications/initialized, ...
+        case .request(let requestID, let name, let arguments):
+            (id, method, params) = (requestID, name, arguments)
         }
-        if json is [Any] {
-            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(),
-                                     "error": ["code": -32600, "message": "Batches are not supported."]])
-        }
-        guard let message = json as? [String: Any], message["jsonrpc"] as? String == "2.0",
-              let method = message["method"] as? String else {
-            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": -32600, "message": "Invalid Request"]])
-        }
-        guard let id = message["id"], !(id is NSNull) else {
-            return HTTPResponse(status: 202)  // a notification (notifications/initialized, ...)
-        }
-        let params = message["params"] as? [String: Any] ?? [:]
         do {
             let result = try await call(method, params: params, agent: agent)
             return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "result": result])

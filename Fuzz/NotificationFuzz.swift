@@ -1,0 +1,13 @@
+// libFuzzer entry for RelayNotification.decode (every NOTIFY payload the relay hears).
+// The first byte picks the channel. Any crash, hang or sanitizer report is a bug.
+let fuzzChannels = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key",
+                    "whereabot_replay", "other"]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzNotification(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size > 0 else { return 0 }
+    let channel = fuzzChannels[Int(data[0]) % fuzzChannels.count]
+    let payload = String(decoding: UnsafeBufferPointer(start: data + 1, count: size - 1), as: UTF8.self)
+    _ = RelayNotification.decode(channel: channel, payload: payload)
+    return 0
+}

@@ -1,0 +1,12 @@
+// libFuzzer entry for PhoneMessage.parse (every frame and POST body a phone sends). Any
+// crash (an unchecked numeric conversion, a trap), hang or sanitizer report is a bug; a
+// location answer that decodes must be in range.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzPhoneMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
+    if case .answer(_, .location(let latitude, let longitude, let accuracy, let timestamp, _, _, let heading))? = PhoneMessage.parse(text) {
+        precondition((-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracy >= 0 && timestamp > 0)
+        precondition(heading.map { (0..<360).contains($0) } ?? true)
+    }
+    return 0
+}
