@@ -5,8 +5,9 @@ fool the relay. Each one failed on the relay before the fix: the test's docstrin
 Clients are Python `websockets`, `urllib`, raw sockets, psycopg and the MCP SDK.
 """
 import asyncio
+import base64
 import concurrent.futures
-import http.server
+import http.server as http_server
 import json
 import os
 import resource
@@ -422,3 +423,44 @@ def test_a_viewer_cannot_keep_the_owner_at_the_cap(relay, admin):
     status, _, _ = http(relay.base, "POST", "/v1/locate?timeout_secs=1", agent_token(owner))
     assert status == 503, "the owner's own agent is not kept out (no phone: 503)"
     assert all(future.result()[0] == 503 for future in waiting)
+
+
+class SlowJWKS(http_server.BaseHTTPRequestHandler):
+    """Serves an empty JWKS at once the first time, then takes 4 s (a slow identity provider)."""
+    calls = 0
+    slow_done = threading.Event()
+
+    def do_GET(self):
+        type(self).calls += 1
+        if type(self).calls > 1:
+            time.sleep(4)
+            type(self).slow_done.set()
+        body = b'{"keys": []}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_slow_jwks_refetch_stalls_nobody(admin):
+    """Before: a token with an unknown `kid` made the authenticator fetch the JWKS inline,
+    stalling every authentication for up to 5 s."""
+    jwks = http_server.ThreadingHTTPServer(("127.0.0.1", 0), SlowJWKS)
+    threading.Thread(target=jwks.serve_forever, daemon=True).start()
+    server = RelayServer(SUPABASE_JWKS_URL=f"http://127.0.0.1:{jwks.server_address[1]}/jwks")
+    try:
+        ada = user(admin)
+        unknown_kid = ".".join(base64.urlsafe_b64encode(json.dumps(part).encode()).decode().rstrip("=") for part in
+                               ({"alg": "ES256", "kid": "rotated", "typ": "JWT"}, {"sub": str(ada[0])})) + ".c2ln"
+        stalled = locate_in_background(server.base, unknown_kid, "timeout_secs=1")
+        time.sleep(0.3)  # the refetch is under way now
+        status, _, _ = http(server.base, "POST", "/v1/locate?timeout_secs=1", agent_token(ada))
+        assert status == 503, "an unrelated agent is answered (no phone: 503)"
+        assert not SlowJWKS.slow_done.is_set(), "and answered while the JWKS fetch was still running"
+        assert stalled.result()[0] == 401
+    finally:
+        server.stop()
+        jwks.shutdown()
