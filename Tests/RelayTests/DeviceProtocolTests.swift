@@ -32,7 +32,7 @@ import Testing
     }
 
     /// The same device connecting again closes the older socket with 4000 "replaced";
-    /// removing the device closes its socket with 4000 "revoked".
+    /// removing the device closes its socket with 4000 "revoked" and revokes its session.
     @Test func replacedAndRevokedDevicesAreClosed() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
@@ -48,9 +48,11 @@ import Testing
         _ = try await admin.asUser(claims: claims) { try await $0.query("update public.devices set revoked_at = now() where id = $1", [device]) }
         for await _ in new.messages {}
         #expect(new.closeCode == 4000 && new.closeReason == "revoked")
-        let again = try await harness.phone(token, device: device)
-        for await _ in again.messages {}
-        #expect(again.closeCode == 4000 && again.closeReason == "revoked")
+        // Removing the device also revoked the session that registered it (SPEC §5): the
+        // same token is refused before the upgrade, for this device id or any other.
+        for id in [device, UUID()] {
+            await #expect(throws: WebSocketClient.ConnectError.self) { _ = try await harness.phone(token, device: id) }
+        }
         await harness.stop()
     }
 
