@@ -1,5 +1,6 @@
 import Foundation
 @testable import Relay
+import Synchronization
 import Testing
 
 /// The pure parts of the hostile-input rules: tokens must carry a session, failed
@@ -40,5 +41,34 @@ import Testing
     @Test func displayTextIsCleaned() {
         #expect(DisplayText.clean(" Ma\u{202E}llo\u{200B}ry\n\u{0007} ", maximumLength: 80) == "Mallory")
         #expect(DisplayText.clean(String(repeating: "é", count: 100), maximumLength: 80).count == 80)
+    }
+}
+
+/// The logger: a level filter, a bounded failure counter, no error details.
+@Suite struct LoggerTests {
+    /// Lines below the level are dropped; warnings are counted either way.
+    @Test func levelsFilterAndWarningsCount() {
+        let lines = Mutex<[String]>([])
+        let logger = Logger(level: .error) { line in lines.withLock { $0.append(line) } }
+        logger.info("quiet")
+        logger.warning("heartbeat_failed")
+        logger.error("boom", ["n": "1"])
+        #expect(lines.withLock { $0.count } == 1)
+        #expect(lines.withLock { $0.first?.contains(#""event":"boom""#) } == true)
+        #expect(logger.failureCounts == ["heartbeat_failed": 1, "boom": 1])
+    }
+
+    /// However many distinct event names arrive, at most 256 are counted.
+    @Test func theFailureCounterIsBounded() {
+        let logger = Logger(level: .error) { _ in }
+        for n in 0..<1_000 { logger.warning("event_\(n)") }
+        #expect(logger.failureCounts.count == Logger.maximumCountedEvents)
+    }
+
+    /// An error that is not ours is named by its type, never by a description that may
+    /// quote data.
+    @Test func foreignErrorsAreNamedByType() {
+        struct Leaky: Error, CustomStringConvertible { var description: String { "lat 47.3768866" } }
+        #expect(Logger.code(of: Leaky()) == "Leaky")
     }
 }

@@ -20,12 +20,14 @@ import Testing
     }
 
     @Test func hs256SessionTokenVerifies() throws {
-        let user = UUID()
-        let claims = try verifier().verify(hs256(TestToken.claims(user: user)))
+        let user = UUID(), session = UUID()
+        var sent = TestToken.claims(user: user)
+        sent["session_id"] = session.uuidString.lowercased()
+        let claims = try verifier().verify(hs256(sent))
         #expect(claims.userID == user)
         #expect(claims.email == "ada@example.com")
         #expect(claims.clientID == nil && !claims.isAgentToken)
-        #expect(claims.sessionID != nil)
+        #expect(claims.sessionID == session)
     }
 
     @Test func agentTokenCarriesClientID() throws {

@@ -64,6 +64,8 @@ create trigger devices_revoke_session
 -- -----------------------------------------------------------------------------
 -- relay.session_state(session, user) → alive | signed_out | device_removed
 -- -----------------------------------------------------------------------------
+-- Replaces relay.session_alive, which could not tell a sign-out from a removed device.
+drop function if exists relay.session_alive(uuid, uuid);
 create or replace function relay.session_state(p_session uuid, p_user uuid)
 returns text
 language plpgsql

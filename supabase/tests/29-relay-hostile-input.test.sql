@@ -2,7 +2,7 @@
 -- after sign-out or device removal, flood sockets, replace a live socket with a stale
 -- hello, keep an owner at the cap, or leave rows behind across a restart.
 begin;
-select plan(29);
+select plan(32);
 
 select tests.create_supabase_user('alice', 'alice@example.com', 'Alice');
 select tests.create_supabase_user('mallory', 'mallory@example.com', 'alice@example.com');
@@ -118,6 +118,14 @@ select is(relay.register_instance('relay-h'), '{"connections": 2, "abandoned": 3
 reset role;
 select is((select count(*)::int from relay.pending_requests where waiter_instance = 'relay-h' and settled_at is null), 0,
   'no request of the earlier process still waits');
+
+-- ------------------------------------------------------------ revoked sessions are bounded
+reset role;
+delete from auth.sessions where id = tests.get_session_id('alice');
+select tests.authenticate_as_relay();
+select is(relay.forget_ended_sessions(10), 1, 'a revoked session is forgotten once its auth.sessions row is gone');
+select is(relay.forget_ended_sessions(10), 0, 'and only once');
+select throws_ok($$ select relay.forget_ended_sessions(0) $$, '22023', null, 'the batch size is bounded');
 
 select * from finish();
 rollback;

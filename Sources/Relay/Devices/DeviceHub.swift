@@ -134,11 +134,7 @@ public actor DeviceHub {
         case .closed:
             newcomers.withLock { $0[session.connection] = nil }
             guard forget(session) else { return }  // never registered: no row to remove
-            do {
-                try await database.deviceDisconnect(session.connection)
-            } catch {
-                logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
-            }
+            await disconnect(session)
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
@@ -175,9 +171,7 @@ public actor DeviceHub {
         switch result.status {
         case "ok":
             guard !session.isClosed else {  // closed while hello ran: forget the row just made
-                do { try await database.deviceDisconnect(session.connection) } catch {
-                    logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
-                }
+                await disconnect(session)
                 return
             }
             remember(session, device)
@@ -190,6 +184,15 @@ public actor DeviceHub {
             session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
         default:
             session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
+        }
+    }
+
+    /// Removes a closed socket's row (the reaper or the device's next hello would too).
+    private func disconnect(_ session: DeviceSession) async {
+        do {
+            try await database.deviceDisconnect(session.connection)
+        } catch {
+            logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PGBus
 import Synchronization
 
 /// JSON-line logs on stderr (or any sink), one object per line with `time`, `level`,
@@ -93,11 +94,15 @@ public final class Logger: Sendable {
     /// Warnings and errors so far, by event name (for /metrics).
     public var failureCounts: [String: Int] { counts.withLock { $0 } }
 
-    /// A short stable name for an error, without data.
+    /// A short stable name for an error, without data: our own errors describe themselves
+    /// generically (PGError names its code and SQLSTATE, AuthError its case); any other
+    /// error is named by its type only, since its description may quote what it decoded.
     static func code(of error: any Error) -> String {
         switch error {
         case is CancellationError: "cancelled"
-        default: String(describing: error).prefix(120).description
+        case let error as PGError: error.description
+        case let error as AuthError: error.description
+        default: String(describing: type(of: error))
         }
     }
 }
