@@ -24,7 +24,7 @@ select tables_are('relay', array['instances', 'connections', 'pending_requests']
 select columns_are('relay', 'pending_requests',
   array['id', 'owner_id', 'requester_id', 'client_id', 'client_name', 'waiter_instance',
         'reply_key', 'created_at', 'expires_at', 'delivered_at', 'settled_at', 'outcome',
-        'reason', 'answered_by'],
+        'reason', 'answered_by', 'wake_kind', 'wake_claimed_at', 'checking_claimed_at'],
   'relay.pending_requests has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'connections',
