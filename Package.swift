@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "whereabot", targets: ["whereabot"]),
         .library(name: "PGBus", targets: ["PGBus"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "Push", targets: ["Push"]),
         .library(name: "Relay", targets: ["Relay"]),
     ],
     targets: [
@@ -22,7 +23,9 @@ let package = Package(
 
         .target(name: "PGBus", dependencies: ["CLibPQ"]),
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "CSystem", "COpenSSL"]),
+        // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
+        .target(name: "Push", dependencies: ["CSystem", "CCurl", "COpenSSL"]),
+        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"]),
         .executableTarget(name: "whereabot", dependencies: ["Relay"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
@@ -31,6 +34,7 @@ let package = Package(
 
         .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),
+        .testTarget(name: "PushTests", dependencies: ["Push", "HTTPServer"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "COpenSSL"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],

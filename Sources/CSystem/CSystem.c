@@ -94,4 +94,8 @@ CURLcode wb_curl_getinfo_long(CURL *curl, CURLINFO info, long *value) {
     return curl_easy_getinfo(curl, info, value);
 }
 
+CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
+    return curl_multi_setopt(multi, option, value);
+}
+
 const curl_version_info_data *wb_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }

@@ -59,6 +59,9 @@ CURLcode wb_curl_setopt_write_callback(CURL *curl, CURLoption option, wb_curl_wr
 /// `curl_easy_getinfo` for a long result, such as CURLINFO_RESPONSE_CODE.
 CURLcode wb_curl_getinfo_long(CURL *curl, CURLINFO info, long *value);
 
+/// `curl_multi_setopt` for options taking a long, such as CURLMOPT_PIPELINING.
+CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
+
 /// `curl_version_info(CURLVERSION_NOW)`; the macro is not visible to Swift.
 const curl_version_info_data *wb_curl_version_info(void);
 

@@ -1,0 +1,167 @@
+import COpenSSL
+import Foundation
+
+/// A P-256 (prime256v1) key through OpenSSL 3's EVP interface: the APNs provider key
+/// (PKCS#8 PEM), the VAPID key (a raw 32-byte scalar), Web Push's one-message keys, and a
+/// subscription's public key (65-byte uncompressed point).
+public final class P256Key: @unchecked Sendable {
+    // EVP_PKEY is immutable once built and OpenSSL allows concurrent use of a key.
+    let key: OpaquePointer
+    /// Whether the private half is present.
+    public let isPrivate: Bool
+
+    private init(_ key: OpaquePointer, isPrivate: Bool) {
+        self.key = key
+        self.isPrivate = isPrivate
+    }
+
+    deinit { EVP_PKEY_free(key) }
+
+    /// A fresh private key.
+    public static func generate() throws -> P256Key {
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw PushCryptoError.openSSL }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
+              EVP_PKEY_generate(context, &key) == 1, let key else { throw PushCryptoError.openSSL }
+        return P256Key(key, isPrivate: true)
+    }
+
+    /// A private key from PEM (PKCS#8 "PRIVATE KEY" or SEC1 "EC PRIVATE KEY"), such as an
+    /// APNs `.p8` file. Throws `badKey` for anything else, another curve included.
+    public convenience init(pem: String) throws {
+        let bytes = Array(pem.utf8)
+        guard bytes.count < 16_384, let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw PushCryptoError.badKey }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw PushCryptoError.badKey }
+        try self.init(checking: key, isPrivate: true)
+    }
+
+    /// A private key from its raw 32-byte scalar (VAPID's format); the public key is derived.
+    public convenience init(rawPrivate scalar: [UInt8]) throws {
+        guard scalar.count == 32, scalar.contains(where: { $0 != 0 }), scalar.lexicographicallyPrecedes(Self.order) else {
+            throw PushCryptoError.badKey
+        }
+        // SEC1 ECPrivateKey { version 1, privateKey, [0] prime256v1 } without the public key:
+        // OpenSSL computes it (and refuses a scalar outside 1 … n−1).
+        let der: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + scalar
+            + [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
+        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PrivateKey(EVP_PKEY_EC, nil, &pointer, buffer.count)
+        }
+        guard let key else { throw PushCryptoError.badKey }
+        try self.init(checking: key, isPrivate: true)
+    }
+
+    /// The order n of P-256's base point; a private scalar lies in 1 … n−1.
+    static let order: [UInt8] = [0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                 0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51]
+
+    /// A public key from its 65-byte uncompressed point (04 ‖ x ‖ y); a point off the curve
+    /// is refused.
+    public convenience init(publicPoint point: [UInt8]) throws {
+        guard point.count == 65, point[0] == 0x04 else { throw PushCryptoError.badKey }
+        // SubjectPublicKeyInfo { id-ecPublicKey prime256v1, BIT STRING point }.
+        let der: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
+                            0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00] + point
+        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &pointer, buffer.count)
+        }
+        guard let key else { throw PushCryptoError.badKey }
+        try self.init(checking: key, isPrivate: false)
+    }
+
+    private init(checking key: OpaquePointer, isPrivate: Bool) throws {
+        var name = [CChar](repeating: 0, count: 32)
+        var length = 0
+        guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC,
+              EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1,
+              String(cString: name) == "prime256v1" else {
+            EVP_PKEY_free(key)
+            throw PushCryptoError.badKey
+        }
+        self.key = key
+        self.isPrivate = isPrivate
+    }
+
+    /// The public key as a 65-byte uncompressed point.
+    public var publicPoint: [UInt8] {
+        var pointer: UnsafeMutablePointer<UInt8>?
+        let length = EVP_PKEY_get1_encoded_public_key(key, &pointer)
+        guard length == 65, let pointer else { return [] }
+        defer { CRYPTO_free(pointer, #fileID, #line) }
+        return Array(UnsafeBufferPointer(start: pointer, count: length))
+    }
+
+    /// The private scalar (32 bytes), for `whereabot vapid-keys`.
+    public var rawPrivate: [UInt8] {
+        var number: OpaquePointer?
+        guard isPrivate, EVP_PKEY_get_bn_param(key, "priv", &number) == 1, let number else { return [] }
+        defer { BN_clear_free(number) }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        guard BN_bn2binpad(number, &bytes, 32) == 32 else { return [] }
+        return bytes
+    }
+
+    /// An ES256 (JWS) signature: ECDSA P-256 over SHA-256, as the 64-byte r ‖ s.
+    public func signES256(_ message: [UInt8]) throws -> [UInt8] {
+        guard isPrivate, let context = EVP_MD_CTX_new() else { throw PushCryptoError.openSSL }
+        defer { EVP_MD_CTX_free(context) }
+        var length = 0
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1,
+              EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw PushCryptoError.openSSL }
+        var der = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else { throw PushCryptoError.openSSL }
+        return try Self.rawSignature(der: Array(der.prefix(length)))
+    }
+
+    /// ECDH with `peer`: the 32-byte shared x coordinate.
+    public func sharedSecret(with peer: P256Key) throws -> [UInt8] {
+        guard isPrivate, let context = EVP_PKEY_CTX_new(key, nil) else { throw PushCryptoError.openSSL }
+        defer { EVP_PKEY_CTX_free(context) }
+        var secret = [UInt8](repeating: 0, count: 32)
+        var length = 32
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.key) == 1,
+              EVP_PKEY_derive(context, &secret, &length) == 1, length == 32 else { throw PushCryptoError.badKey }
+        return secret
+    }
+
+    /// JWS's r ‖ s from a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs).
+    static func rawSignature(der: [UInt8]) throws -> [UInt8] {
+        var index = 0
+        func take(_ tag: UInt8) throws -> ArraySlice<UInt8> {
+            guard index + 2 <= der.count, der[index] == tag else { throw PushCryptoError.openSSL }
+            var length = Int(der[index + 1])
+            index += 2
+            if length & 0x80 != 0 {
+                guard length == 0x81, index < der.count else { throw PushCryptoError.openSSL }
+                length = Int(der[index])
+                index += 1
+            }
+            guard index + length <= der.count else { throw PushCryptoError.openSSL }
+            defer { index += length }
+            return der[index..<index + length]
+        }
+        _ = try take(0x30)
+        index = der[1] & 0x80 != 0 ? 3 : 2  // step inside the sequence
+        var raw: [UInt8] = []
+        for _ in 0..<2 {
+            let magnitude = try take(0x02).drop { $0 == 0 }
+            guard magnitude.count <= 32 else { throw PushCryptoError.openSSL }
+            raw += [UInt8](repeating: 0, count: 32 - magnitude.count) + magnitude
+        }
+        return raw
+    }
+}
+
+/// A failure in push cryptography; its description names no key material.
+public enum PushCryptoError: Error, Equatable, Sendable {
+    /// Not a P-256 key in a format we read, or a point off the curve.
+    case badKey
+    /// OpenSSL failed.
+    case openSSL
+    /// The payload does not fit one 4096-byte record.
+    case payloadTooLarge
+}

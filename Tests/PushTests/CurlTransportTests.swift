@@ -1,0 +1,70 @@
+import Foundation
+import HTTPServer
+@testable import Push
+import Testing
+
+/// The libcurl multi transport against a real HTTP server (ours, HTTP/1.1 over TCP).
+@Suite struct CurlTransportTests {
+    /// Many concurrent POSTs complete with their own status, body and headers; headers we
+    /// set arrive; a response over HTTP/1.1 is refused when HTTP/2 is required.
+    @Test func concurrentPostsComplete() async throws {
+        let server = HTTPServer(port: 0) { request in
+            let status = Int(request.queryItem("status") ?? "200") ?? 200
+            return HTTPResponse(status: status, headers: ["Retry-After": "2", "X-Topic": request.headers["topic"] ?? "-"],
+                                body: Array("\(request.method) \(request.body.count) \(request.headers["content-type"] ?? "-")".utf8))
+        }
+        let port = try server.start()
+        let transport = try CurlTransport()
+        transport.start()
+        defer { transport.shutdown() }
+        let responses = await withTaskGroup(of: (Int, PushHTTPResponse).self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    let status = [201, 410, 429, 500][index % 4]
+                    return (status, await transport.send(PushHTTPRequest(
+                        url: "http://127.0.0.1:\(port)/push?status=\(status)",
+                        headers: [("Content-Type", "application/octet-stream"), ("Topic", "t\(index)")],
+                        body: [UInt8](repeating: 0, count: index), timeoutMilliseconds: 5000, requireHTTP2: false)))
+                }
+            }
+            var all: [(Int, PushHTTPResponse)] = []
+            for await response in group { all.append(response) }
+            return all
+        }
+        #expect(responses.count == 40)
+        for (status, response) in responses {
+            #expect(response.status == status)
+            #expect(response.httpVersion == 1)
+            #expect(response.headers["retry-after"] == "2")
+            #expect(String(decoding: response.body, as: UTF8.self).hasPrefix("POST "))
+            #expect(String(decoding: response.body, as: UTF8.self).hasSuffix(" application/octet-stream"))
+        }
+        // 500s started new connection generations; the transport still works afterwards.
+        #expect(transport.statistics.generations > 1)
+        let after = await transport.send(PushHTTPRequest(url: "http://127.0.0.1:\(port)/push", headers: [], body: [1],
+                                                         timeoutMilliseconds: 5000, requireHTTP2: true))
+        #expect(after.status == nil, "HTTP/1.1 where HTTP/2 is required is an error")
+        await server.shutdown(drainTimeout: .seconds(1))
+    }
+
+    /// No server: the outcome is unknown (no status), within the timeout.
+    @Test func connectionRefusedHasNoStatus() async throws {
+        let transport = try CurlTransport()
+        transport.start()
+        defer { transport.shutdown() }
+        let response = await transport.send(PushHTTPRequest(url: "http://127.0.0.1:1/push", headers: [], body: [],
+                                                            timeoutMilliseconds: 2000, requireHTTP2: false))
+        #expect(response.status == nil)
+        #expect(response.curlCode != 0)
+    }
+
+    /// After shutdown, sends fail at once instead of hanging.
+    @Test func sendAfterShutdownFails() async throws {
+        let transport = try CurlTransport()
+        transport.start()
+        transport.shutdown()
+        let response = await transport.send(PushHTTPRequest(url: "http://127.0.0.1:1/", headers: [], body: [],
+                                                            timeoutMilliseconds: 1000, requireHTTP2: false))
+        #expect(response.status == nil)
+    }
+}
