@@ -26,7 +26,7 @@ let package = Package(
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
         .target(name: "Push", dependencies: ["CSystem", "CCurl", "COpenSSL"]),
         .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"]),
-        .executableTarget(name: "whereabot", dependencies: ["Relay"]),
+        .executableTarget(name: "whereabot", dependencies: ["Relay", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
         // Also the server that acceptance tests drive with outside clients.

@@ -1,5 +1,7 @@
 import Foundation
 import HTTPServer
+import PGBus
+import Push
 
 /// `whereabot phone`: the reference device. It connects to /v1/device, says hello, answers
 /// every ping as told (`ask` prompts in the terminal), honours cancel, and reconnects with
@@ -12,9 +14,12 @@ enum PhoneCommand {
     static let usage = """
         whereabot phone --relay URL --token T [--device-id ID] [--device-name N] [--platform P]
                         --answer allow|always|deny|ignore|unavailable|ask [--at LAT,LON[,ACC]]
+                        [--apns-token HEX [--apns-environment production|sandbox]]
+        --apns-token stores an APNs device token for this device (development, with the fake
+        APNs): it needs ADMIN_DATABASE_URL and writes as the token's user, under RLS.
         """
 
-    static func run(_ options: Options) async throws {
+    static func run(_ options: Options, environment: [String: String] = [:]) async throws {
         guard let relay = options["relay"], let token = options["token"],
               let mode = Mode(rawValue: options["answer"] ?? "") else { throw CommandError.usage(usage) }
         let device = options["device-id"].flatMap(UUID.init(uuidString:)) ?? UUID()
@@ -30,6 +35,11 @@ enum PhoneCommand {
                                             "device_name": options["device-name"] ?? "whereabot phone", "platform": options["platform"] ?? "desktop"]
                 socket.send(json(hello))
                 say("connected as device \(device.uuidString.lowercased()); answering: \(mode.rawValue)")
+                if let apnsToken = options["apns-token"] {
+                    try await registerAPNsToken(apnsToken, environment: options["apns-environment"] ?? "production",
+                                                device: device, token: token, settings: environment)
+                    say("stored APNs token \(apnsToken.prefix(8))… for this device")
+                }
                 for await message in socket.messages {
                     guard case .text(let text) = message,
                           let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
@@ -74,6 +84,24 @@ enum PhoneCommand {
         case .unavailable: return ["type": "unavailable", "id": id, "reason": "no_fix"]
         case .ignore, .ask: return nil
         }
+    }
+
+    /// Stores `hex` in public.push_tokens for `device` as the token's user (RLS decides,
+    /// as PostgREST would for the app). The device row exists once the hello was taken.
+    private static func registerAPNsToken(_ hex: String, environment apnsEnvironment: String, device: UUID, token: String,
+                                          settings: [String: String]) async throws {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3, let claims = PushBase64URL.decode(String(parts[1])),
+              let json = String(bytes: claims, encoding: .utf8) else { throw CommandError.usage("--token is not a JWT") }
+        try await Task.sleep(for: .milliseconds(300))  // the hello's device row
+        let db = try await TokenCommand.adminConnection(settings)
+        try await db.asUser(claims: PGJSON(text: json)) { connection in
+            _ = try await connection.query(
+                "insert into public.push_tokens (token, user_id, device_id, environment) "
+                    + "values (lower($1), (select auth.uid()), $2, $3) on conflict (token) do nothing",
+                [hex, device, apnsEnvironment])
+        }
+        await db.close()
     }
 
     /// Writes a line to stdout at once (a pipe would otherwise buffer it).

@@ -35,6 +35,9 @@ enum ServeCommand {
         }
         let logger = Logger(level: level)
         configuration.logger = logger
+        do { configuration.push = try PushSettings.services(from: environment) } catch let invalid as PushSettings.Invalid {
+            throw CommandError.usage(invalid.description)
+        }
 
         let relay = try RelayService(configuration)
         let bound = try await relay.start()

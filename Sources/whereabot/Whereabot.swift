@@ -13,6 +13,7 @@ struct Whereabot {
           token     --email E [--name N] [--agent CLIENT_NAME]: a development JWT (phone, or agent)
           keys      create --email E --name N | revoke ID: agent keys (the key prints once)
           phone     --relay URL --token T --answer allow|always|deny|ignore|unavailable|ask: a reference phone
+          vapid-keys  print a new VAPID key pair for Web Push (VAPID_PRIVATE_KEY and the public key)
           version   print the version
           help      print this text
         """
@@ -27,7 +28,7 @@ struct Whereabot {
                 switch arguments[0] {
                 case "token": try await TokenCommand.token(options, environment: environment)
                 case "keys": try await TokenCommand.keys(options.positional, options, environment: environment)
-                default: try await PhoneCommand.run(options)
+                default: try await PhoneCommand.run(options, environment: environment)
                 }
             } catch let error as CommandError {
                 FileHandle.standardError.write(Data("whereabot \(arguments[0]): \(error.message)\n".utf8))
@@ -44,6 +45,11 @@ struct Whereabot {
                 exit(64)
             } catch {
                 FileHandle.standardError.write(Data("whereabot serve: \(error)\n".utf8))
+                exit(1)
+            }
+        case "vapid-keys":
+            do { print(try VAPIDKeysCommand.run()) } catch {
+                FileHandle.standardError.write(Data("whereabot vapid-keys: \(error)\n".utf8))
                 exit(1)
             }
         case "version", "--version":

@@ -4,7 +4,7 @@ import PGBus
 /// The relay's only way into Postgres: one typed method per `relay.*` function, called as
 /// the `whereabot_relay` role (which can read no table). No SQL lives elsewhere in Relay.
 public struct RelayDatabase: Sendable {
-    private let pool: PGPool
+    let pool: PGPool
 
     /// Creates a gateway over a pool connected as `whereabot_relay`.
     public init(pool: PGPool) {

@@ -45,6 +45,7 @@ public actor LocateCoordinator {
     private let grace: Duration
     private let maxWaiting: Int
     private let logger: Logger
+    private let pushes: PushScheduler?
     private var waiters: [UUID: Waiter] = [:]
 
     /// One request waiting here: what re-creates its row after a crash, and its answer.
@@ -59,6 +60,13 @@ public actor LocateCoordinator {
     /// Creates the coordinator of relay instance `instance`.
     public init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
                 maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger = Logger(level: .error)) {
+        self.init(instance: instance, database: database, grace: grace, maxWaiting: maxWaiting, logger: logger, pushes: nil)
+    }
+
+    /// Creates the coordinator with the push scheduler that wakes the owner's phones.
+    init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
+         maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger, pushes: PushScheduler?) {
+        self.pushes = pushes
         self.logger = logger
         self.instance = instance
         self.database = database
@@ -89,8 +97,10 @@ public actor LocateCoordinator {
         defer { waiters[id] = nil }
         let opened = try await open(id, waiters[id]!)
         if opened.status == "too_many" { return .failure(.tooManyWaiting) }
+        await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
 
         let answer = await waitForAnswer(id, until: .now + request.timeout + grace)
+        await pushes?.settled(id)
         if Task.isCancelled {
             // In a task of its own: this one is cancelled, and the abandon must still go out.
             let database = self.database, instance = self.instance, logger = self.logger

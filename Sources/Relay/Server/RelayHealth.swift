@@ -14,12 +14,14 @@ final class RelayHealth: Sendable {
     private let resyncs = Atomic<Int>(0)
     private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
+    private let pushes: PushMetrics
     private let sealedAnswers: SealedAnswerMemory
     private let authenticator: Authenticator
     private let logger: Logger
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
-         sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, logger: Logger) {
+         sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger) {
+        self.pushes = pushes
         self.authenticator = authenticator
         self.logger = logger
         self.listener = listener
@@ -93,6 +95,6 @@ final class RelayHealth: Sendable {
             # TYPE whereabot_failures_total counter
             \(failures)
 
-            """ + locates.text
+            """ + locates.text + pushes.text
     }
 }

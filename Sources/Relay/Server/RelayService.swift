@@ -41,6 +41,8 @@ public final class RelayService: Sendable {
         public var reapEvery: Int = RelayMaintenance.defaultReapEvery
         /// Where the instance's JSON log lines go (LOG_LEVEL).
         public var logger = Logger()
+        /// APNs and Web Push (each off unless configured; PUSH.md §6).
+        public var push = PushServices.none
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -68,6 +70,7 @@ public final class RelayService: Sendable {
     private let hub: DeviceHub
     private let coordinator: LocateCoordinator
     private let maintenance: RelayMaintenance
+    private let pushes: PushScheduler
 
     /// Builds an instance (nothing runs yet).
     public init(_ configuration: Configuration) throws {
@@ -82,7 +85,12 @@ public final class RelayService: Sendable {
         let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, database: database)
-        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger)
+        let pushMetrics = PushMetrics()
+        let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
+        let pushes = PushScheduler(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
+                                   timing: configuration.push.timing, metrics: pushMetrics, logger: logger)
+        self.pushes = pushes
+        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes)
         let sealedAnswers = SealedAnswerMemory()
         let settler = AnswerSettler(database: database, memory: sealedAnswers, logger: logger)
         let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
@@ -101,7 +109,7 @@ public final class RelayService: Sendable {
         let listener = PGListener(configuration: listenDatabase)
         self.listener = listener
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
-                                 sealedAnswers: sealedAnswers, authenticator: authenticator, logger: logger)
+                                 sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger)
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, coordinator: coordinator,
                                            hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
@@ -125,6 +133,10 @@ public final class RelayService: Sendable {
                                                              "connections": String(left.connections),
                                                              "abandoned": String(left.abandoned)])
         }
+        let push = configuration.push
+        if push.apns == nil { configuration.logger.info("apns disabled", ["reason": "APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC and APNS_PRIVATE_KEY(_FILE) are not all set"]) }
+        if push.webPush == nil { configuration.logger.info("web push disabled", ["reason": "VAPID_PRIVATE_KEY and VAPID_SUBJECT are not both set"]) }
+        push.transport?.start()
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         let listener = self.listener, bus = self.bus, maintenance = self.maintenance, hub = self.hub
         let logger = configuration.logger
@@ -164,6 +176,8 @@ public final class RelayService: Sendable {
         }
         await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
                               webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
+        await pushes.finishSending()
+        configuration.push.transport?.shutdown()
         maintenance.stop()
         listener.shutdown()
         busTask.withLock { $0 }?.cancel()

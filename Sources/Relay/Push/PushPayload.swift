@@ -1,0 +1,94 @@
+import Foundation
+
+/// The texts and payloads of pushes, exactly as PUSH.md §3-4 give them. No coordinate is
+/// ever part of one.
+struct PushPayload: Sendable {
+    /// Which notification.
+    enum Kind: String, Sendable { case alert, silent, checking }
+
+    let kind: Kind
+    let requestID: UUID
+    let clientID: String
+    /// The agent's name (cleaned), nil when unknown.
+    let agentName: String?
+    /// Who asks, for shared requests.
+    let requester: Person?
+    let expiresMs: Int64
+
+    /// Creates the payload of one stage; names are cleaned of control characters.
+    init(kind: Kind, requestID: UUID, clientID: String, agentName: String?, requester: Person?, expiresMs: Int64) {
+        self.kind = kind
+        self.requestID = requestID
+        self.clientID = clientID
+        let name = agentName.map { DisplayText.clean($0, maximumLength: 200) }
+        self.agentName = name?.isEmpty == false ? name : nil
+        self.requester = requester.map {
+            Person(userID: $0.userID, name: DisplayText.clean($0.name, maximumLength: 80), email: $0.email)
+        }
+        self.expiresMs = expiresMs
+    }
+
+    static let title = "Whereabot"
+
+    /// The notification's body text.
+    var body: String { Self.body(kind: kind, agentName: agentName, requester: requester?.name) }
+
+    static func body(kind: Kind, agentName: String?, requester: String?) -> String {
+        let agent: String = switch (requester, agentName) {
+        case (let owner?, let name?): "\(owner)'s agent \(name)"
+        case (let owner?, nil): "\(owner)'s agent"
+        case (nil, let name?): kind == .checking ? name : "Your agent \(name)"
+        case (nil, nil): "An agent"
+        }
+        return kind == .checking ? "\(agent) is checking your location" : "\(agent) wants to know your location"
+    }
+
+    /// The APNs JSON (≤ 4096 bytes: the agent name is cut until it fits).
+    func apns() -> [UInt8] {
+        fitting(4096) { payload in
+            let requestID = payload.requestID.uuidString.lowercased()
+            if payload.kind == .silent {
+                return ["aps": ["content-available": 1], "request_id": requestID, "client_id": payload.clientID,
+                        "expires_ms": payload.expiresMs, "requester_id": payload.requester?.userID?.uuidString.lowercased() ?? NSNull()]
+            }
+            return ["aps": ["alert": ["title": Self.title, "body": payload.body], "sound": "default",
+                            "thread-id": payload.clientID,
+                            "category": payload.kind == .checking ? "LOCATION_AUTO" : "LOCATION_REQUEST"],
+                    "request_id": requestID, "client_id": payload.clientID, "agent_name": payload.agentName ?? NSNull(),
+                    "expires_ms": payload.expiresMs, "requester": payload.requesterJSON]
+        }
+    }
+
+    /// The Web Push JSON (≤ 3993 bytes, so the encrypted body stays ≤ 4096).
+    func webPush() -> [UInt8] {
+        fitting(3993) { payload in
+            let requestID = payload.requestID.uuidString.lowercased()
+            return ["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": requestID,
+                    "title": Self.title, "body": payload.body, "client_id": payload.clientID,
+                    "agent_name": payload.agentName ?? NSNull(), "requester": payload.requesterJSON,
+                    "expires_ms": payload.expiresMs, "url": "/app/?request=\(requestID)"]
+        }
+    }
+
+    private var requesterJSON: Any {
+        guard let requester else { return NSNull() }
+        return ["user_id": requester.userID?.uuidString.lowercased() ?? NSNull(), "name": requester.name, "email": requester.email]
+    }
+
+    /// Serializes, cutting the agent name one character at a time until the bytes fit.
+    private func fitting(_ limit: Int, _ object: (PushPayload) -> [String: Any]) -> [UInt8] {
+        var payload = self
+        while true {
+            let bytes = Self.json(object(payload))
+            // Without a name it fits (every other field is bounded); if not, the sender refuses it.
+            guard bytes.count > limit, let name = payload.agentName, !name.isEmpty else { return bytes }
+            payload = PushPayload(kind: kind, requestID: requestID, clientID: clientID, agentName: String(name.dropLast()),
+                                  requester: requester, expiresMs: expiresMs)
+        }
+    }
+
+    private static func json(_ object: [String: Any]) -> [UInt8] {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return Array(data)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// The push timers of the requests waiting on this instance (the only sender for them,
+/// PUSH.md §2): one `PushPlan` per request, fed by the coordinator (`opened`, `settled`),
+/// its timers and its database claims. Nothing here blocks: claims and sends run in tasks.
+actor PushScheduler {
+    private struct Entry {
+        var plan: PushPlan
+        var timer: Task<Void, Never>?
+        var claim: PushClaim?
+    }
+
+    private let instance: String
+    private let database: RelayDatabase
+    private let dispatcher: PushDispatcher
+    private let timing: PushTiming
+    private let metrics: PushMetrics
+    private let logger: Logger
+    private let clock: @Sendable () -> Date
+    private var entries: [UUID: Entry] = [:]
+    private var sends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
+    private var sendNumber = 0
+
+    init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming, metrics: PushMetrics,
+         logger: Logger, clock: @escaping @Sendable () -> Date = Date.init) {
+        self.instance = instance
+        self.database = database
+        self.dispatcher = dispatcher
+        self.timing = timing
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+    }
+
+    /// Plans currently kept (one per waiting request at most).
+    var count: Int { entries.count }
+
+    /// Request `id` was opened with `connections` sockets of its owner live.
+    func opened(_ id: UUID, connections: Int, expires: Date) {
+        guard entries[id] == nil else { return }
+        entries[id] = Entry(plan: PushPlan(expires: expires, timing: timing))
+        handle(id, .opened(connections: connections, now: clock()))
+    }
+
+    /// Request `id` was answered or ended: no further stage goes out.
+    func settled(_ id: UUID) {
+        handle(id, .answered)
+    }
+
+    private func handle(_ id: UUID, _ event: PushPlan.Event) {
+        guard var entry = entries[id] else { return }
+        let actions = entry.plan.handle(event)
+        entries[id] = entry
+        for action in actions { perform(action, for: id) }
+    }
+
+    private func perform(_ action: PushPlan.Action, for id: UUID) {
+        switch action {
+        case .arm(let stage, let at):
+            entries[id]?.timer?.cancel()
+            let delay = max(0, at.timeIntervalSince(clock()))
+            entries[id]?.timer = Task { [weak self] in
+                if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
+                guard !Task.isCancelled, let self else { return }
+                await self.fired(id, stage)
+            }
+        case .claim(let stage):
+            let database = self.database, instance = self.instance, logger = self.logger, metrics = self.metrics
+            Task { [weak self] in
+                let result: PushPlan.ClaimResult
+                var claim: PushClaim?
+                do {
+                    claim = try await database.claimPush(id: id, instance: instance, stage: stage)
+                    result = claim!.result
+                    metrics.claim(stage: stage.rawValue, status: claim!.status)
+                } catch {
+                    logger.failure("push_claim_failed", error, ["request": id.uuidString.lowercased(), "stage": stage.rawValue])
+                    metrics.claim(stage: stage.rawValue, status: "failed")
+                    result = .failed
+                }
+                await self?.claimed(id, stage, result, claim)
+            }
+        case .send(let kind):
+            guard let claim = entries[id]?.claim else { return }
+            let stage: PushPlan.Stage = entries[id]?.plan.checkingSent == true ? .checking : .wake
+            let dispatcher = self.dispatcher
+            let previous = sends[id]?.task
+            sendNumber += 1
+            let number = sendNumber
+            sends[id] = (number, Task { [weak self] in
+                await previous?.value  // the checking alert never overtakes the wake
+                await dispatcher.send(kind, stage: stage, request: id, claim: claim)
+                await self?.sent(id, number)
+            })
+        case .done:
+            entries[id]?.timer?.cancel()
+            entries[id] = nil
+        }
+    }
+
+    private func fired(_ id: UUID, _ stage: PushPlan.Stage) {
+        handle(id, .timerFired(stage, now: clock()))
+    }
+
+    private func claimed(_ id: UUID, _ stage: PushPlan.Stage, _ result: PushPlan.ClaimResult, _ claim: PushClaim?) {
+        entries[id]?.claim = claim
+        handle(id, .claimResult(stage, result, now: clock()))
+    }
+
+    private func sent(_ id: UUID, _ number: Int) {
+        if sends[id]?.number == number { sends[id] = nil }
+    }
+
+    /// Waits for pushes already being sent (drain).
+    func finishSending() async {
+        for send in sends.values { await send.task.value }
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+import Push
+
+/// The push services one instance may use: APNs and Web Push, each on only when fully
+/// configured (PUSH.md §6), sharing one libcurl transport.
+public struct PushServices: Sendable {
+    /// The APNs sender, or nil when APNS_* is not set.
+    public let apns: APNsSender?
+    /// The Web Push sender, or nil when VAPID_* is not set.
+    public let webPush: WebPushSender?
+    /// The transport both use (nil when neither is on).
+    let transport: CurlTransport?
+    /// When stages go out.
+    public let timing: PushTiming
+
+    /// No push service: every push counts as `disabled`.
+    public static let none = PushServices(apns: nil, webPush: nil, transport: nil)
+
+    /// The services built from settings (see `PushSettings`).
+    public init(apns: APNsSender?, webPush: WebPushSender?, transport: CurlTransport?, timing: PushTiming = PushTiming()) {
+        self.apns = apns
+        self.webPush = webPush
+        self.transport = transport
+        self.timing = timing
+    }
+}
