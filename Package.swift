@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "COpenSSL"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]
