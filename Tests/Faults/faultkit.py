@@ -107,8 +107,9 @@ def token(user, session, email, client_id=None):
 class Relay:
     """One `whereabot serve` process with a fixed instance id and port."""
 
-    def __init__(self, name, database_url):
+    def __init__(self, name, database_url, **environment):
         self.name, self.database_url, self.port = name, database_url, free_port()
+        self.environment = environment
         self.base = f"http://127.0.0.1:{self.port}"
         self.process = None
         self.exit_codes = []
@@ -116,7 +117,7 @@ class Relay:
     def start(self):
         LOGS.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "DATABASE_URL": self.database_url, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
-               "PUBLIC_URL": self.base, "INSTANCE_ID": self.name}
+               "PUBLIC_URL": self.base, "INSTANCE_ID": self.name, **self.environment}
         log = open(LOGS / f"{self.name}.log", "a")
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=log, stderr=log)
         wait_until(self.ready, 20, f"{self.name} ready")

@@ -78,12 +78,22 @@ import Testing
 
     /// Every refusal (settled, expired, gone, already) ends the plan without a send.
     @Test func refusalsEndThePlan() {
-        for status in ["settled", "expired", "gone", "already", "not_applicable"] {
+        for status in ["settled", "expired", "already", "not_applicable"] {
             var plan = plan()
             _ = plan.handle(.opened(connections: 0, now: t0))
             _ = plan.handle(.timerFired(.wake, now: t0))
             #expect(plan.handle(.claimResult(.wake, .refused(status), now: t0)) == [.done], "\(status)")
         }
+    }
+
+    /// No row while the waiter still waits (lost in a crash, not yet re-created): asked again.
+    @Test func goneIsRetriedUntilTheRowIsBack() {
+        var plan = plan()
+        _ = plan.handle(.opened(connections: 0, now: t0))
+        _ = plan.handle(.timerFired(.wake, now: t0))
+        #expect(plan.handle(.claimResult(.wake, .refused("gone"), now: t0)) == [.arm(.wake, at: t0 + 1)])
+        #expect(plan.handle(.timerFired(.wake, now: t0 + 1)) == [.claim(.wake)])
+        #expect(plan.handle(.claimResult(.wake, .claimed(.alert), now: t0 + 1)) == [.send(.alert), .done])
     }
 
     /// A claim the database could not take is tried again a second later, while time allows.

@@ -35,7 +35,8 @@ struct PushPlan: Sendable {
     enum ClaimResult: Sendable, Equatable {
         /// Send this kind now.
         case claimed(Kind)
-        /// settled, expired, gone, already or not_applicable: nothing to send.
+        /// settled, expired, already or not_applicable: nothing to send (gone: retried,
+        /// the waiter re-creates a row lost in a crash).
         case refused(String)
         /// The database could not be asked.
         case failed
@@ -109,7 +110,9 @@ struct PushPlan: Sendable {
 
     private mutating func claimed(_ stage: Stage, _ result: ClaimResult, now: Date) -> [Action] {
         switch (stage, result) {
-        case (_, .failed):
+        case (_, .failed), (_, .refused("gone")):
+            // No answer, or no row while this instance still waits: the row was lost in a
+            // Postgres crash and the waiter's resync re-creates it. Ask again shortly.
             let retry = now.addingTimeInterval(timing.claimRetry)
             guard expires.timeIntervalSince(retry) >= timing.minimumLeft else { return finish() }
             state = .armed(stage)
