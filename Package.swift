@@ -29,6 +29,7 @@ let package = Package(
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
+        .executableTarget(name: "push-bench", dependencies: ["Push"], path: "Benchmarks/PushBench"),
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
