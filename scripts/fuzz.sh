@@ -2,7 +2,7 @@
 # `make fuzz`: builds a libFuzzer target (swiftc -sanitize=fuzzer,address) for every decoder
 # of peer bytes and runs each for FUZZ_SECONDS (60): the HTTP request parser, the WebSocket
 # frame decoder, phone messages, MCP JSON-RPC bodies, JWTs (header and claims), query
-# strings and notification payloads. Each starts from its committed seed corpus
+# strings, notification payloads and push services' responses. Each starts from its committed seed corpus
 # (Fuzz/corpus/<target>/, which holds the inputs of the hostile-input findings); the
 # working corpora live under .build/fuzz/ (not committed); a crash leaves its input there.
 set -euo pipefail
@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString PhoneMessage MCPRequest JWT Notification"}
+targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString PhoneMessage MCPRequest JWT Notification PushResponse"}
 out=.build/fuzz
 mkdir -p "$out"
 http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift
@@ -23,6 +23,9 @@ messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/DisplayText.swi
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
       Sources/Relay/Auth/Base64URL.swift Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
 
+push=(Sources/Push/PushHTTP.swift Sources/Push/PushDelivery.swift Sources/Push/PushCrypto.swift
+      Sources/Push/APNsResponse.swift Sources/Push/WebPushResponse.swift)
+
 sources_of() {
   case "$1" in
     HTTPRequestParser|WebSocketFrameDecoder|QueryString) echo "${http[@]}" ;;
@@ -30,6 +33,7 @@ sources_of() {
     MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift ;;
     JWT) echo "${auth[@]}" ;;
     Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift ;;
+    PushResponse) echo "${push[@]}" ;;
     *) die "unknown fuzz target $1" ;;
   esac
 }

@@ -101,7 +101,7 @@ public final class APNsSender: Sendable {
         let minted: APNsProviderToken.Minted
         do { minted = try providerToken.current() } catch { return PushDelivery(result: .authError, reason: "signing") }
         let first = await attempt(notification, token: minted)
-        switch Self.classify(first) {
+        switch APNsResponse.action(first) {
         case .expiredProviderToken:
             let renewal: APNsProviderToken.Renewal
             do { renewal = try providerToken.expired(generation: minted.generation) } catch {
@@ -116,20 +116,20 @@ public final class APNsSender: Sendable {
         case .retry where notification.deadline.timeIntervalSince(clock()) >= minimumLeft:
             return await final(notification, token: (try? providerToken.current()) ?? minted)
         case .retry:
-            return Self.delivery(first, result: .error)
+            return APNsResponse.delivery(first, result: .error)
         case .result(let result):
-            return Self.delivery(first, result: result)
+            return APNsResponse.delivery(first, result: result)
         }
     }
 
     private func final(_ notification: Notification, token: APNsProviderToken.Minted) async -> PushDelivery {
         let response = await attempt(notification, token: token)
-        let result: PushResult = switch Self.classify(response) {
+        let result: PushResult = switch APNsResponse.action(response) {
         case .result(let result): result
         case .expiredProviderToken: .authError
         case .retry: .error
         }
-        return Self.delivery(response, result: result).afterRetry()
+        return APNsResponse.delivery(response, result: result).afterRetry()
     }
 
     private func attempt(_ notification: Notification, token: APNsProviderToken.Minted) async -> PushHTTPResponse {
@@ -147,50 +147,6 @@ public final class APNsSender: Sendable {
         return await transport.send(PushHTTPRequest(
             url: "\(configuration.host)/3/device/\(notification.token)", headers: headers, body: notification.payload,
             timeoutMilliseconds: max(1, min(10_000, Int(left * 1000))), requireHTTP2: true))
-    }
-
-    /// What a response means (PUSH.md §3, "Responses and what the sender does").
-    enum Action: Equatable {
-        case result(PushResult)
-        case expiredProviderToken
-        case retry
-    }
-
-    /// Classifies one APNs response.
-    static func classify(_ response: PushHTTPResponse) -> Action {
-        guard let status = response.status else { return .retry }
-        let reason = Self.reason(response)
-        switch (status, reason) {
-        case (200, _): return .result(.sent)
-        case (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"), (410, _): return .result(.dropped)
-        case (403, "ExpiredProviderToken"): return .expiredProviderToken
-        case (403, _): return .result(.authError)
-        case (429, "TooManyProviderTokenUpdates"): return .result(.authError)
-        case (429, _): return .result(.throttled)
-        case (500, _), (503, _): return .retry
-        default: return .result(.rejected)  // 413 PayloadTooLarge, other 400s, 404, 405: our bug
-        }
-    }
-
-    private struct ErrorBody: Decodable {
-        let reason: String?
-        let timestamp: Double?
-    }
-
-    static func reason(_ response: PushHTTPResponse) -> String? {
-        guard let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)), let reason = body.reason,
-              reason.count <= 64, reason.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
-        return reason
-    }
-
-    static func delivery(_ response: PushHTTPResponse, result: PushResult) -> PushDelivery {
-        var unregisteredAt: Date?
-        if response.status == 410, let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)),
-           let milliseconds = body.timestamp, milliseconds.isFinite, milliseconds > 0, milliseconds < 32_503_680_000_000 {
-            unregisteredAt = Date(timeIntervalSince1970: milliseconds / 1000)  // APNs sends milliseconds
-        }
-        let reason = reason(response) ?? response.status.map { "HTTP \($0)" } ?? "curl \(response.curlCode)"
-        return PushDelivery(result: result, status: response.status, reason: reason, unregisteredAt: unregisteredAt)
     }
 
     /// `apns-id` for one (request, stage, target): a version-4-shaped UUID from SHA-256 of

@@ -206,10 +206,7 @@ public final class CurlTransport: Sendable {
                 transfer.headerBytes += length
                 guard transfer.headerBytes <= 4096, let data else { return length }
                 let line = String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
-                if let colon = line.firstIndex(of: ":") {
-                    let name = line[..<colon].lowercased()
-                    transfer.headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-                }
+                if let field = PushHTTPResponse.headerField(line) { transfer.headers[field.name] = field.value }
                 return length
             }
             _ = wb_curl_setopt_pointer(easy, CURLOPT_HEADERDATA, user)

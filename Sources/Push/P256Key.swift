@@ -155,13 +155,3 @@ public final class P256Key: @unchecked Sendable {
         return raw
     }
 }
-
-/// A failure in push cryptography; its description names no key material.
-public enum PushCryptoError: Error, Equatable, Sendable {
-    /// Not a P-256 key in a format we read, or a point off the curve.
-    case badKey
-    /// OpenSSL failed.
-    case openSSL
-    /// The payload does not fit one 4096-byte record.
-    case payloadTooLarge
-}

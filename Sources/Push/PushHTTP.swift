@@ -1,3 +1,5 @@
+import Foundation
+
 /// One HTTPS POST to a push service, as `CurlTransport` sends it.
 public struct PushHTTPRequest: Sendable {
     /// The full URL.
@@ -41,6 +43,15 @@ public struct PushHTTPResponse: Sendable, Equatable {
         self.headers = headers
         self.curlCode = curlCode
         self.httpVersion = httpVersion
+    }
+
+    /// A response header line split into a lowercased name and a trimmed value; nil for
+    /// the status line, the blank line and anything without a colon.
+    static func headerField(_ line: String) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
+        let name = line[..<colon].lowercased()
+        guard name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") }) else { return nil }
+        return (name, line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
     /// A transfer that never got a status (`curlCode` says why).

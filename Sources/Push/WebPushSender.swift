@@ -91,23 +91,23 @@ public final class WebPushSender: Sendable {
         }
         let first = await attempt(message, body: body, authorization: authorization)
         let left = message.deadline.timeIntervalSince(clock())
-        switch Self.classify(first.status) {
+        switch WebPushResponse.result(first.status) {
         case .throttled:
-            let wait = Self.retryAfter(first.headers["retry-after"])
-            guard let wait, left - wait >= minimumLeft else { return Self.delivery(first, .throttled) }
+            let wait = WebPushResponse.retryAfter(first.headers["retry-after"])
+            guard let wait, left - wait >= minimumLeft else { return WebPushResponse.delivery(first, .throttled) }
             try? await Task.sleep(for: .seconds(wait))
             return await final(message, body: body, authorization: authorization)
         case .error where left - retryDelay >= minimumLeft:
             try? await Task.sleep(for: .seconds(retryDelay))
             return await final(message, body: body, authorization: authorization)
         case let result:
-            return Self.delivery(first, result)
+            return WebPushResponse.delivery(first, result)
         }
     }
 
     private func final(_ message: Message, body: [UInt8], authorization: String) async -> PushDelivery {
         let response = await attempt(message, body: body, authorization: authorization)
-        return Self.delivery(response, Self.classify(response.status)).afterRetry()
+        return WebPushResponse.delivery(response, WebPushResponse.result(response.status)).afterRetry()
     }
 
     private func attempt(_ message: Message, body: [UInt8], authorization: String) async -> PushHTTPResponse {
@@ -118,32 +118,5 @@ public final class WebPushSender: Sendable {
                       ("TTL", String(max(1, Int(left)))), ("Urgency", "high"), ("Topic", message.topic),
                       ("Authorization", authorization)],
             body: body, timeoutMilliseconds: max(1, min(10_000, Int(left * 1000))), requireHTTP2: false))
-    }
-
-    /// The result a status stands for (nil: no response).
-    static func classify(_ status: Int?) -> PushResult {
-        guard let status else { return .error }
-        switch status {
-        case 200..<300: return .sent
-        case 404, 410: return .dropped
-        case 429: return .throttled
-        case 400, 401, 403: return .authError
-        case 500...: return .error
-        default: return .rejected  // 413 and anything unexpected: kept, logged
-        }
-    }
-
-    /// Seconds from a `Retry-After` header (delta seconds only; at most 120).
-    static func retryAfter(_ value: String?) -> TimeInterval? {
-        guard let value, let seconds = Int(value.trimmingCharacters(in: .whitespaces)), (0...120).contains(seconds) else { return nil }
-        return TimeInterval(seconds)
-    }
-
-    private static func delivery(_ response: PushHTTPResponse, _ result: PushResult) -> PushDelivery {
-        // A push service's error body is free text: only a short printable prefix is kept.
-        let text = String(decoding: response.body.prefix(120), as: UTF8.self)
-            .filter { $0.isLetter || $0.isNumber || " .,:_-".contains($0) }
-        let reason = response.status.map { "HTTP \($0)" + (text.isEmpty ? "" : " \(text)") } ?? "curl \(response.curlCode)"
-        return PushDelivery(result: result, status: response.status, reason: reason)
     }
 }

@@ -14,7 +14,8 @@ from fake_apns import FakeAPNs, self_signed_certificate
 from fake_webpush import FakeWebPush, b64url
 
 KEY_ID, TEAM_ID, TOPIC = "ABC123DEFG", "TEAM123456", "app.whereabot.test"
-RULES = {"bad0": (400, "BadDeviceToken"), "dead": (410, "Unregistered"), "0429": (429, "TooManyRequests")}
+RULES = {"bad0": (400, "BadDeviceToken"), "dead": (410, "Unregistered"), "0429": (429, "TooManyRequests"),
+         "0500": (500, "InternalServerError"), "0403": (403, "ExpiredProviderToken"), "0413": (413, "PayloadTooLarge")}
 
 
 class Push:

@@ -256,32 +256,47 @@ def test_p6_two_instances_push_exactly_once_per_request_and_token(admin, make_us
 # ------------------------------------------------------------------------------------------ P7
 def test_p7_dead_targets_are_dropped_and_live_ones_kept(admin, make_user, push, relay):
     live, bad, gone, busy = hex_token(), hex_token("bad0"), hex_token("dead"), hex_token("0429")
-    owner = Owner(admin, make_user, push, tokens=[live, bad, gone, busy],
+    sick, expired, large = hex_token("0500"), hex_token("0403"), hex_token("0413")
+    owner = Owner(admin, make_user, push, tokens=[live, bad, gone, busy, sick, expired, large],
                   paths=["/sub/p7", "/gone", "/expired", "/slow"])
     call = Locate(relay.base, owner.agent, 6).begin()
     call.join()
     tokens = {row[0] for row in admin.execute("select token from public.push_tokens where user_id = %s", (owner.user,))}
-    assert tokens == {live, busy}
+    assert tokens == {live, busy, sick, expired, large}, "only 400 BadDeviceToken and 410 delete a token"
     endpoints = {row[0] for row in admin.execute("select endpoint from public.web_push_subscriptions where user_id = %s",
                                                  (owner.user,))}
     assert endpoints == {owner.subscriptions["/sub/p7"], owner.subscriptions["/slow"]}
     assert [p["status"] for p in push.apns_for([live])] == [200]
     assert [p["status"] for p in push.web_for(["/sub/p7"])] == [201]
+    # A 500 is retried once (on a new connection) with the same apns-id and collapse id.
+    retried = push.apns_for([sick])
+    assert [p["status"] for p in retried] == [500, 500]
+    assert len({(p["headers"]["apns-id"], p["headers"]["apns-collapse-id"]) for p in retried}) == 1
+    assert retried[1]["connection"] != retried[0]["connection"], "a 5xx starts a new connection"
+    # ExpiredProviderToken from a token minted seconds ago is clock skew: no renewal, no retry.
+    assert [p["status"] for p in push.apns_for([expired])] == [403]
+    assert len({p["headers"]["authorization"] for p in push.apns.pushes}) == 1
+    assert [p["status"] for p in push.apns_for([busy])] == [429], "no retry of a 429 within a request"
     assert [p["status"] for p in push.web_for(["/slow"])] == [429, 429], "429 retried once after Retry-After"
     metrics = subprocess.run(["curl", "-s", f"{relay.base}/metrics"], capture_output=True, text=True).stdout
     assert 'whereabot_pushes_total{service="apns",kind="alert",result="dropped"} 2' in metrics
     assert 'whereabot_pushes_total{service="apns",kind="alert",result="throttled"} 1' in metrics
+    assert 'whereabot_pushes_total{service="apns",kind="alert",result="error"} 1' in metrics
+    assert 'whereabot_pushes_total{service="apns",kind="alert",result="retried"} 1' in metrics
+    assert 'whereabot_pushes_total{service="apns",kind="alert",result="auth_error"} 1' in metrics
+    assert 'whereabot_pushes_total{service="apns",kind="alert",result="rejected"} 1' in metrics
     assert 'whereabot_pushes_total{service="webpush",kind="alert",result="dropped"} 2' in metrics
     assert 'whereabot_push_claims_total{stage="wake",status="claimed"} 1' in metrics
     # P11: nothing secret or personal in logs and metrics.
     relay.stop()
-    secrets = [live, bad, gone, busy, owner.agent, owner.phone, "/sub/p7", "47.37", "8.541",
+    secrets = [live, bad, gone, busy, sick, expired, large, owner.agent, owner.phone, "/sub/p7", "47.37", "8.541",
                push.env["VAPID_PRIVATE_KEY"]] + list(owner.subscriptions.values())
     for text in (relay.logs, metrics):
         for secret in secrets:
             assert secret not in text
         assert "eyJ" not in text, "no JWT in logs"
     assert '"event":"push"' in relay.logs and '"target":"' in relay.logs
+    assert relay.logs.count('"event":"push_auth_error"') == 1 and '"event":"push_rejected"' in relay.logs
 
 
 # ------------------------------------------------------------------------------------- P8, P9

@@ -12,7 +12,7 @@ import Testing
 
     /// Every APNs answer maps to its action.
     @Test func apnsResponseTable() {
-        let table: [(PushHTTPResponse, APNsSender.Action)] = [
+        let table: [(PushHTTPResponse, APNsResponse.Action)] = [
             (apns(200), .result(.sent)),
             (apns(400, "BadDeviceToken"), .result(.dropped)),
             (apns(400, "DeviceTokenNotForTopic"), .result(.dropped)),
@@ -32,18 +32,18 @@ import Testing
             (apns(nil), .retry),
         ]
         for (response, action) in table {
-            #expect(APNsSender.classify(response) == action, "\(String(describing: response.status)) \(String(decoding: response.body, as: UTF8.self))")
+            #expect(APNsResponse.action(response) == action, "\(String(describing: response.status)) \(String(decoding: response.body, as: UTF8.self))")
         }
     }
 
     /// A 410's timestamp is milliseconds since the epoch.
     @Test func apnsUnregisteredTimestampIsMilliseconds() {
-        let delivery = APNsSender.delivery(apns(410, "Unregistered", timestamp: 1_796_000_000_123), result: .dropped)
+        let delivery = APNsResponse.delivery(apns(410, "Unregistered", timestamp: 1_796_000_000_123), result: .dropped)
         #expect(delivery.unregisteredAt == Date(timeIntervalSince1970: 1_796_000_000.123))
         #expect(delivery.reason == "Unregistered")
-        #expect(APNsSender.delivery(apns(410, "Unregistered", timestamp: -5), result: .dropped).unregisteredAt == nil)
+        #expect(APNsResponse.delivery(apns(410, "Unregistered", timestamp: -5), result: .dropped).unregisteredAt == nil)
         // A reason that is not one word is not echoed into logs.
-        #expect(APNsSender.delivery(apns(400, "Bad token abc123"), result: .rejected).reason == "HTTP 400")
+        #expect(APNsResponse.delivery(apns(400, "Bad token abc123"), result: .rejected).reason == "HTTP 400")
     }
 
     /// Web Push answers: only 404 and 410 drop a subscription.
@@ -53,10 +53,10 @@ import Testing
             (429, .throttled), (400, .authError), (401, .authError), (403, .authError), (500, .error), (503, .error),
             (nil, .error), (301, .rejected),
         ]
-        for (status, result) in table { #expect(WebPushSender.classify(status) == result, "\(String(describing: status))") }
-        #expect(WebPushSender.retryAfter("3") == 3)
-        #expect(WebPushSender.retryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == nil)
-        #expect(WebPushSender.retryAfter("100000") == nil)
+        for (status, result) in table { #expect(WebPushResponse.result(status) == result, "\(String(describing: status))") }
+        #expect(WebPushResponse.retryAfter("3") == 3)
+        #expect(WebPushResponse.retryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == nil)
+        #expect(WebPushResponse.retryAfter("100000") == nil)
     }
 
     /// The endpoint allow-list (SSRF guard).
