@@ -134,8 +134,12 @@ public final class RelayService: Sendable {
                                                              "abandoned": String(left.abandoned)])
         }
         let push = configuration.push
-        if push.apns == nil { configuration.logger.info("apns disabled", ["reason": "APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC and APNS_PRIVATE_KEY(_FILE) are not all set"]) }
-        if push.webPush == nil { configuration.logger.info("web push disabled", ["reason": "VAPID_PRIVATE_KEY and VAPID_SUBJECT are not both set"]) }
+        if push.apns == nil {
+            configuration.logger.info("apns disabled", ["reason": "APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC and APNS_PRIVATE_KEY(_FILE) are not all set"])
+        }
+        if push.webPush == nil {
+            configuration.logger.info("web push disabled", ["reason": "VAPID_PRIVATE_KEY and VAPID_SUBJECT are not both set"])
+        }
         push.transport?.start()
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         let listener = self.listener, bus = self.bus, maintenance = self.maintenance, hub = self.hub
