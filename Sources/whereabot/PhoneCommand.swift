@@ -94,14 +94,14 @@ enum PhoneCommand {
         guard parts.count == 3, let claims = PushBase64URL.decode(String(parts[1])),
               let json = String(bytes: claims, encoding: .utf8) else { throw CommandError.usage("--token is not a JWT") }
         try await Task.sleep(for: .milliseconds(300))  // the hello's device row
-        let db = try await TokenCommand.adminConnection(settings)
-        try await db.asUser(claims: PGJSON(text: json)) { connection in
-            _ = try await connection.query(
-                "insert into public.push_tokens (token, user_id, device_id, environment) "
-                    + "values (lower($1), (select auth.uid()), $2, $3) on conflict (token) do nothing",
-                [hex, device, apnsEnvironment])
+        try await TokenCommand.withAdminConnection(settings) { db in
+            try await db.asUser(claims: PGJSON(text: json)) { connection in
+                _ = try await connection.query(
+                    "insert into public.push_tokens (token, user_id, device_id, environment) "
+                        + "values (lower($1), (select auth.uid()), $2, $3) on conflict (token) do nothing",
+                    [hex, device, apnsEnvironment])
+            }
         }
-        await db.close()
     }
 
     /// Writes a line to stdout at once (a pipe would otherwise buffer it).

@@ -4,11 +4,23 @@ import Relay
 
 /// `whereabot token` and `whereabot keys`: development helpers against ADMIN_DATABASE_URL.
 enum TokenCommand {
-    static func adminConnection(_ environment: [String: String]) async throws -> PGConnection {
+    /// Runs `body` on a connection to ADMIN_DATABASE_URL and closes it before returning,
+    /// also on errors: a close still running on another thread while the process exits
+    /// races libpq's (and libldap's) exit handlers (a double free seen in CI).
+    static func withAdminConnection<T: Sendable>(_ environment: [String: String],
+                                                 _ body: (PGConnection) async throws -> T) async throws -> T {
         guard let url = environment["ADMIN_DATABASE_URL"], !url.isEmpty else {
             throw CommandError.usage("ADMIN_DATABASE_URL is required (run `make env` for the local one)")
         }
-        return try await PGConnection.connect(PGConfiguration(url, applicationName: "whereabot-cli"))
+        let db = try await PGConnection.connect(PGConfiguration(url, applicationName: "whereabot-cli"))
+        do {
+            let result = try await body(db)
+            await db.close()
+            return result
+        } catch {
+            await db.close()
+            throw error
+        }
     }
 
     /// The user with `email`, created (with `name`) when missing.
@@ -29,55 +41,55 @@ enum TokenCommand {
             throw CommandError.usage("SUPABASE_JWT_SECRET is required to sign development tokens")
         }
         guard let email = options["email"] else { throw CommandError.usage("token needs --email") }
-        let db = try await adminConnection(environment)
-        defer { Task { await db.close() } }
-        let userID = try await user(db, email: email, name: options["name"])
-        var clientID: UUID?
-        if let agent = options["agent"] {
-            clientID = try await db.query("select id from auth.oauth_clients where client_name = $1 and deleted_at is null", [agent])
-                .first?.decode(0, as: UUID.self)
-            if clientID == nil {
-                clientID = try await db.query("""
-                    insert into auth.oauth_clients (id, client_name, registration_type, client_type)
-                    values (gen_random_uuid(), $1, 'manual', 'public') returning id
-                    """, [agent]).scalar(UUID.self)
+        try await withAdminConnection(environment) { db in
+            let userID = try await user(db, email: email, name: options["name"])
+            var clientID: UUID?
+            if let agent = options["agent"] {
+                clientID = try await db.query("select id from auth.oauth_clients where client_name = $1 and deleted_at is null", [agent])
+                    .first?.decode(0, as: UUID.self)
+                if clientID == nil {
+                    clientID = try await db.query("""
+                        insert into auth.oauth_clients (id, client_name, registration_type, client_type)
+                        values (gen_random_uuid(), $1, 'manual', 'public') returning id
+                        """, [agent]).scalar(UUID.self)
+                }
             }
+            let session = try await db.query("""
+                insert into auth.sessions (id, user_id, created_at, updated_at, aal, oauth_client_id)
+                values (gen_random_uuid(), $1, now(), now(), 'aal1', $2) returning id
+                """, [userID, clientID]).scalar(UUID.self)
+            let now = Int(Date().timeIntervalSince1970)
+            var claims: [String: Any] = ["sub": userID.uuidString.lowercased(), "aud": "authenticated", "role": "authenticated",
+                                         "email": email, "session_id": session.uuidString.lowercased(), "iat": now,
+                                         "exp": now + (Int(options["hours"] ?? "24") ?? 24) * 3600]
+            if let clientID { claims["client_id"] = clientID.uuidString.lowercased() }
+            if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = url + "/auth/v1" }
+            print(try JWTSigner.hs256(claims: claims, secret: secret))
         }
-        let session = try await db.query("""
-            insert into auth.sessions (id, user_id, created_at, updated_at, aal, oauth_client_id)
-            values (gen_random_uuid(), $1, now(), now(), 'aal1', $2) returning id
-            """, [userID, clientID]).scalar(UUID.self)
-        let now = Int(Date().timeIntervalSince1970)
-        var claims: [String: Any] = ["sub": userID.uuidString.lowercased(), "aud": "authenticated", "role": "authenticated",
-                                     "email": email, "session_id": session.uuidString.lowercased(), "iat": now,
-                                     "exp": now + (Int(options["hours"] ?? "24") ?? 24) * 3600]
-        if let clientID { claims["client_id"] = clientID.uuidString.lowercased() }
-        if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = url + "/auth/v1" }
-        print(try JWTSigner.hs256(claims: claims, secret: secret))
     }
 
     /// `whereabot keys create --email E --name N` and `whereabot keys revoke ID`
     static func keys(_ arguments: [String], _ options: Options, environment: [String: String]) async throws {
-        let db = try await adminConnection(environment)
-        defer { Task { await db.close() } }
-        switch arguments.first {
-        case "create":
-            guard let email = options["email"], let name = options["name"] else {
-                throw CommandError.usage("keys create needs --email and --name")
+        try await withAdminConnection(environment) { db in
+            switch arguments.first {
+            case "create":
+                guard let email = options["email"], let name = options["name"] else {
+                    throw CommandError.usage("keys create needs --email and --name")
+                }
+                let userID = try await user(db, email: email, name: nil)
+                let claims = try PGJSON(["sub": userID.uuidString.lowercased(), "role": "authenticated"])
+                print(try await db.asUser(claims: claims) { try await $0.query("select public.create_agent_key($1)", [name]).scalar(String.self) })
+            case "revoke":
+                guard arguments.count > 1, let id = UUID(uuidString: arguments[1]) else { throw CommandError.usage("keys revoke needs a key id") }
+                guard let owner = try await db.query("select user_id from public.agent_keys where id = $1", [id]).first else {
+                    throw CommandError.usage("no agent key with that id")
+                }
+                let claims = try PGJSON(["sub": try owner.decode(0, as: UUID.self).uuidString.lowercased(), "role": "authenticated"])
+                let revoked = try await db.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [id]).scalar(Bool.self) }
+                print(revoked ? "revoked" : "already revoked")
+            default:
+                throw CommandError.usage("keys create --email E --name N | keys revoke ID")
             }
-            let userID = try await user(db, email: email, name: nil)
-            let claims = try PGJSON(["sub": userID.uuidString.lowercased(), "role": "authenticated"])
-            print(try await db.asUser(claims: claims) { try await $0.query("select public.create_agent_key($1)", [name]).scalar(String.self) })
-        case "revoke":
-            guard arguments.count > 1, let id = UUID(uuidString: arguments[1]) else { throw CommandError.usage("keys revoke needs a key id") }
-            guard let owner = try await db.query("select user_id from public.agent_keys where id = $1", [id]).first else {
-                throw CommandError.usage("no agent key with that id")
-            }
-            let claims = try PGJSON(["sub": try owner.decode(0, as: UUID.self).uuidString.lowercased(), "role": "authenticated"])
-            let revoked = try await db.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [id]).scalar(Bool.self) }
-            print(revoked ? "revoked" : "already revoked")
-        default:
-            throw CommandError.usage("keys create --email E --name N | keys revoke ID")
         }
     }
 }
