@@ -6,7 +6,7 @@ VENV        := .venv
 PYTHON      := $(VENV)/bin/python
 APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv \
-                haproxy
+                haproxy chromium
 SWIFT_FLAGS ?=
 
 .PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-pgbus bench-http bench-push fuzz clean

@@ -25,7 +25,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL"]),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
         .target(name: "Push", dependencies: ["CSystem", "CCurl", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"]),
+        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"],
+                resources: [.copy("Resources/app")]),
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),

@@ -52,6 +52,9 @@ public final class WebPushSender: Sendable {
     private let minimumLeft: TimeInterval
     private let retryDelay: TimeInterval
 
+    /// The VAPID public key browsers subscribe with (base64url of the 65-byte point).
+    public var publicKey: String { vapid.publicKey }
+
     /// A sender through `transport`.
     public init(vapid: VAPIDToken, transport: CurlTransport, extraOrigins: [String] = [], minimumLeft: TimeInterval = 3,
                 retryDelay: TimeInterval = 1, clock: @escaping @Sendable () -> Date = Date.init) {

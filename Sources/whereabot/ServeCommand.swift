@@ -28,6 +28,7 @@ enum ServeCommand {
             instanceID: String(instance.map { $0.isLetter || $0.isNumber || "._:-".contains($0) ? $0 : "-" }),
             jwtSecret: value("SUPABASE_JWT_SECRET"), jwks: jwks, issuer: supabaseURL.map { $0 + "/auth/v1" })
         configuration.supabaseURL = supabaseURL
+        configuration.supabaseAnonKey = value("SUPABASE_ANON_KEY")
         configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
         let levelName = value("LOG_LEVEL") ?? "info"
         guard let level = Logger.Level(name: levelName) else {

@@ -64,7 +64,16 @@ enum TokenCommand {
                                          "exp": now + (Int(options["hours"] ?? "24") ?? 24) * 3600]
             if let clientID { claims["client_id"] = clientID.uuidString.lowercased() }
             if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = url + "/auth/v1" }
-            print(try JWTSigner.hs256(claims: claims, secret: secret))
+            let token = try JWTSigner.hs256(claims: claims, secret: secret)
+            if options["app-link"] != nil, clientID == nil {
+                // The browser phone signs in from the same fragment Supabase Auth returns (APP.md §A.2).
+                let relay = (options["relay"] ?? environment["PUBLIC_URL"] ?? "http://127.0.0.1:8080")
+                    .trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+                let lifetime = Int(claims["exp"] as! Int) - now
+                print("\(relay)/app/#access_token=\(token)&token_type=bearer&expires_in=\(lifetime)&sb")
+            } else {
+                print(token)
+            }
         }
     }
 
@@ -103,9 +112,12 @@ struct Options {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
-            if argument.hasPrefix("--"), index + 1 < arguments.count {
+            if argument.hasPrefix("--"), index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
                 values[String(argument.dropFirst(2))] = arguments[index + 1]
                 index += 2
+            } else if argument.hasPrefix("--") {
+                values[String(argument.dropFirst(2))] = ""  // a flag such as --app-link
+                index += 1
             } else {
                 positional.append(argument)
                 index += 1

@@ -10,7 +10,8 @@ struct Whereabot {
 
         commands:
           serve     run a relay instance (configuration from the environment; see README)
-          token     --email E [--name N] [--agent CLIENT_NAME]: a development JWT (phone, or agent)
+          token     --email E [--name N] [--agent CLIENT_NAME] [--app-link [--relay URL]]: a development JWT
+                    (phone, or agent); --app-link prints a link that signs the browser phone in
           keys      create --email E --name N | revoke ID: agent keys (the key prints once)
           phone     --relay URL --token T --answer allow|always|deny|ignore|unavailable|ask: a reference phone
           vapid-keys  print a new VAPID key pair for Web Push (VAPID_PRIVATE_KEY and the public key)

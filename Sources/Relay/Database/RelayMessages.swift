@@ -7,6 +7,8 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     public let id: UUID
     /// The asking agent's OAuth client id (`agent-key` for agent keys).
     public let clientID: String
+    /// The agent's name (cleaned), nil when unknown: the browser phone's prompt shows it.
+    public let agentName: String?
     /// Epoch milliseconds when the relay stops waiting.
     public let expiresMs: Int64
     /// The person whose agent asks, for shared locations; nil for the owner's own agents.
@@ -16,6 +18,7 @@ public struct LocateMessage: Codable, Sendable, Equatable {
         case type
         case id
         case clientID = "client_id"
+        case agentName = "agent_name"
         case expiresMs = "expires_ms"
         case requester
     }
@@ -25,6 +28,7 @@ public struct LocateMessage: Codable, Sendable, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(UUID.self, forKey: .id)
         clientID = try container.decode(String.self, forKey: .clientID)
+        agentName = try container.decodeIfPresent(String.self, forKey: .agentName).map { DisplayText.clean($0, maximumLength: 200) }
         expiresMs = try container.decode(Int64.self, forKey: .expiresMs)
         requester = try container.decodeIfPresent(Person.self, forKey: .requester)
     }
@@ -36,14 +40,16 @@ public struct LocateMessage: Codable, Sendable, Equatable {
         try container.encode("locate", forKey: .type)
         try container.encode(id.uuidString.lowercased(), forKey: .id)  // as Postgres writes it, and as `cancel` carries it
         try container.encode(clientID, forKey: .clientID)
+        try container.encode(agentName, forKey: .agentName)
         try container.encode(expiresMs, forKey: .expiresMs)
         try container.encode(requester, forKey: .requester)
     }
 
     /// Creates a locate message.
-    public init(id: UUID, clientID: String, expiresMs: Int64, requester: Person?) {
+    public init(id: UUID, clientID: String, agentName: String? = nil, expiresMs: Int64, requester: Person?) {
         self.id = id
         self.clientID = clientID
+        self.agentName = agentName
         self.expiresMs = expiresMs
         self.requester = requester
     }

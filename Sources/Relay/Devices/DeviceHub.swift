@@ -31,6 +31,7 @@ public actor DeviceHub {
     private let settler: AnswerSettler
     private let authenticator: Authenticator
     private let logger: Logger
+    private let account: PhoneAccount
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones: [UUID: Phone] = [:]             // by connection, after hello
@@ -70,7 +71,9 @@ public actor DeviceHub {
     }
 
     /// Creates the hub of relay instance `instance`.
-    init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger) {
+    init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
+         pushOrigins: [String] = []) {
+        self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
         self.instance = instance
         self.database = database
         self.settler = settler
@@ -140,6 +143,12 @@ public actor DeviceHub {
             case .hello(let device, let name, let platform, let version):
                 guard phones[session.connection] == nil else { return }  // one hello per socket
                 await hello(session, Device(id: device, name: name, platform: platform, appVersion: version))
+                // The browser phone keeps its always-allowed list from the relay (APP.md §A.3).
+                if platform == "web", phones[session.connection] != nil,
+                   let list = await account.alwaysAllowed(user: session.phone.userID) { session.send(list) }
+            case .account(let request):
+                guard let device = phones[session.connection]?.device else { return }  // no hello yet
+                session.send(await account.handle(request, user: session.phone.userID, device: device.id))
             case .answer(let id, let reply):
                 await answer(session, id: id, reply: reply)
             case .token(let token):

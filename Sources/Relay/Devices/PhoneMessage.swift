@@ -16,6 +16,8 @@ public enum PhoneMessage: Sendable, Equatable {
     case token(String)
     /// A diagnostic line from the app (logged without any location).
     case log
+    /// A request about the phone's own account (browser phone, APP.md §A.3).
+    case account(PhoneAccountRequest)
     /// Anything else (ignored).
     case unknown
 
@@ -67,7 +69,8 @@ public enum PhoneMessage: Sendable, Equatable {
             guard let id = (object["id"] as? String).flatMap(UUID.init(uuidString:)) else { return .unknown }
             return .answer(id: id, reply(object))
         default:
-            return .unknown
+            guard let request = PhoneAccountRequest.parse(object) else { return .unknown }
+            return request.map { .account($0) } ?? .unknown
         }
     }
 

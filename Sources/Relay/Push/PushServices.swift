@@ -12,12 +12,20 @@ public struct PushServices: Sendable {
     let transport: CurlTransport?
     /// When stages go out.
     public let timing: PushTiming
+    /// WEB_PUSH_ALLOWED_ORIGINS: origins a browser may subscribe with besides the known
+    /// push services (tests).
+    public let webPushOrigins: [String]
+
+    /// The VAPID public key browsers subscribe with (base64url), nil without Web Push.
+    public var vapidPublicKey: String? { webPush?.publicKey }
 
     /// No push service: every push counts as `disabled`.
     public static let none = PushServices(apns: nil, webPush: nil, transport: nil)
 
     /// The services built from settings (see `PushSettings`).
-    public init(apns: APNsSender?, webPush: WebPushSender?, transport: CurlTransport?, timing: PushTiming = PushTiming()) {
+    public init(apns: APNsSender?, webPush: WebPushSender?, transport: CurlTransport?, timing: PushTiming = PushTiming(),
+                webPushOrigins: [String] = []) {
+        self.webPushOrigins = webPushOrigins
         self.apns = apns
         self.webPush = webPush
         self.transport = transport

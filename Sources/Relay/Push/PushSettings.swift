@@ -40,7 +40,7 @@ public enum PushSettings {
         return PushServices(
             apns: apns.map { APNsSender(configuration: $0, transport: transport, minimumLeft: timing.minimumLeft) },
             webPush: vapid.map { WebPushSender(vapid: $0, transport: transport, extraOrigins: origins, minimumLeft: timing.minimumLeft) },
-            transport: transport, timing: timing)
+            transport: transport, timing: timing, webPushOrigins: origins.map { $0.lowercased() })
     }
 
     private static func apnsConfiguration(_ value: (String) -> String?) throws -> APNsSender.Configuration? {

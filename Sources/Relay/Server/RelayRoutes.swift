@@ -16,6 +16,10 @@ struct RelayRoutes: Sendable {
     let health: RelayHealth
     let gate: AgentGate
     let logger: Logger
+    /// Browser origins allowed to open phone sockets (PUBLIC_URL's and ALLOWED_ORIGINS).
+    let allowedOrigins: Set<String>
+    /// The browser phone's files.
+    let app: AppRoutes
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
@@ -32,6 +36,7 @@ struct RelayRoutes: Sendable {
         if health.isDraining, path == "/v1/locate" || path == "/mcp" || path == "/v1/device" {
             return .text(503, Self.drainingText, headers: ["Retry-After": "2"])
         }
+        if AppRoutes.handles(path) { return app.response(method: request.method, path: path) }
         switch (request.method, path) {
         case ("GET", "/healthz"):
             return .text(200, "ok")
@@ -106,7 +111,7 @@ struct RelayRoutes: Sendable {
             return .text(415, "The body must be a JSON message.")
         }
         switch message {
-        case .hello, .log, .token:
+        case .hello, .log, .token, .account:
             return .text(400, "Only answers (location, denied, unavailable) can be posted here.")
         case .unknown:
             return .text(422, "Not a known message.")
@@ -125,20 +130,33 @@ struct RelayRoutes: Sendable {
     }
 
     private func device(_ request: HTTPRequest) async -> HTTPResponse {
+        // A browser's page may open the socket only from the relay's own origin (or an
+        // allowed one): another site cannot use a signed-in page's token.
+        if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
+            return .text(403, "Origin not allowed.")
+        }
+        let credential = DeviceCredential.from(authorization: request.headers["Authorization"],
+                                               protocols: request.headers["Sec-WebSocket-Protocol"])
+        guard case .authorization(let authorization, let selectProtocol) = credential else {
+            return .text(400, "Offer one whereabot.bearer.<token> subprotocol together with whereabot.v1.")
+        }
         let phone: PhoneIdentity
-        switch await phoneIdentity(request, agentText: "Agent credentials cannot connect as a phone.") {
+        switch await phoneIdentity(request, authorization: authorization, agentText: "Agent credentials cannot connect as a phone.") {
         case .success(let identity): phone = identity
         case .failure(let refusal): return refusal.response
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
-        return .webSocket(delegate: hub.session(for: phone))
+        let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
+        return .webSocket(headers: headers, delegate: hub.session(for: phone))
     }
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
     /// credential and for a session revoked by removing its device, else as `AgentGate`.
-    private func phoneIdentity(_ request: HTTPRequest, agentText: String) async -> Result<PhoneIdentity, AgentGate.Refusal> {
+    private func phoneIdentity(_ request: HTTPRequest, authorization: String?? = nil,
+                               agentText: String) async -> Result<PhoneIdentity, AgentGate.Refusal> {
         do {
-            return .success(try await authenticator.phone(request.headers["Authorization"], client: request.remoteAddress))
+            return .success(try await authenticator.phone(authorization ?? request.headers["Authorization"],
+                                                          client: request.remoteAddress))
         } catch .wrongCredentialKind {
             return .failure(.init(response: .text(403, agentText)))
         } catch .deviceRemoved {

@@ -32,6 +32,8 @@ public final class RelayService: Sendable {
         public var issuer: String?
         /// SUPABASE_URL (the authorization server is SUPABASE_URL/auth/v1).
         public var supabaseURL: String?
+        /// SUPABASE_ANON_KEY: the browser phone signs in with it (Supabase Auth's `apikey`).
+        public var supabaseAnonKey: String?
         /// Browser origins allowed on /mcp besides the public URL.
         public var allowedOrigins: [String] = []
         /// Time between heartbeats (which also keep connected devices' last_seen_at fresh
@@ -94,7 +96,7 @@ public final class RelayService: Sendable {
         let sealedAnswers = SealedAnswerMemory()
         let settler = AnswerSettler(database: database, memory: sealedAnswers, logger: logger)
         let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
-                            authenticator: authenticator, logger: logger)
+                            authenticator: authenticator, logger: logger, pushOrigins: configuration.push.webPushOrigins)
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
@@ -117,7 +119,11 @@ public final class RelayService: Sendable {
         self.maintenance = maintenance
         let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
                                  authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
-                                 settler: settler, health: health, gate: gate, logger: logger)
+                                 settler: settler, health: health, gate: gate, logger: logger,
+                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins),
+                                 app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
+                                                supabaseAnonKey: configuration.supabaseAnonKey,
+                                                vapidPublicKey: configuration.push.vapidPublicKey))
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  log: { event, fields in logger.warning(event, fields) }) { await routes.handle($0) }
         self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,

@@ -1,0 +1,65 @@
+import Foundation
+import PGBus
+
+/// Answers a phone's requests about its own account over its socket (APP.md §A.3): Web
+/// Push subscriptions (the endpoint allow-list is checked in Postgres), always-allowed
+/// agents and the device list. The user and device are the socket's, never the message's.
+struct PhoneAccount: Sendable {
+    let database: RelayDatabase
+    /// WEB_PUSH_ALLOWED_ORIGINS (tests): origins allowed besides the known push services.
+    let extraOrigins: [String]
+    let logger: Logger
+
+    /// The reply to send back (a JSON text message).
+    func handle(_ request: PhoneAccountRequest, user: UUID, device: UUID) async -> String {
+        do {
+            switch request {
+            case .pushSubscription(nil, _, _):
+                _ = try await database.deleteWebPushSubscriptions(user: user, device: device)
+                return #"{"type":"push_subscription","status":"deleted"}"#
+            case .pushSubscription(let endpoint?, let p256dh, let auth):
+                let status = try await database.saveWebPushSubscription(user: user, device: device, endpoint: endpoint,
+                                                                       p256dh: p256dh, auth: auth, extraOrigins: extraOrigins)
+                if status == "saved" { return #"{"type":"push_subscription","status":"saved"}"# }
+                let reason = status.hasPrefix("refused:") ? String(status.dropFirst(8)) : "invalid"
+                return #"{"type":"push_subscription","status":"refused","reason":"\#(reason)"}"#
+            case .alwaysAllow(let clientID, let name, let requester):
+                return try await agents(database.setAlwaysAllowed(user: user, clientID: clientID, clientName: name,
+                                                                  requester: requester, allowed: true))
+            case .alwaysAllowRemove(let clientID, let requester):
+                return try await agents(database.setAlwaysAllowed(user: user, clientID: clientID, clientName: nil,
+                                                                  requester: requester, allowed: false))
+            case .listDevices:
+                return devices(try await database.userDevices(user: user))
+            case .renameDevice(let id, let name):
+                return devices(try await database.renameDevice(user: user, device: id, name: name))
+            case .removeDevice(let id):
+                return devices(try await database.removeDevice(user: user, device: id))
+            }
+        } catch let error as PGError where error.isRefusal {
+            // A generic agent id, a requester without a share, a limit: refused, list unchanged.
+            let current = (try? await database.alwaysAllowedAgents(user: user)).map(agents) ?? #"{"type":"always_allowed","agents":[]}"#
+            return String(current.dropLast()) + #","error":"refused"}"#
+        } catch {
+            logger.failure("phone_account_failed", error, ["device": device.uuidString.lowercased()])
+            return #"{"type":"error","reason":"try_again"}"#
+        }
+    }
+
+    /// The always-allowed list message sent to a browser phone after its hello.
+    func alwaysAllowed(user: UUID) async -> String? {
+        do { return agents(try await database.alwaysAllowedAgents(user: user)) } catch {
+            logger.failure("phone_account_failed", error, ["user": user.uuidString.lowercased()])
+            return nil
+        }
+    }
+
+    private func agents(_ list: PGJSON) -> String { #"{"type":"always_allowed","agents":\#(list.text)}"# }
+    private func devices(_ list: PGJSON) -> String { #"{"type":"devices","devices":\#(list.text)}"# }
+}
+
+private extension PGError {
+    /// The database refused the change (no share, a generic agent id, a limit, a bad
+    /// argument): the phone asked for something it may not have, not a failure.
+    var isRefusal: Bool { ["42501", "23514", "54000", "22023", "22004", "23502"].contains(sqlState ?? "") }
+}

@@ -1,0 +1,64 @@
+import Foundation
+
+/// What a phone asks of its own account over its socket (APP.md §A.3): its Web Push
+/// subscription, its always-allowed agents, and its device list. Only a phone socket
+/// carries these, so an agent's token can never add itself to the always-allowed list.
+/// Every field is checked here; the database checks again.
+public enum PhoneAccountRequest: Sendable, Equatable {
+    /// Save this subscription (`PushSubscription.toJSON()`), or with a nil endpoint delete
+    /// this device's subscriptions.
+    case pushSubscription(endpoint: String?, p256dh: String, auth: String)
+    /// Always allow `clientID` (for `requesterID`'s requests when set).
+    case alwaysAllow(clientID: String, clientName: String, requesterID: UUID?)
+    /// Stop always allowing it.
+    case alwaysAllowRemove(clientID: String, requesterID: UUID?)
+    /// Send the device list.
+    case listDevices
+    /// Rename one of the user's devices.
+    case renameDevice(UUID, name: String)
+    /// Remove one of the user's devices (its session is revoked).
+    case removeDevice(UUID)
+
+    /// Longest endpoint accepted (the table's limit).
+    static let maximumEndpointLength = 2048
+
+    /// Decodes the account messages; nil for other types, `.none` results are malformed.
+    static func parse(_ object: [String: Any]) -> PhoneAccountRequest?? {
+        func requester() -> UUID?? {
+            guard let value = object["requester_id"], !(value is NSNull) else { return .some(nil) }
+            guard let id = (value as? String).flatMap(UUID.init(uuidString:)) else { return nil }
+            return .some(id)
+        }
+        func clientID() -> String? {
+            guard let id = object["client_id"] as? String, (1...255).contains(id.count) else { return nil }
+            return id
+        }
+        switch object["type"] as? String {
+        case "push_subscription":
+            if object["endpoint"] is NSNull { return .some(.pushSubscription(endpoint: nil, p256dh: "", auth: "")) }
+            guard let endpoint = object["endpoint"] as? String, endpoint.utf8.count <= maximumEndpointLength,
+                  let keys = object["keys"] as? [String: Any] ?? Optional(object),
+                  let p256dh = keys["p256dh"] as? String, p256dh.utf8.count <= 100,
+                  let auth = keys["auth"] as? String, auth.utf8.count <= 30 else { return .some(nil) }
+            return .some(.pushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth))
+        case "always_allow":
+            guard let id = clientID(), let requester = requester() else { return .some(nil) }
+            let name = DisplayText.clean(object["client_name"] as? String ?? "", maximumLength: 200)
+            return .some(.alwaysAllow(clientID: id, clientName: name, requesterID: requester))
+        case "always_allow_remove":
+            guard let id = clientID(), let requester = requester() else { return .some(nil) }
+            return .some(.alwaysAllowRemove(clientID: id, requesterID: requester))
+        case "devices":
+            return .some(.listDevices)
+        case "device_rename":
+            guard let id = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)),
+                  let name = object["name"] as? String, name.count <= 1000 else { return .some(nil) }
+            return .some(.renameDevice(id, name: DisplayText.clean(name, maximumLength: PhoneMessage.maximumDeviceNameLength)))
+        case "device_remove":
+            guard let id = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)) else { return .some(nil) }
+            return .some(.removeDevice(id))
+        default:
+            return nil
+        }
+    }
+}

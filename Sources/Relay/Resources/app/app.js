@@ -1,0 +1,310 @@
+// The browser phone (APP.md): sign in, hold the phone socket, ask the person on every
+// locate, answer with the browser's position, keep a local history without coordinates.
+// Names from agents and people are only ever inserted as text (textContent), never HTML.
+import * as session from "./session.js";
+import { PhoneSocket } from "./socket.js";
+import { History } from "./history.js";
+import { locateOnce } from "./position.js";
+import { enablePush, storedSubscription, closeNotifications } from "./push.js";
+
+const $ = (id) => document.getElementById(id);
+const history = new History();
+const handled = new Set();   // request ids answered or being asked here
+const queue = [];            // locate messages waiting for the prompt
+let current = null;          // the locate being asked
+let countdown = null;
+let alwaysAllowed = [];
+let socket = null;
+let config = {};
+
+function deviceID() {
+  let id = localStorage.getItem("whereabot.device_id");
+  if (!id) {
+    id = crypto.randomUUID();
+    localStorage.setItem("whereabot.device_id", id);
+  }
+  return id;
+}
+
+function deviceName() {
+  const saved = localStorage.getItem("whereabot.device_name");
+  if (saved) return saved;
+  const ua = navigator.userAgent;
+  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom/.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : "Browser";
+  const system = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Mac OS/.test(ua) ? "macOS" : /Windows/.test(ua) ? "Windows" : /Linux/.test(ua) ? "Linux" : "the web";
+  return `${browser} on ${system}`;
+}
+
+function show(id, visible) { $(id).hidden = !visible; }
+
+function notice(text) {
+  $("notice").textContent = text;
+  show("notice", Boolean(text));
+}
+
+/** "Your agent X", "R's agent X", "An agent" — the who of every text. */
+function who(message) {
+  const agent = message.agent_name;
+  const requester = message.requester && message.requester.name;
+  if (requester) return agent ? `${requester}'s agent ${agent}` : `${requester}'s agent`;
+  return agent ? `Your agent ${agent}` : "An agent";
+}
+
+function isAlwaysAllowed(message) {
+  const requester = (message.requester && message.requester.user_id) || null;
+  return alwaysAllowed.some((a) => a.client_id === message.client_id && (a.requester_id || null) === requester);
+}
+
+function entry(message, outcome) {
+  history.add({ id: message.id, agent: message.agent_name || message.client_id, client_id: message.client_id,
+                requester_name: (message.requester && message.requester.name) || null, outcome });
+  renderHistory();
+}
+
+// ---------------------------------------------------------------------------- locate
+function onLocate(message) {
+  if (handled.has(message.id)) return;   // a resend after reconnect: already asked here
+  if (message.expires_ms <= Date.now()) return;
+  handled.add(message.id);
+  closeNotifications(message.id);
+  if (isAlwaysAllowed(message)) {
+    answerWithPosition(message).then((outcome) => {
+      entry(message, outcome === "shared" ? "shared_auto" : outcome);
+      if (outcome === "shared") banner(`${message.agent_name || "An agent"} checked your location`);
+    });
+    return;
+  }
+  queue.push(message);
+  if (!current) next();
+}
+
+function next() {
+  current = queue.shift() || null;
+  clearInterval(countdown);
+  show("prompt", Boolean(current));
+  if (!current) return;
+  const message = current;
+  $("prompt-text").textContent = `${who(message)} wants to know your location`;
+  const tick = () => {
+    const left = Math.ceil((message.expires_ms - Date.now()) / 1000);
+    $("prompt-countdown").textContent = left > 0 ? `${left} s left` : "";
+    if (Date.now() >= message.expires_ms - 500 && current === message) {
+      socket.send({ type: "denied", id: message.id, reason: "no_answer" });
+      entry(message, "no_answer");
+      next();
+    }
+  };
+  tick();
+  countdown = setInterval(tick, 250);
+}
+
+async function choose(choice) {
+  const message = current;
+  if (!message) return;
+  next();
+  closeNotifications(message.id);
+  if (choice === "reject") {
+    socket.send({ type: "denied", id: message.id, reason: "user" });
+    entry(message, "declined");
+    return;
+  }
+  if (choice === "always") {
+    socket.send({ type: "always_allow", client_id: message.client_id, client_name: message.agent_name || "",
+                  requester_id: (message.requester && message.requester.user_id) || null });
+  }
+  entry(message, await answerWithPosition(message));
+}
+
+/** Reads the position and sends the answer; returns the history outcome. */
+async function answerWithPosition(message) {
+  const result = await locateOnce(message.expires_ms);
+  if (result.fix) {
+    socket.send({ type: "location", id: message.id, ...result.fix });
+    return "shared";
+  }
+  socket.send({ type: "unavailable", id: message.id, reason: result.reason });
+  return result.reason === "permission" ? "permission" : "no_fix";
+}
+
+function onCancel(message) {
+  closeNotifications(message.id);
+  const expired = (m) => m.expires_ms <= Date.now();
+  if (current && current.id === message.id) {
+    entry(current, expired(current) ? "expired" : "other_device");
+    next();
+    return;
+  }
+  const index = queue.findIndex((m) => m.id === message.id);
+  if (index >= 0) entry(queue.splice(index, 1)[0], "other_device");
+}
+
+function banner(text) {
+  $("banner").textContent = text;
+  show("banner", true);
+  setTimeout(() => show("banner", false), 8000);
+}
+
+// ---------------------------------------------------------------------------- lists
+function renderHistory() {
+  const list = $("history");
+  list.replaceChildren(...history.entries().map((item) => {
+    const li = document.createElement("li");
+    const text = document.createElement("span");
+    text.textContent = `${item.requester_name ? item.requester_name + "'s agent " : ""}${item.agent}: ${History.label(item.outcome)}`;
+    const time = document.createElement("small");
+    time.textContent = new Date(item.at).toLocaleString();
+    li.append(text, time);
+    return li;
+  }));
+  show("history-empty", history.entries().length === 0);
+}
+
+function renderAlways(agents) {
+  alwaysAllowed = agents;
+  localStorage.setItem("whereabot.always_allowed", JSON.stringify(agents));
+  $("always-list").replaceChildren(...agents.map((agent) => {
+    const li = document.createElement("li");
+    const name = document.createElement("span");
+    name.textContent = agent.client_name || agent.client_id;
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "Remove";
+    remove.onclick = () => socket.send({ type: "always_allow_remove", client_id: agent.client_id, requester_id: agent.requester_id });
+    li.append(name, remove);
+    return li;
+  }));
+  show("always-empty", agents.length === 0);
+}
+
+function renderDevices(devices) {
+  const mine = deviceID();
+  $("devices").replaceChildren(...devices.map((device) => {
+    const li = document.createElement("li");
+    const name = document.createElement("span");
+    name.textContent = `${device.name || "Unnamed"} (${device.platform})${device.id === mine ? " — this browser" : ""}`;
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "Remove";
+    remove.onclick = () => { if (confirm("Remove this device? It is signed out.")) socket.send({ type: "device_remove", device_id: device.id }); };
+    li.append(name, remove);
+    return li;
+  }));
+}
+
+// ---------------------------------------------------------------------------- socket
+function onMessage(message) {
+  switch (message.type) {
+    case "locate": onLocate(message); break;
+    case "cancel": onCancel(message); break;
+    case "always_allowed": renderAlways(Array.isArray(message.agents) ? message.agents : []); break;
+    case "devices": renderDevices(Array.isArray(message.devices) ? message.devices : []); break;
+    case "push_subscription":
+      $("push-status").textContent = message.status === "saved" ? "Notifications are on."
+        : message.status === "refused" ? `Notifications refused by the relay (${message.reason}).` : "";
+      break;
+  }
+}
+
+function onState(state) {
+  const labels = { connecting: "Connecting…", connected: "Connected", disconnected: "Reconnecting…", expired: "Session expired",
+                   replaced: "Opened elsewhere", revoked: "Signed out" };
+  $("status").textContent = labels[state] || state;
+  if (state === "connected") {
+    notice("");
+    socket.send({ type: "devices" });
+    const subscription = storedSubscription();
+    if (subscription) socket.send({ type: "push_subscription", ...subscription });
+  } else if (state === "replaced") {
+    notice("Whereabot is open in another tab or browser with this device. Close this one.");
+  } else if (state === "revoked") {
+    localStorage.removeItem("whereabot.device_id");
+    signOut("This device was removed. Sign in again.");
+  } else if (state === "expired") {
+    renewOrSignOut();
+  }
+}
+
+async function renewOrSignOut() {
+  const fresh = await session.refresh(config, session.load() || {});
+  if (!fresh) return signOut("Your session ended. Sign in again.");
+  socket.send({ type: "token", access_token: fresh.access_token });
+  scheduleRefresh(fresh);
+}
+
+let refreshTimer = null;
+function scheduleRefresh(current) {
+  clearTimeout(refreshTimer);
+  const wait = Math.max(0, session.secondsLeft(current) - 60) * 1000;
+  refreshTimer = setTimeout(() => (current.refresh_token ? renewOrSignOut() : signOut("Your session ended. Sign in again.")),
+                            current.refresh_token ? wait : session.secondsLeft(current) * 1000);
+}
+
+function signOut(text) {
+  if (socket) {
+    socket.send({ type: "push_subscription", endpoint: null });
+    socket.close();
+  }
+  session.clear();
+  notice(text || "");
+  start();
+}
+
+// ---------------------------------------------------------------------------- start
+function start() {
+  const current = session.takeFragment() || session.load();
+  if (!current || session.secondsLeft(current) <= 0) {
+    session.clear();
+    show("home", false);
+    show("prompt", false);
+    show("signin", true);
+    show("supabase-signin", Boolean(config.supabase_url));
+    show("local-signin", !config.supabase_url);
+    $("status").textContent = "Signed out";
+    return;
+  }
+  show("signin", false);
+  show("home", true);
+  show("push", Boolean(config.vapid_public_key) && "PushManager" in window);
+  $("device-name").value = deviceName();
+  renderHistory();
+  renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+  socket = new PhoneSocket({
+    token: () => (session.load() || current).access_token,
+    hello: () => ({ type: "hello", app_version: "web-1", device_id: deviceID(), device_name: deviceName(), platform: "web" }),
+    onMessage,
+    onState,
+  });
+  socket.connect();
+  scheduleRefresh(current);
+}
+
+async function main() {
+  config = await fetch("/app/config.json").then((r) => r.json()).catch(() => ({}));
+  $("reject").onclick = () => choose("reject");
+  $("allow").onclick = () => choose("allow");
+  $("always").onclick = () => choose("always");
+  $("signout").onclick = () => signOut("");
+  $("google").onclick = () => session.signInWithGoogle(config);
+  $("email-form").onsubmit = async (event) => {
+    event.preventDefault();
+    show("email-sent", await session.emailLink(config, $("email").value));
+  };
+  $("rename-form").onsubmit = (event) => {
+    event.preventDefault();
+    const name = $("device-name").value.trim().slice(0, 100);
+    localStorage.setItem("whereabot.device_name", name);
+    socket.send({ type: "device_rename", device_id: deviceID(), name });
+  };
+  $("enable-push").onclick = async () => {
+    const result = await enablePush(config.vapid_public_key);
+    $("push-status").textContent = result.text;
+    if (result.subscription) socket.send({ type: "push_subscription", ...result.subscription });
+  };
+  if ("serviceWorker" in navigator) {
+    navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" }).catch(() => {});
+    navigator.serviceWorker.addEventListener("message", () => socket && socket.soon(0));
+  }
+  start();
+}
+
+main();

@@ -1,0 +1,31 @@
+// The request history on this device (APP.md §A.4): newest first, at most 200 entries,
+// and never a coordinate or an accuracy — only who asked, when, and what happened.
+
+const KEY = "whereabot.history";
+const LIMIT = 200;
+const LABELS = {
+  shared: "Shared", shared_auto: "Shared automatically", declined: "Declined", no_answer: "Not answered",
+  permission: "Location access is off", no_fix: "No location fix", other_device: "Answered on another device",
+  expired: "Timed out",
+};
+
+export class History {
+  static label(outcome) {
+    return LABELS[outcome] || outcome;
+  }
+
+  entries() {
+    try {
+      const list = JSON.parse(localStorage.getItem(KEY) || "[]");
+      return Array.isArray(list) ? list : [];
+    } catch {
+      return [];
+    }
+  }
+
+  add({ id, agent, client_id, requester_name, outcome }) {
+    const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name, outcome };
+    const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);
+    localStorage.setItem(KEY, JSON.stringify(list));
+  }
+}

@@ -1,0 +1,49 @@
+// Web Push on the page side (APP.md §A.5): subscribe after a user gesture with the relay's
+// VAPID key, raced against 15 s (a profile that cannot reach its push service never
+// settles), keep the subscription to send on every connect, close a request's notifications.
+
+const KEY = "whereabot.push";
+
+function keyBytes(base64url) {
+  const base64 = base64url.replace(/-/g, "+").replace(/_/g, "/");
+  const raw = atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4));
+  return Uint8Array.from(raw, (c) => c.charCodeAt(0));
+}
+
+export function storedSubscription() {
+  try {
+    return JSON.parse(localStorage.getItem(KEY) || "null");
+  } catch {
+    return null;
+  }
+}
+
+export async function enablePush(vapidPublicKey) {
+  if (!vapidPublicKey || !("PushManager" in window)) return { text: "This browser cannot receive notifications." };
+  if ((await Notification.requestPermission()) !== "granted") return { text: "Notifications are blocked for this site." };
+  try {
+    const registration = await navigator.serviceWorker.ready;
+    const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), 15000));
+    const subscription = await Promise.race([
+      registration.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: keyBytes(vapidPublicKey) }),
+      timeout,
+    ]);
+    const json = subscription.toJSON();
+    const saved = { endpoint: json.endpoint, p256dh: json.keys.p256dh, auth: json.keys.auth };
+    localStorage.setItem(KEY, JSON.stringify(saved));
+    return { text: "Saving…", subscription: saved };
+  } catch (error) {
+    return { text: `Notifications could not be enabled (${error.message}).` };
+  }
+}
+
+export async function closeNotifications(requestID) {
+  if (!("serviceWorker" in navigator)) return;
+  try {
+    const registration = await navigator.serviceWorker.getRegistration("/app/");
+    if (!registration) return;
+    for (const notification of await registration.getNotifications({ tag: requestID })) notification.close();
+  } catch {
+    // no notifications to close
+  }
+}

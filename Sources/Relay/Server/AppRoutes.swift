@@ -1,0 +1,69 @@
+import Foundation
+import HTTPServer
+
+/// The browser phone's files at `/app/` (APP.md §A.1), read once from the resource bundle,
+/// and `/app/config.json`. Every response carries the page's CSP, nosniff and no-referrer;
+/// `index.html`, `sw.js` and `config.json` are `no-cache`. Unknown files are 404.
+struct AppRoutes: Sendable {
+    /// One file: its bytes and content type.
+    struct File: Sendable {
+        let body: [UInt8]
+        let contentType: String
+        let noCache: Bool
+    }
+
+    private let files: [String: File]
+    private let config: [UInt8]
+    private let securityHeaders: HTTPHeaders
+
+    /// Loads the files; `supabaseURL` joins the CSP's `connect-src` (the page signs in there).
+    init(publicURL: String, supabaseURL: String?, supabaseAnonKey: String?, vapidPublicKey: String?) {
+        var files: [String: File] = [:]
+        if let directory = Bundle.module.url(forResource: "app", withExtension: nil),
+           let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            for name in names {
+                guard let type = Self.contentTypes[(name as NSString).pathExtension],
+                      let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else { continue }
+                files[name] = File(body: Array(data), contentType: type, noCache: name == "index.html" || name == "sw.js")
+            }
+        }
+        self.files = files
+        let object: [String: Any] = ["vapid_public_key": vapidPublicKey ?? NSNull(), "supabase_url": supabaseURL ?? NSNull(),
+                                     "supabase_anon_key": supabaseAnonKey ?? NSNull(), "public_url": publicURL]
+        config = Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+        let connect = ["'self'", supabaseURL].compactMap { $0 }.joined(separator: " ")
+        securityHeaders = [
+            "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                + "connect-src \(connect); worker-src 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "no-referrer",
+        ]
+    }
+
+    static let contentTypes = ["html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
+                               "css": "text/css; charset=utf-8", "webmanifest": "application/manifest+json",
+                               "png": "image/png", "json": "application/json"]
+
+    /// Whether this route serves `path`.
+    static func handles(_ path: String) -> Bool { path == "/app" || path.hasPrefix("/app/") }
+
+    /// The response for a GET (or HEAD) of `path` under /app.
+    func response(method: String, path: String) -> HTTPResponse {
+        guard method == "GET" || method == "HEAD" else { return .text(405, "Method Not Allowed") }
+        if path == "/app" { return HTTPResponse(status: 301, headers: ["Location": "/app/"]) }
+        let name = path == "/app/" ? "index.html" : String(path.dropFirst("/app/".count))
+        var headers = securityHeaders
+        if name == "config.json" {
+            headers.set("Content-Type", "application/json")
+            headers.set("Cache-Control", "no-cache")
+            return HTTPResponse(status: 200, headers: headers, body: method == "HEAD" ? [] : config)
+        }
+        guard !name.contains("/"), let file = files[name] else { return HTTPResponse(status: 404, headers: headers, body: Array("Not Found".utf8)) }
+        headers.set("Content-Type", file.contentType)
+        if file.noCache { headers.set("Cache-Control", "no-cache") }
+        return HTTPResponse(status: 200, headers: headers, body: method == "HEAD" ? [] : file.body)
+    }
+
+    /// How many files were loaded (0 means the resource bundle is missing).
+    var fileCount: Int { files.count }
+}

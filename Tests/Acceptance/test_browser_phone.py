@@ -1,0 +1,420 @@
+"""The browser phone at /app/ (APP.md §A.7, A1-A14) in Debian's real Chromium, driven by
+Playwright for Python (never `playwright install`), against real `whereabot serve`
+processes; agents are curl, the second phone is `whereabot phone`, Web Push goes through
+the fake push service and CDP `ServiceWorker.deliverPushMessage`."""
+import base64
+import json
+import os
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+
+import psycopg
+import pytest
+import websockets.sync.client as ws_client
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from playwright.sync_api import expect, sync_playwright
+
+from conftest import ADMIN_URL, ROOT
+from fake_webpush import b64url
+from push_kit import Locate, Push, wait_for
+from relay_server import BINARY, SECRET, RelayServer, token
+
+LAT, LON, ACC = 52.52, 13.405, 12
+
+
+def chromium_binary():
+    """The package's real binary (`/usr/bin/chromium` is a shell wrapper)."""
+    files = subprocess.run(["dpkg", "-L", "chromium"], capture_output=True, text=True, check=True).stdout.split()
+    return next(f for f in files if f.endswith("/chromium") and "/lib/" in f and os.path.isfile(f) and os.access(f, os.X_OK))
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_binary(), headless=True, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def push():
+    fakes = Push()
+    yield fakes
+    fakes.stop()
+
+
+@pytest.fixture(scope="module")
+def relay(push):
+    server = RelayServer(**push.env)
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+class Person:
+    """A user with a session, an agent called Claude, and an --app-link style link."""
+
+    def __init__(self, admin, make_user, relay, agent_name="Claude"):
+        self.user, self.session, self.email = make_user(name="Grace Hopper", with_session=True)
+        self.client_id = str(uuid.uuid4())
+        admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, %s)", (self.client_id, agent_name))
+        self.agent = token(self.user, self.session, self.email, client_id=self.client_id)
+        self.phone = token(self.user, self.session, self.email)
+        self.link = f"{relay.base}/app/#access_token={self.phone}&token_type=bearer&expires_in=3600&sb"
+
+
+def new_page(browser, geolocation=True, init_script=None):
+    context = browser.new_context(permissions=["geolocation", "notifications"] if geolocation else ["notifications"],
+                                  geolocation={"latitude": LAT, "longitude": LON, "accuracy": ACC})
+    if init_script:
+        context.add_init_script(init_script)
+    return context, context.new_page()
+
+
+def signed_in(browser, person, **options):
+    context, page = new_page(browser, **options)
+    page.goto(person.link)
+    expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+    return context, page
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url), timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+# ------------------------------------------------------------------------------------------ A1
+def test_a1_routes_headers_manifest_and_config(relay, push):
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args):
+            return None
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(f"{relay.base}/app")
+        raise AssertionError("expected a redirect")
+    except urllib.error.HTTPError as error:
+        assert error.code == 301 and error.headers["Location"] == "/app/"
+    status, headers, body = get(f"{relay.base}/app/")
+    assert status == 200 and headers["Content-Type"] == "text/html; charset=utf-8" and headers["Cache-Control"] == "no-cache"
+    assert headers["Content-Security-Policy"].startswith("default-src 'self'; script-src 'self'")
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["Referrer-Policy"] == "no-referrer"
+    assert b'<script type="module" src="/app/app.js">' in body
+    for name, kind in [("app.js", "text/javascript"), ("sw.js", "text/javascript"), ("app.css", "text/css"),
+                       ("icon-192.png", "image/png"), ("icon-512.png", "image/png")]:
+        status, headers, _ = get(f"{relay.base}/app/{name}")
+        assert status == 200 and headers["Content-Type"].startswith(kind), name
+    assert get(f"{relay.base}/app/sw.js")[1]["Cache-Control"] == "no-cache"
+    status, headers, body = get(f"{relay.base}/app/manifest.webmanifest")
+    manifest = json.loads(body)
+    assert headers["Content-Type"] == "application/manifest+json"
+    assert (manifest["start_url"], manifest["scope"], manifest["display"]) == ("/app/", "/app/", "standalone")
+    assert {icon["sizes"] for icon in manifest["icons"]} == {"192x192", "512x512"}
+    status, headers, body = get(f"{relay.base}/app/config.json")
+    config = json.loads(body)
+    assert headers["Cache-Control"] == "no-cache" and config["public_url"] == relay.base
+    point = base64.urlsafe_b64decode(config["vapid_public_key"] + "==")
+    assert len(point) == 65 and point[0] == 4
+    scalar = int.from_bytes(base64.urlsafe_b64decode(push.env["VAPID_PRIVATE_KEY"] + "="), "big")
+    derived = ec.derive_private_key(scalar, ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    assert derived == point
+    assert get(f"{relay.base}/app/nope.js")[0] == 404 and get(f"{relay.base}/app/../README.md")[0] == 404
+    plain = RelayServer()
+    try:
+        assert json.loads(get(f"{plain.base}/app/config.json")[2])["vapid_public_key"] is None
+    finally:
+        plain.stop()
+
+
+# ------------------------------------------------------------------------------------------ A2
+def test_a2_sign_in_link(browser, admin, relay):
+    email = f"app-{uuid.uuid4().hex[:8]}@example.com"
+    env = {**os.environ, "ADMIN_DATABASE_URL": ADMIN_URL, "SUPABASE_JWT_SECRET": SECRET}
+    link = subprocess.run([str(BINARY), "token", "--email", email, "--app-link", "--relay", relay.base], env=env,
+                          capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    assert link.startswith(f"{relay.base}/app/#access_token=ey") and link.endswith("&token_type=bearer&expires_in=86400&sb")
+    context, page = new_page(browser)
+    try:
+        page.goto(link)
+        expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        assert page.evaluate("location.hash") == ""
+        stored = page.evaluate("JSON.parse(localStorage.getItem('whereabot.session'))")
+        assert link.split("access_token=")[1].startswith(stored["access_token"])
+        device = page.evaluate("localStorage.getItem('whereabot.device_id')")
+        row = wait_for(lambda: admin.execute("select d.platform, d.name, u.email from public.devices d join auth.users u"
+                                             " on u.id = d.user_id where d.id = %s", (device,)).fetchone(), 5)
+        assert row == ("web", "Chrome on Linux", email)
+        expect(page.locator("#devices li")).to_contain_text("Chrome on Linux (web) — this browser")
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------------------------------ A3
+def test_a3_socket_auth_by_subprotocol(admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    url = relay.base.replace("http", "ws") + "/v1/device"
+    with ws_client.connect(url, subprotocols=["whereabot.v1", "whereabot.bearer." + person.phone]) as socket:
+        assert socket.subprotocol == "whereabot.v1"
+        socket.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "platform": "web"}))
+        assert json.loads(socket.recv(5))["type"] == "always_allowed"
+
+    def refused(protocols, origin=None):
+        try:
+            with ws_client.connect(url, subprotocols=protocols, origin=origin):
+                return 101
+        except Exception as error:  # websockets.InvalidStatus
+            return error.response.status_code
+
+    assert refused(["whereabot.v1", "whereabot.bearer.not-a-jwt"]) == 401
+    assert refused(["whereabot.v1", "whereabot.bearer." + person.agent]) == 403
+    assert refused(["whereabot.bearer." + person.phone]) == 400
+    assert refused(["whereabot.v1", "whereabot.bearer." + person.phone], origin="https://evil.example") == 403
+    assert refused(["whereabot.v1", "whereabot.bearer." + person.phone], origin=relay.base) == 101
+    metrics = subprocess.run(["curl", "-s", f"{relay.base}/metrics"], capture_output=True, text=True).stdout
+    assert person.phone not in metrics
+
+
+# ------------------------------------------------------------------------------------- A4 A11
+def test_a4_allow_shares_the_browser_position_and_a11_history_has_none(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        expect(page.locator("#prompt-countdown")).to_contain_text("s left")
+        if os.environ.get("WHEREABOT_SCREENSHOTS"):
+            page.screenshot(path=str(ROOT / "docs" / "app-prompt.png"))
+        page.click("#allow")
+        call.join()
+        assert call.status == 200, call.body
+        fix = json.loads(call.body)
+        assert (fix["latitude"], fix["longitude"], fix["accuracy_m"]) == (LAT, LON, ACC)
+        expect(page.locator("#history li").first).to_contain_text("Claude: Shared")
+        if os.environ.get("WHEREABOT_SCREENSHOTS"):
+            page.screenshot(path=str(ROOT / "docs" / "app-history.png"))
+        # A11: nothing stored on the device holds the position.
+        stored = page.evaluate("Object.keys(localStorage).filter(k => k !== 'whereabot.session')"
+                               ".map(k => localStorage.getItem(k)).join('\\n')")
+        assert "52.52" not in stored and "13.40" not in stored and '"accuracy' not in stored
+        assert "Claude" in stored
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------------------------- A5 A6
+def test_a5_reject_and_a6_no_tap(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+        page.click("#reject")
+        call.join()
+        assert (call.status, call.body) == (403, "The user declined to share their location.")
+        call = Locate(relay.base, person.agent, 3).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+        call.join()
+        assert (call.status, call.body) == (408, "The user did not respond on their phone. Ask them before trying again.")
+        expect(page.locator("#prompt")).to_be_hidden()
+        expect(page.locator("#history li").first).to_contain_text("Not answered")
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------------------------------ A7
+def test_a7_geolocation_not_granted(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person, geolocation=False)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+        page.click("#allow")
+        call.join()
+        assert (call.status, call.body) == (
+            424, "Location access is off for Whereabot on the user's phone. Ask them to allow it in Settings.")
+        expect(page.locator("#history li").first).to_contain_text("Location access is off")
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------------------------------ A8
+def test_a8_always_allow(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+        page.click("#always")
+        call.join()
+        assert call.status == 200
+        expect(page.locator("#always-list li")).to_contain_text("Claude")
+        assert admin.execute("select client_name from public.always_allowed_agents where user_id = %s and client_id = %s",
+                             (person.user, person.client_id)).fetchone() == ("Claude",)
+        with psycopg.connect(os.environ.get("WHEREABOT_TEST_RELAY_URL", relay_url()), autocommit=True) as conn:
+            assert conn.execute("select relay.is_always_allowed(%s, %s, null)", (person.user, person.client_id)).fetchone()[0]
+        call = Locate(relay.base, person.agent, 20).begin()
+        call.join()
+        assert call.status == 200, "answered without a click"
+        expect(page.locator("#banner")).to_have_text("Claude checked your location")
+        expect(page.locator("#history li").first).to_contain_text("Shared automatically")
+        page.click("#always-list li button")
+        expect(page.locator("#always-list li")).to_have_count(0)
+        assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
+                             (person.user,)).fetchone() == (0,)
+    finally:
+        context.close()
+
+
+def relay_url():
+    from conftest import RELAY_URL
+    return RELAY_URL
+
+
+# ------------------------------------------------------------------------------------------ A9
+def test_a9_answered_on_another_device(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    env = {**os.environ, "ADMIN_DATABASE_URL": ADMIN_URL, "SUPABASE_JWT_SECRET": SECRET}
+    cli = subprocess.Popen([str(BINARY), "phone", "--relay", relay.base, "--token", person.phone, "--answer", "allow"],
+                           env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert "connected" in cli.stdout.readline()
+        time.sleep(0.3)
+        call = Locate(relay.base, person.agent, 20).begin()
+        call.join()
+        assert call.status == 200
+        expect(page.locator("#history li").first).to_contain_text("Answered on another device", timeout=10000)
+        expect(page.locator("#prompt")).to_be_hidden()
+    finally:
+        cli.terminate()
+        cli.wait(10)
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A10
+def test_a10_a_second_tab_replaces_the_first(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, first = signed_in(browser, person)
+    try:
+        second = context.new_page()
+        second.goto(f"{relay.base}/app/")
+        expect(second.locator("#status")).to_have_text("Connected", timeout=10000)
+        expect(first.locator("#status")).to_have_text("Opened elsewhere", timeout=10000)
+        expect(first.locator("#notice")).to_contain_text("open in another tab")
+        time.sleep(3)
+        expect(first.locator("#status")).to_have_text("Opened elsewhere")
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A12
+def subscription_stub(endpoint, p256dh, auth):
+    """Playwright contexts cannot reach a push service: subscribe() resolves this subscription."""
+    return """
+      (() => {
+        const sub = {endpoint: %s, keys: {p256dh: %s, auth: %s}};
+        const fake = {endpoint: sub.endpoint, toJSON: () => sub, unsubscribe: async () => true, getKey: () => null};
+        if (self.PushManager) {
+          PushManager.prototype.subscribe = async function () { return fake; };
+          PushManager.prototype.getSubscription = async function () { return fake; };
+        }
+      })();
+    """ % (json.dumps(endpoint), json.dumps(p256dh), json.dumps(auth))
+
+
+def test_a12_web_push_end_to_end(browser, admin, make_user, relay, push):
+    person = Person(admin, make_user, relay)
+    endpoint, p256dh, auth = push.web.subscribe("/sub/a12-" + uuid.uuid4().hex[:6])
+    context, page = signed_in(browser, person, init_script=subscription_stub(endpoint, p256dh, auth))
+    try:
+        page.evaluate("navigator.serviceWorker.ready")
+        page.click("#enable-push")
+        expect(page.locator("#push-status")).to_have_text("Notifications are on.", timeout=10000)
+        assert admin.execute("select count(*) from public.web_push_subscriptions where user_id = %s and endpoint = %s",
+                             (person.user, endpoint)).fetchone() == (1,)
+        cdp = context.new_cdp_session(page)
+        registrations = []
+        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
+        cdp.send("ServiceWorker.enable")
+        for _ in range(50):  # the sync API delivers CDP events while Playwright is called
+            if registrations:
+                break
+            page.wait_for_timeout(100)
+        assert registrations
+        registration = next(r for r in registrations if r["scopeURL"].endswith("/app/"))["registrationId"]
+        page.goto("about:blank")  # the page is closed: only a push can reach the person
+        time.sleep(0.5)
+        call = Locate(relay.base, person.agent, 30).begin()
+        path = endpoint[len(push.web.origin):]
+        pushed = wait_for(lambda: push.web_for([path]), 5)
+        assert pushed and pushed[0]["status"] == 201
+        payload = pushed[0]["payload"]
+        assert payload["body"] == "Your agent Claude wants to know your location" and payload["kind"] == "alert"
+        cdp.send("ServiceWorker.deliverPushMessage", {"origin": relay.base, "registrationId": registration,
+                                                      "data": json.dumps(payload)})
+        page.goto(f"{relay.base}/app/offline-check-does-not-exist")  # any /app/ page can read the registration
+        page.goto(f"{relay.base}/app/")
+        shown = wait_for(lambda: page.evaluate(
+            "navigator.serviceWorker.getRegistration('/app/').then(r => r.getNotifications())"
+            ".then(ns => ns.map(n => ({title: n.title, body: n.body, tag: n.tag, url: n.data && n.data.url})))"), 5)
+        assert shown and shown[0] == {"title": "Whereabot", "body": payload["body"], "tag": payload["request_id"],
+                                      "url": f"/app/?request={payload['request_id']}"}
+        page.goto(relay.base + shown[0]["url"])
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        page.click("#allow")
+        call.join()
+        assert call.status == 200
+        closed = page.evaluate("navigator.serviceWorker.getRegistration('/app/').then(r => r.getNotifications({tag: %s}))"
+                               ".then(ns => ns.length)" % json.dumps(payload["request_id"]))
+        assert closed == 0, "the answered request's notification is closed"
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A13
+def test_a13_names_are_text_never_html(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay, agent_name="<img src=x onerror=window.pwned=1>")
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_have_text(
+            "Your agent <img src=x onerror=window.pwned=1> wants to know your location", timeout=10000)
+        page.click("#reject")
+        call.join()
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        assert page.locator("img").count() == 0
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A14
+def test_a14_endpoint_outside_the_allow_list_is_refused(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    key = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    context, page = signed_in(browser, person, init_script=subscription_stub("https://evil.example/push", b64url(key),
+                                                                              b64url(os.urandom(16))))
+    try:
+        page.evaluate("navigator.serviceWorker.ready")
+        page.click("#enable-push")
+        expect(page.locator("#push-status")).to_have_text("Notifications refused by the relay (endpoint_not_allowed).",
+                                                          timeout=10000)
+        assert admin.execute("select count(*) from public.web_push_subscriptions where user_id = %s",
+                             (person.user,)).fetchone() == (0,)
+    finally:
+        context.close()
+
+
+def test_relay_logs_hold_no_token(relay):
+    """After the browser tests: the bearer subprotocol never reached the logs."""
+    relay.stop()
+    assert "whereabot.bearer." not in relay.logs and "eyJ" not in relay.logs
+    assert "52.52" not in relay.logs and "13.405" not in relay.logs
