@@ -7,13 +7,24 @@ cd "$ROOT"
 eval "$(scripts/env.sh)"
 swift build --product whereabot >/dev/null
 bin=.build/debug/whereabot
+link=$("$bin" token --email you@example.com --app-link --relay "$PUBLIC_URL")
 cat <<HELP
 
-Whereabot relay on $PUBLIC_URL (Ctrl-C stops it). In another terminal:
+Whereabot relay on $PUBLIC_URL (Ctrl-C stops it).
+
+Open your phone in a browser (signed in as you@example.com for 24 hours):
+
+  $link
+
+then, in another terminal, ask as an agent and tap Allow in the browser:
 
   eval "\$(make -s env)"
+  curl -s -X POST -H "Authorization: Bearer \$($bin token --email you@example.com --agent 'My agent')" \\
+    '$PUBLIC_URL/v1/locate?timeout_secs=30'
 
-1. A phone that asks you before answering:
+More, in that terminal:
+
+1. A phone in the terminal that asks you before answering:
   $bin phone --relay $PUBLIC_URL --token "\$($bin token --email you@example.com)" --answer ask
 
 2. An agent asking over HTTP:

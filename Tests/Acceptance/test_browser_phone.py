@@ -6,7 +6,6 @@ import base64
 import json
 import os
 import subprocess
-import threading
 import time
 import urllib.request
 import uuid
