@@ -53,7 +53,7 @@ def test_open_request_notifies_locate(bus, make_user, admin):
     result, notes = after_commit(bus, lambda c: open_request(c, request_id, owner))
     assert result == {"status": "opened", "connections": 0}
     assert notes == [("whereabot_locate", {
-        "id": str(request_id), "owner": str(owner), "client_id": "client-1",
+        "id": str(request_id), "owner": str(owner), "client_id": "client-1", "agent_name": "Claude",
         "expires_ms": expires_ms(admin, request_id), "requester": None})]
 
 
@@ -64,7 +64,7 @@ def test_shared_open_request_carries_the_requester(bus, make_user, admin):
     _, notes = after_commit(bus, lambda c: open_request(c, request_id, owner, requester=viewer))
     email = admin.execute("select email from auth.users where id = %s", (viewer,)).fetchone()[0]
     assert notes == [("whereabot_locate", {
-        "id": str(request_id), "owner": str(owner), "client_id": "client-1",
+        "id": str(request_id), "owner": str(owner), "client_id": "client-1", "agent_name": "Claude",
         "expires_ms": expires_ms(admin, request_id),
         "requester": {"user_id": str(viewer), "name": "Bob", "email": email}})]
 
