@@ -9,7 +9,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-pgbus bench-http bench-push fuzz clean
+.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -43,6 +43,9 @@ db: ## Create and start the local PostgreSQL on 127.0.0.1:54322 with the Supabas
 
 db-stop: ## Stop the local PostgreSQL
 	@scripts/db.sh stop
+
+audit: ## Print who may do what (RLS, policies, functions, privileges) from DATABASE_URL's catalog (default: local)
+	@scripts/audit.sh
 
 migrate: ## Apply pending migrations to DATABASE_URL (default: the local database)
 	@scripts/migrate.sh

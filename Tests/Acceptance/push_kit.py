@@ -5,6 +5,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 
 from cryptography.hazmat.primitives import serialization
@@ -60,16 +61,17 @@ def hex_token(prefix=""):
 class Locate(threading.Thread):
     """POST /v1/locate with curl in the background; `started` is when curl began."""
 
-    def __init__(self, base, credential, seconds):
+    def __init__(self, base, credential, seconds, person=None):
         super().__init__(daemon=True)
-        self.base, self.credential, self.seconds = base, credential, seconds
+        self.base, self.credential, self.seconds, self.person = base, credential, seconds, person
         self.status = self.body = None
 
     def run(self):
         self.started = time.time()
         result = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H",
                                  f"Authorization: Bearer {self.credential}",
-                                 f"{self.base}/v1/locate?timeout_secs={self.seconds}"],
+                                 f"{self.base}/v1/locate?timeout_secs={self.seconds}"
+                                 + (f"&person={urllib.parse.quote(self.person)}" if self.person else "")],
                                 capture_output=True, text=True, timeout=self.seconds + 30)
         body, _, status = result.stdout.rpartition("\n")
         self.status, self.body = int(status), body

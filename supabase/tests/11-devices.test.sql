@@ -14,8 +14,8 @@ select tests.authenticate_as('ada');
 select results_eq($$ select name from public.devices $$, array['Ada''s iPhone'],
   'the owner reads only their own devices');
 select tests.authenticate_as_agent('ada');
-select results_eq($$ select name from public.devices $$, array['Ada''s iPhone'],
-  'the owner''s agent reads the owner''s devices');
+select is_empty($$ select name, last_seen_at from public.devices $$,
+  'the owner''s agent reads none of the owner''s devices (no presence without a request)');
 select tests.authenticate_as('bob');
 select results_eq($$ select name from public.devices $$, array['Bob''s Pixel'],
   'another user reads none of the owner''s devices');
