@@ -14,6 +14,7 @@ struct Whereabot {
                     (phone, or agent); --app-link prints a link that signs the browser phone in
           keys      create --email E --name N | revoke ID: agent keys (the key prints once)
           phone     --relay URL --token T --answer allow|always|deny|ignore|unavailable|ask: a reference phone
+          openapi   print the OpenAPI 3.1 description of the HTTP API (docs/openapi.yaml)
           vapid-keys  print a new VAPID key pair for Web Push (VAPID_PRIVATE_KEY and the public key)
           version   print the version
           help      print this text
@@ -48,6 +49,8 @@ struct Whereabot {
                 FileHandle.standardError.write(Data("whereabot serve: \(error)\n".utf8))
                 exit(1)
             }
+        case "openapi":
+            print(OpenAPIDocument.yaml, terminator: "")
         case "vapid-keys":
             do { print(try VAPIDKeysCommand.run()) } catch {
                 FileHandle.standardError.write(Data("whereabot vapid-keys: \(error)\n".utf8))

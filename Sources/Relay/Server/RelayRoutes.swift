@@ -28,6 +28,18 @@ struct RelayRoutes: Sendable {
     /// What agents and phones get while the database cannot be reached.
     static let databaseUnreachableText = "The relay cannot reach its database right now. Retry in a few seconds."
 
+    /// The texts of the routes besides the agent texts of `AgentFailure`; docs/openapi.yaml
+    /// is built from these (`OpenAPIDocument`), so each exists once.
+    static let timeoutText = "timeout_secs must be a whole number of seconds from 1 to \(maximumTimeout)."
+    static let answerNotJSONText = "The body must be a JSON message."
+    static let answerNotAnswerText = "Only answers (location, denied, unavailable) can be posted here."
+    static let answerUnknownText = "Not a known message."
+    static let answerGoneText = "No request waits under this id."
+    static let answerForbiddenText = "That request belongs to another user."
+    static let agentCannotAnswerText = "Agent credentials cannot answer."
+    static let agentCannotConnectText = "Agent credentials cannot connect as a phone."
+    static let deviceRemovedText = "This session was signed out by removing its device. Sign in again."
+
     /// What agents and phones get from a draining instance.
     static let drainingText = "This relay instance is restarting. Retry in a few seconds."
 
@@ -40,6 +52,8 @@ struct RelayRoutes: Sendable {
         switch (request.method, path) {
         case ("GET", "/healthz"):
             return .text(200, "ok")
+        case ("GET", "/openapi.yaml"):
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: Array(OpenAPIDocument.yaml.utf8))
         case ("POST", "/v1/locate"):
             return await locate(request)
         case ("GET", "/v1/device"):
@@ -79,7 +93,7 @@ struct RelayRoutes: Sendable {
         var timeout = Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {
             guard let value = Int(text), value > 0 else {
-                return .text(400, "timeout_secs must be a whole number of seconds from 1 to \(Self.maximumTimeout).")
+                return .text(400, Self.timeoutText)
             }
             timeout = min(value, Self.maximumTimeout)
         }
@@ -103,24 +117,24 @@ struct RelayRoutes: Sendable {
     /// One answer without a socket (from a notification action): SPEC §5's statuses.
     private func deviceAnswer(_ request: HTTPRequest) async -> HTTPResponse {
         let phone: PhoneIdentity
-        switch await phoneIdentity(request, agentText: "Agent credentials cannot answer.") {
+        switch await phoneIdentity(request, agentText: Self.agentCannotAnswerText) {
         case .success(let identity): phone = identity
         case .failure(let refusal): return refusal.response
         }
         guard let message = PhoneMessage.parse(String(decoding: request.body, as: UTF8.self)) else {
-            return .text(415, "The body must be a JSON message.")
+            return .text(415, Self.answerNotJSONText)
         }
         switch message {
         case .hello, .log, .token, .account:
-            return .text(400, "Only answers (location, denied, unavailable) can be posted here.")
+            return .text(400, Self.answerNotAnswerText)
         case .unknown:
-            return .text(422, "Not a known message.")
+            return .text(422, Self.answerUnknownText)
         case .answer(let id, let reply):
             do {
                 switch try await settler.settle(id: id, user: phone.userID, device: nil, deviceName: "", platform: "", reply: reply) {
                 case .settled: return HTTPResponse(status: 204)
-                case .gone: return .text(410, "No request waits under this id.")
-                case .forbidden: return .text(403, "That request belongs to another user.")
+                case .gone: return .text(410, Self.answerGoneText)
+                case .forbidden: return .text(403, Self.answerForbiddenText)
                 }
             } catch {
                 logger.failure("device_answer_failed", error, ["request": id.uuidString])
@@ -141,7 +155,7 @@ struct RelayRoutes: Sendable {
             return .text(400, "Offer one whereabot.bearer.<token> subprotocol together with whereabot.v1.")
         }
         let phone: PhoneIdentity
-        switch await phoneIdentity(request, authorization: authorization, agentText: "Agent credentials cannot connect as a phone.") {
+        switch await phoneIdentity(request, authorization: authorization, agentText: Self.agentCannotConnectText) {
         case .success(let identity): phone = identity
         case .failure(let refusal): return refusal.response
         }
@@ -160,7 +174,7 @@ struct RelayRoutes: Sendable {
         } catch .wrongCredentialKind {
             return .failure(.init(response: .text(403, agentText)))
         } catch .deviceRemoved {
-            return .failure(.init(response: .text(403, "This session was signed out by removing its device. Sign in again.")))
+            return .failure(.init(response: .text(403, Self.deviceRemovedText)))
         } catch {
             return .failure(.init(response: await gate.refusal(error, request)))
         }

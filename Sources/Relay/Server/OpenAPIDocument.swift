@@ -1,0 +1,239 @@
+/// The OpenAPI 3.1 description of the relay's plain-HTTP routes (SPEC §3, §5), built from
+/// the code's own statuses, limits and texts — `AgentFailure`, `RelayRoutes` and
+/// `AgentGate` — so the texts exist once. Served at `/openapi.yaml`, printed by
+/// `whereabot openapi`, committed as docs/openapi.yaml (a test keeps the three equal).
+public enum OpenAPIDocument {
+    /// The document.
+    public static var yaml: String { document.text }
+
+    private static let example = Person(userID: nil, name: "Ada", email: "ada@example.com")
+
+    private static var document: YAML {
+        .map([
+            ("openapi", .string("3.1.0")),
+            ("info", .map([
+                ("title", .string("Whereabot relay")),
+                ("version", .string(Relay.version)),
+                ("description", .string("""
+                    Ask where a person's phone is, with their consent every time. An agent calls POST /v1/locate \
+                    (or the MCP tool get_phone_location at /mcp); the person's phone asks them; the first answer \
+                    comes back. Every non-200 answer of /v1/locate is text/plain, written for the agent to relay \
+                    to its user. The phone side (GET /v1/device) is a WebSocket, described in SPEC §5.
+                    """)),
+                ("license", .map([("name", .string("See the repository"))])),
+            ])),
+            ("servers", .list([.map([("url", .string("/"))])])),
+            ("security", .list([.map([("bearer", .list([]))])])),
+            ("paths", .map([
+                ("/v1/locate", .map([("post", locate)])),
+                ("/v1/device/answer", .map([("post", deviceAnswer)])),
+                ("/mcp", .map([("post", mcp)])),
+                ("/.well-known/oauth-protected-resource", .map([("get", metadata(for: "/mcp"))])),
+                ("/.well-known/oauth-protected-resource/mcp", .map([("get", metadata(for: "/mcp"))])),
+                ("/healthz", .map([("get", plain("Process up", status: 200, text: "ok"))])),
+                ("/readyz", .map([("get", readyz)])),
+                ("/metrics", .map([("get", metrics)])),
+                ("/openapi.yaml", .map([("get", openapi)])),
+            ])),
+            ("components", components),
+        ])
+    }
+
+    // MARK: Routes
+
+    private static var locate: YAML {
+        .map([
+            ("operationId", .string("locate")),
+            ("summary", .string("Ask the user's phone (or a person who shares with the user) where it is")),
+            ("parameters", .list([
+                .map([("name", .string("timeout_secs")), ("in", .string("query")), ("required", .bool(false)),
+                      ("description", .string("How long the phone has to answer, in whole seconds (default \(RelayRoutes.defaultTimeout); values above \(RelayRoutes.maximumTimeout) wait \(RelayRoutes.maximumTimeout)).")),
+                      ("schema", .map([("type", .string("integer")), ("minimum", .int(1))]))]),
+                .map([("name", .string("person")), ("in", .string("query")), ("required", .bool(false)),
+                      ("description", .string("Someone who shares their location with the agent's user: an email, or a display name.")),
+                      ("schema", .map([("type", .string("string")), ("maxLength", .int(320))]))]),
+            ])),
+            ("responses", .map([
+                ("200", .map([("description", .string("The fix")),
+                              ("content", .map([("application/json", .map([("schema", ref("Fix"))]))]))])),
+                ("400", text("A bad timeout_secs", [RelayRoutes.timeoutText])),
+                ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
+                ("403", text("The person declined", [AgentFailure.declined.agentText, AgentFailure.personDeclined(example.name).agentText])),
+                ("404", text("Nobody by that name shares with the user", [AgentFailure.nobodyNamed("Ada").agentText])),
+                ("408", text("The person did not answer on their phone", [AgentFailure.noAnswer.agentText])),
+                ("409", text("Several people by that name share with the user",
+                             [AgentFailure.ambiguousPerson("Al", [Person(userID: nil, name: "Al", email: "al@one.example"),
+                                                                  Person(userID: nil, name: "al", email: "al@two.example")]).agentText])),
+                ("424", text("The phone could not share a location", [AgentFailure.permissionOff.agentText, AgentFailure.noFix.agentText])),
+                ("429", text("Too many requests waiting, or too many failed authentications",
+                             [AgentFailure.tooManyWaiting.agentText, AgentGate.rateLimitedText], headers: [retryAfter])),
+                ("503", text("No phone connected, or the relay cannot serve now",
+                             [AgentFailure.notConnected(email: example.email).agentText, AgentFailure.notConnected(email: nil).agentText,
+                              RelayRoutes.drainingText, RelayRoutes.databaseUnreachableText, AgentGate.cannotCheckText],
+                             headers: [retryAfter])),
+                ("504", text("A phone got the request but nobody answered in time", [AgentFailure.phoneSilent.agentText])),
+            ])),
+        ])
+    }
+
+    private static var deviceAnswer: YAML {
+        .map([
+            ("operationId", .string("answerWithoutSocket")),
+            ("summary", .string("A phone answers one request without its socket (from a notification action)")),
+            ("description", .string("Needs the phone's own credential (no client_id). The first answer wins.")),
+            ("requestBody", .map([("required", .bool(true)),
+                                  ("content", .map([("application/json", .map([("schema", ref("PhoneAnswer"))]))]))])),
+            ("responses", .map([
+                ("204", .map([("description", .string("The answer settled the request"))])),
+                ("400", text("Not an answer", [RelayRoutes.answerNotAnswerText])),
+                ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
+                ("403", text("An agent's credential, a removed device's session, or another user's request",
+                             [RelayRoutes.agentCannotAnswerText, RelayRoutes.deviceRemovedText, RelayRoutes.answerForbiddenText])),
+                ("410", text("No request waits under this id", [RelayRoutes.answerGoneText])),
+                ("415", text("The body is not JSON", [RelayRoutes.answerNotJSONText])),
+                ("422", text("Not a known message", [RelayRoutes.answerUnknownText])),
+                ("429", text("Too many failed authentications", [AgentGate.rateLimitedText], headers: [retryAfter])),
+                ("503", text("The relay cannot serve now", [RelayRoutes.databaseUnreachableText, AgentGate.cannotCheckText],
+                             headers: [retryAfter])),
+            ])),
+        ])
+    }
+
+    private static var mcp: YAML {
+        .map([
+            ("operationId", .string("mcp")),
+            ("summary", .string("MCP over Streamable HTTP (stateless, JSON responses): tools get_phone_location and list_people_sharing_with_me")),
+            ("requestBody", .map([("required", .bool(true)),
+                                  ("content", .map([("application/json", .map([("schema", ref("JSONRPCMessage"))]))]))])),
+            ("responses", .map([
+                ("200", .map([("description", .string("A JSON-RPC response (tool failures are results with isError: true)")),
+                              ("content", .map([("application/json", .map([("schema", .map([("type", .string("object"))]))]))]))])),
+                ("202", .map([("description", .string("A notification was accepted"))])),
+                ("400", .map([("description", .string("Not a JSON-RPC message")),
+                              ("content", .map([("application/json", .map([("schema", .map([("type", .string("object"))]))]))]))])),
+                ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
+                ("403", text("A browser Origin that is not allowed", ["Origin not allowed."])),
+                ("429", text("Too many failed authentications", [AgentGate.rateLimitedText], headers: [retryAfter])),
+                ("503", text("The relay cannot serve now", [RelayRoutes.drainingText, AgentGate.cannotCheckText], headers: [retryAfter])),
+            ])),
+        ])
+    }
+
+    private static func metadata(for resource: String) -> YAML {
+        .map([
+            ("summary", .string("RFC 9728 protected resource metadata (where agents get OAuth tokens)")),
+            ("security", .list([])),
+            ("responses", .map([("200", .map([("description", .string("The metadata")),
+                                             ("content", .map([("application/json", .map([("schema", ref("ResourceMetadata"))]))]))]))])),
+        ])
+    }
+
+    private static var readyz: YAML {
+        .map([("summary", .string("Ready: database reachable, LISTEN up, not draining")), ("security", .list([])),
+              ("responses", .map([("200", text("Ready", ["ready"])), ("503", text("Not ready", ["not ready"], headers: [retryAfter]))]))])
+    }
+
+    private static var metrics: YAML {
+        .map([("summary", .string("Prometheus metrics (labels carry no user data)")), ("security", .list([])),
+              ("responses", .map([("200", .map([("description", .string("Prometheus text")),
+                                               ("content", .map([("text/plain", .map([("schema", .map([("type", .string("string"))]))]))]))]))]))])
+    }
+
+    private static var openapi: YAML {
+        .map([("summary", .string("This document")), ("security", .list([])),
+              ("responses", .map([("200", .map([("description", .string("OpenAPI 3.1, YAML")),
+                                               ("content", .map([("application/yaml", .map([("schema", .map([("type", .string("string"))]))]))]))]))]))])
+    }
+
+    private static func plain(_ summary: String, status: Int, text body: String) -> YAML {
+        .map([("summary", .string(summary)), ("security", .list([])), ("responses", .map([(String(status), text(summary, [body]))]))])
+    }
+
+    // MARK: Pieces
+
+    private static func ref(_ name: String) -> YAML { .map([("$ref", .string("#/components/schemas/\(name)"))]) }
+
+    private static let wwwAuthenticate = ("WWW-Authenticate", "Bearer resource_metadata=\"<PUBLIC_URL>/.well-known/oauth-protected-resource\"")
+    private static let retryAfter = ("Retry-After", "Seconds to wait before retrying")
+
+    /// A text/plain response whose body is one of `texts` (each an example, the first the schema's).
+    private static func text(_ description: String, _ texts: [String], headers: [(String, String)] = []) -> YAML {
+        var entries: [(String, YAML)] = [("description", .string(description))]
+        if !headers.isEmpty {
+            entries.append(("headers", .map(headers.map { name, about in
+                (name, .map([("description", .string(about)), ("schema", .map([("type", .string(name == "Retry-After" ? "integer" : "string"))]))]))
+            })))
+        }
+        let examples: [(String, YAML)] = texts.enumerated().map { index, text in ("text\(index + 1)", .map([("value", .string(text))])) }
+        entries.append(("content", .map([("text/plain", .map([
+            ("schema", .map([("type", .string("string"))])),
+            ("examples", .map(examples)),
+        ]))])))
+        return .map(entries)
+    }
+
+    private static var components: YAML {
+        let number: YAML = .map([("type", .string("number"))])
+        return .map([
+            ("securitySchemes", .map([("bearer", .map([
+                ("type", .string("http")), ("scheme", .string("bearer")),
+                ("description", .string("""
+                    An agent: a Supabase OAuth 2.1 access token issued to the agent (a JWT with client_id; see the \
+                    protected-resource metadata), or an agent key (wb_…) the user created. A phone: the user's own \
+                    Supabase access token (a JWT without client_id).
+                    """)),
+            ]))])),
+            ("schemas", .map([
+                ("Fix", .map([
+                    ("type", .string("object")),
+                    ("required", .list(["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"].map { .string($0) })),
+                    ("properties", .map([
+                        ("latitude", .map([("type", .string("number")), ("minimum", .int(-90)), ("maximum", .int(90))])),
+                        ("longitude", .map([("type", .string("number")), ("minimum", .int(-180)), ("maximum", .int(180))])),
+                        ("accuracy_m", .map([("type", .string("number")), ("minimum", .int(0))])),
+                        ("captured_at", .map([("type", .string("string")), ("format", .string("date-time"))])),
+                        ("age_s", .map([("type", .string("number")), ("minimum", .int(0))])),
+                        ("altitude_m", number), ("speed_mps", number), ("heading_deg", number),
+                        ("device", .map([("type", .string("object")), ("required", .list([.string("name"), .string("platform")])),
+                                         ("properties", .map([("name", .map([("type", .string("string"))])),
+                                                              ("platform", .map([("type", .string("string"))]))]))])),
+                        ("person", .map([("description", .string("Whose location this is, on shared requests: name and verified email")),
+                                         ("type", .string("object")), ("required", .list([.string("name"), .string("email")])),
+                                         ("properties", .map([("name", .map([("type", .string("string"))])),
+                                                              ("email", .map([("type", .string("string"))]))]))])),
+                    ])),
+                ])),
+                ("PhoneAnswer", .map([
+                    ("type", .string("object")),
+                    ("required", .list([.string("type"), .string("id")])),
+                    ("properties", .map([
+                        ("type", .map([("enum", .list(["location", "denied", "unavailable"].map { .string($0) }))])),
+                        ("id", .map([("type", .string("string")), ("format", .string("uuid"))])),
+                        ("reason", .map([("type", .string("string"))])),
+                        ("latitude", number), ("longitude", number), ("accuracy_m", number),
+                        ("timestamp_ms", .map([("type", .string("integer"))])),
+                    ])),
+                ])),
+                ("JSONRPCMessage", .map([
+                    ("type", .string("object")),
+                    ("required", .list([.string("jsonrpc")])),
+                    ("properties", .map([
+                        ("jsonrpc", .map([("const", .string("2.0"))])),
+                        ("id", .map([("type", .list([.string("string"), .string("integer")]))])),
+                        ("method", .map([("type", .string("string"))])),
+                        ("params", .map([("type", .string("object"))])),
+                    ])),
+                ])),
+                ("ResourceMetadata", .map([
+                    ("type", .string("object")),
+                    ("required", .list([.string("resource"), .string("authorization_servers")])),
+                    ("properties", .map([
+                        ("resource", .map([("type", .string("string"))])),
+                        ("authorization_servers", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
+                        ("bearer_methods_supported", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
+                    ])),
+                ])),
+            ])),
+        ])
+    }
+}

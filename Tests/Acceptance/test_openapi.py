@@ -1,0 +1,111 @@
+"""docs/openapi.yaml is the relay's own description (one source: `whereabot openapi` builds
+it from the code's texts), valid OpenAPI 3.1, served at /openapi.yaml, and Schemathesis —
+property-based tests generated from it — finds no server error, no undocumented status, no
+response that breaks its schema or content type, against a real relay with a phone that
+answers."""
+import asyncio
+import json
+import subprocess
+import threading
+import time
+import urllib.request
+import uuid
+
+import pytest
+import websockets
+import yaml
+from openapi_spec_validator import validate
+
+from conftest import ROOT
+from relay_server import BINARY, RelayServer, token
+
+SCHEMATHESIS = ROOT / ".venv" / "bin" / "schemathesis"
+CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
+
+
+@pytest.fixture(scope="module")
+def relay():
+    server = RelayServer()
+    yield server
+    server.stop()
+
+
+def test_the_document_is_the_code_and_valid_openapi_3_1(relay):
+    printed = subprocess.run([str(BINARY), "openapi"], capture_output=True, text=True, check=True, timeout=30).stdout
+    committed = (ROOT / "docs" / "openapi.yaml").read_text()
+    assert printed == committed, "docs/openapi.yaml is stale: run .build/debug/whereabot openapi > docs/openapi.yaml"
+    with urllib.request.urlopen(f"{relay.base}/openapi.yaml", timeout=10) as response:
+        assert response.headers["Content-Type"] == "application/yaml"
+        assert response.read().decode() == committed
+    document = yaml.safe_load(committed)
+    validate(document)
+    assert document["openapi"] == "3.1.0"
+    # Every documented operation exists (no 404/405), and every agent text is there verbatim.
+    for path, operations in document["paths"].items():
+        for method in operations:
+            request = urllib.request.Request(relay.base + path, method=method.upper(), data=b"{}" if method == "post" else None,
+                                             headers={"Content-Type": "application/json"})
+            try:
+                status = urllib.request.urlopen(request, timeout=10).status
+            except urllib.error.HTTPError as error:
+                status = error.code
+            assert status not in (404, 405), (method, path, status)
+    for text in ["The user declined to share their location.",
+                 "The user did not respond on their phone. Ask them before trying again.",
+                 "The phone did not answer in time. Ask the user to open Whereabot and retry.",
+                 "Nobody named Ada shares their location with you. Ask them to share it with you in Whereabot."]:
+        assert json.dumps(text) in committed
+
+
+def schemathesis(relay, credential, *selection):
+    result = subprocess.run([str(SCHEMATHESIS), "run", f"{relay.base}/openapi.yaml", "-H", f"Authorization: Bearer {credential}",
+                             "-c", CHECKS, "-n", "25", "--request-timeout", "30", "--seed", "20261130", "--no-color",
+                             *selection], capture_output=True, text=True, timeout=900)
+    summary = result.stdout[-4000:]
+    assert result.returncode == 0, summary + result.stderr[-2000:]
+    assert " passed" in summary and "failed" not in summary.split("SUMMARY")[-1].lower().replace("0 failed", ""), summary
+    return summary
+
+
+def test_schemathesis_finds_nothing(relay, make_user):
+    user, session, email = make_user(name="Schema Thesis", with_session=True)
+    stop = threading.Event()
+
+    async def phone():
+        url = relay.base.replace("http", "ws") + "/v1/device"
+        async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token(user, session, email)}"}) as ws:
+            await ws.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "platform": "ios"}))
+            while not stop.is_set():
+                try:
+                    message = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
+                except asyncio.TimeoutError:
+                    continue
+                except websockets.ConnectionClosed:
+                    return
+                if message["type"] == "locate":
+                    await ws.send(json.dumps({"type": "location", "id": message["id"], "latitude": 47.1, "longitude": 8.2,
+                                              "accuracy_m": 9, "timestamp_ms": int(time.time() * 1000)}))
+
+    thread = threading.Thread(target=lambda: asyncio.run(phone()), daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    try:
+        # As an agent, everything but the phone route; as the phone, the phone route.
+        schemathesis(relay, token(user, session, email, client_id="schemathesis"), "--exclude-path", "/v1/device/answer")
+        schemathesis(relay, token(user, session, email), "--include-path", "/v1/device/answer")
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def test_the_python_sdk_script_in_docs_agents_md_works(relay, make_user):
+    """docs/agents.md's script, run as written (URL and token filled in) with the MCP SDK."""
+    user, session, email = make_user(name="Docs Reader", with_session=True)
+    document = (ROOT / "docs" / "agents.md").read_text()
+    script = document.split("```python\n")[1].split("```")[0]
+    script = script.replace("http://127.0.0.1:8080/mcp", relay.base + "/mcp")
+    script = script.replace("$TOKEN", token(user, session, email, client_id=str(uuid.uuid4())))
+    script = script.replace('"timeout_secs": 45', '"timeout_secs": 2')
+    result = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.startswith("error: The user's phone is not connected."), result.stdout
