@@ -167,6 +167,10 @@ final class HTTPConnection: @unchecked Sendable {
             upgrade(request, response, consumer)
             return
         }
+        if let producer = response.stream, request.method != "HEAD" {
+            stream(response, producer, keepAlive: request.keepAlive && !draining)
+            return
+        }
         if request.method == "HEAD" {
             var response = response
             response.headers.set("Content-Length", String(response.body.count))
@@ -179,6 +183,45 @@ final class HTTPConnection: @unchecked Sendable {
             if pending.count <= 16 { resumeReading() }
             dispatchNext()
         }
+    }
+
+    /// Writes the head of a streamed response, then the producer's chunks as they come
+    /// (loop thread); the connection stays busy until the last chunk.
+    private func stream(_ response: HTTPResponse, _ producer: @escaping @Sendable (HTTPResponseStream) async -> Void,
+                        keepAlive: Bool) {
+        var head = "HTTP/1.1 \(response.status) \(response.reason ?? HTTPResponse.reasonPhrase(response.status))\r\n"
+        for (name, value) in response.headers
+        where !name.caseInsensitiveEquals("Content-Length") && !name.caseInsensitiveEquals("Connection")
+            && !name.caseInsensitiveEquals("Transfer-Encoding") {
+            head += "\(name): \(value)\r\n"
+        }
+        head += "Transfer-Encoding: chunked\r\n" + (keepAlive ? "" : "Connection: close\r\n") + "\r\n"
+        send(Array(head.utf8))
+        let loop = server.loop
+        let body = HTTPResponseStream { [weak self] chunk in
+            guard let connection = self else { return }
+            loop.execute { connection.send(chunk) }
+        }
+        let task = Task(executorPreference: loop) { [self] in
+            await producer(body)
+            loop.execute { self.finishStream(keepAlive: keepAlive) }
+        }
+        mode = .http(inFlight: task)
+    }
+
+    /// The producer returned: the last chunk, then the next request (loop thread).
+    private func finishStream(keepAlive: Bool) {
+        guard case .http = mode else { return }
+        mode = .http(inFlight: nil)
+        send(Array("0\r\n\r\n".utf8))
+        lastActivity = server.now
+        if !keepAlive {
+            closeAfterFlush = true
+            if outbound.isEmpty { finishAfterFlush() }
+            return
+        }
+        if pending.count <= 16 { resumeReading() }
+        dispatchNext()
     }
 
     private func respond(_ response: HTTPResponse, keepAlive: Bool, contentLengthSet: Bool = false) {

@@ -10,6 +10,8 @@ public struct HTTPResponse: Sendable {
     public var body: [UInt8]
     /// When set, the server answers 101 and hands the WebSocket to this consumer.
     let webSocket: WebSocketConsumer?
+    /// When set, the body is written as it is produced (chunked) instead of `body`.
+    let stream: (@Sendable (HTTPResponseStream) async -> Void)?
 
     /// Who takes over an accepted WebSocket.
     enum WebSocketConsumer: Sendable {
@@ -26,6 +28,25 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = body
         self.webSocket = nil
+        self.stream = nil
+    }
+
+    /// A response whose body `producer` writes piece by piece (`Transfer-Encoding:
+    /// chunked`), such as Server-Sent Events: each `write` goes out at once; the response
+    /// ends when `producer` returns. If the client goes away the producer's task is
+    /// cancelled. Pipelined requests wait until it ends.
+    public static func streaming(status: Int = 200, headers: HTTPHeaders = [:],
+                                 _ producer: @escaping @Sendable (HTTPResponseStream) async -> Void) -> HTTPResponse {
+        HTTPResponse(status: status, headers: headers, stream: producer)
+    }
+
+    private init(status: Int, headers: HTTPHeaders, stream: @escaping @Sendable (HTTPResponseStream) async -> Void) {
+        self.status = status
+        self.reason = nil
+        self.headers = headers
+        self.body = []
+        self.webSocket = nil
+        self.stream = stream
     }
 
     /// A response with a text body (`Content-Type: text/plain; charset=utf-8` unless set).
@@ -56,6 +77,7 @@ public struct HTTPResponse: Sendable {
         self.headers = headers
         self.body = []
         self.webSocket = webSocket
+        self.stream = nil
     }
 
     /// The standard reason phrase of a status code.

@@ -29,6 +29,12 @@ enum ServeCommand {
             jwtSecret: value("SUPABASE_JWT_SECRET"), jwks: jwks, issuer: supabaseURL.map { $0 + "/auth/v1" })
         configuration.supabaseURL = supabaseURL
         configuration.supabaseAnonKey = value("SUPABASE_ANON_KEY")
+        if let seconds = value("MCP_PROGRESS_SECONDS") {
+            guard let number = Int(seconds), (1...60).contains(number) else {
+                throw CommandError.usage("MCP_PROGRESS_SECONDS must be a whole number from 1 to 60")
+            }
+            configuration.mcpProgressInterval = .seconds(number)
+        }
         configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
         let levelName = value("LOG_LEVEL") ?? "info"
         guard let level = Logger.Level(name: levelName) else {

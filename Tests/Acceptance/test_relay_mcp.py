@@ -33,6 +33,8 @@ async def phone(base, user_token, answer, connected):
             ping = json.loads(message)
             if ping["type"] == "locate":
                 reply = answer(ping["id"])
+                if asyncio.iscoroutine(reply):
+                    reply = await reply
                 if reply:
                     await ws.send(json.dumps(reply))
 
@@ -156,3 +158,41 @@ def test_sigterm_closes_phones_with_1012_restart(make_user):
     assert relay.process.wait(timeout=20) == 0
     logs = relay.process.stderr.read()
     assert "draining" in logs and email not in logs
+
+
+def test_a_long_tool_call_reports_progress_to_the_sdk(make_user):
+    """With a progress callback the SDK sends a progressToken: the relay answers over SSE,
+    reports progress while the person has not tapped (here every second), then the fix."""
+    relay = RelayServer(MCP_PROGRESS_SECONDS="1")
+    user, session, email = make_user("Dee", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    progress = []
+
+    async def slow_fix(request_id):
+        await asyncio.sleep(2.6)  # the person takes a while to tap Allow
+        return fix(request_id)
+
+    async def scenario():
+        connected = asyncio.Event()
+        phone_task = asyncio.create_task(phone(relay.base, token(user, session, email), slow_fix, connected))
+        await asyncio.wait_for(connected.wait(), 10)
+        await asyncio.sleep(0.3)
+        async with mcp_session(relay.base, agent) as streams:
+            async with ClientSession(streams[0], streams[1]) as session_:
+                await session_.initialize()
+
+                async def on_progress(value, total, message):
+                    progress.append((value, message))
+
+                result = await session_.call_tool("get_phone_location", {"timeout_secs": 20}, progress_callback=on_progress)
+                assert not result.is_error, result
+                assert json.loads(result.content[0].text)["latitude"] == 52.52
+        phone_task.cancel()
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        relay.stop()
+    assert len(progress) >= 2, progress
+    assert [value for value, _ in progress] == sorted(value for value, _ in progress)
+    assert progress[0][1] == "Waiting for the person to answer on their phone."

@@ -23,6 +23,13 @@ final class TestServer: Sendable {
                     return .text(499, "cancelled")
                 }
                 return .text(200, "slept \(ms)")
+            case "/stream":
+                return .streaming(headers: ["Content-Type": "text/event-stream"]) { body in
+                    for n in 1...3 {
+                        body.write("data: \(n)\n\n")
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                }
             case "/ws-deny":
                 return .text(401, "no", headers: ["WWW-Authenticate": "Bearer realm=\"test\""])
             case "/ws":

@@ -1,8 +1,8 @@
 import Foundation
 import HTTPServer
 
-/// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses,
-/// no session id (SPEC §3). The bearer check runs before any JSON-RPC.
+/// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses
+/// (an event stream with progress for tool calls that ask for it), no session id (SPEC §3). The bearer check runs before any JSON-RPC.
 struct MCPHandler: Sendable {
     /// Protocol versions this server speaks; the newest is offered when the client's is unknown.
     static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26"]
@@ -12,6 +12,8 @@ struct MCPHandler: Sendable {
     let database: RelayDatabase
     let allowedOrigins: Set<String>
     let logger: Logger
+    /// How often a streamed tool call reports progress.
+    var progressInterval: Duration = MCPProgress.defaultInterval
 
     static let toolDescription = """
         Ask the user's phone where it is. The user must approve on their phone (unless they \
@@ -41,13 +43,29 @@ struct MCPHandler: Sendable {
         case .request(let requestID, let name, let arguments):
             (id, method, params) = (requestID, name, arguments)
         }
+        // A tool call from a client that asked for progress and accepts an event stream:
+        // answer over SSE, with a progress notification now and then, so that the client's
+        // own timeout (often 60 s) restarts while the person has not tapped yet.
+        if method == "tools/call", let token = MCPProgress.token(params), MCPProgress.acceptsEventStream(request.headers["Accept"]) {
+            let call = MCPProgress.Call(id: id, method: method, params: params, token: token)
+            return .streaming(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]) { body in
+                await MCPProgress.stream(call, every: progressInterval, to: body) { call in
+                    await self.response(id: call.id, method: call.method, params: call.params, agent: agent)
+                }
+            }
+        }
+        return rpc(status: 200, await response(id: id, method: method, params: params, agent: agent))
+    }
+
+    /// The JSON-RPC response object for one request.
+    private func response(id: Any, method: String, params: [String: Any], agent: AgentIdentity) async -> [String: Any] {
         do {
             let result = try await call(method, params: params, agent: agent)
-            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "result": result])
+            return ["jsonrpc": "2.0", "id": id, "result": result]
         } catch let error as RPCError {
-            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]])
+            return ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]]
         } catch {
-            return rpc(status: 200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]])
+            return ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]]
         }
     }
 
@@ -149,7 +167,11 @@ struct MCPHandler: Sendable {
     }
 
     private func rpc(status: Int, _ object: [String: Any]) -> HTTPResponse {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(data))
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Self.json(object))
+    }
+
+    /// Compact JSON, keys sorted.
+    static func json(_ object: Any) -> [UInt8] {
+        Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
     }
 }

@@ -106,8 +106,14 @@ public enum OpenAPIDocument {
             ("requestBody", .map([("required", .bool(true)),
                                   ("content", .map([("application/json", .map([("schema", ref("JSONRPCMessage"))]))]))])),
             ("responses", .map([
-                ("200", .map([("description", .string("A JSON-RPC response (tool failures are results with isError: true)")),
-                              ("content", .map([("application/json", .map([("schema", .map([("type", .string("object"))]))]))]))])),
+                ("200", .map([("description", .string(
+                    "A JSON-RPC response (tool failures are results with isError: true); a tools/call with "
+                        + "params._meta.progressToken from a client that accepts text/event-stream is answered as Server-Sent "
+                        + "Events: notifications/progress while the person has not answered, then the response.")),
+                              ("content", .map([
+                                ("application/json", .map([("schema", .map([("type", .string("object"))]))])),
+                                ("text/event-stream", .map([("schema", .map([("type", .string("string"))]))])),
+                              ]))])),
                 ("202", .map([("description", .string("A notification was accepted"))])),
                 ("400", .map([("description", .string("Not a JSON-RPC message")),
                               ("content", .map([("application/json", .map([("schema", .map([("type", .string("object"))]))]))]))])),

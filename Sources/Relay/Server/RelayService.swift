@@ -43,6 +43,8 @@ public final class RelayService: Sendable {
         public var reapEvery: Int = RelayMaintenance.defaultReapEvery
         /// Where the instance's JSON log lines go (LOG_LEVEL).
         public var logger = Logger()
+        /// How often an MCP tool call streamed over SSE reports progress (MCP_PROGRESS_SECONDS).
+        public var mcpProgressInterval: Duration = .seconds(15)
         /// APNs and Web Push (each off unless configured; PUSH.md §6).
         public var push = PushServices.none
 
@@ -104,8 +106,9 @@ public final class RelayService: Sendable {
                                     clientNames: ClientNames(database: database, logger: logger))
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
-        let mcp = MCPHandler(gate: gate, locator: locator, database: database,
+        var mcp = MCPHandler(gate: gate, locator: locator, database: database,
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins), logger: logger)
+        mcp.progressInterval = configuration.mcpProgressInterval
         var listenDatabase = configuration.listenDatabase ?? configuration.database
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
         let listener = PGListener(configuration: listenDatabase)
