@@ -189,12 +189,7 @@ final class HTTPConnection: @unchecked Sendable {
     /// (loop thread); the connection stays busy until the last chunk.
     private func stream(_ response: HTTPResponse, _ producer: @escaping @Sendable (HTTPResponseStream) async -> Void,
                         keepAlive: Bool) {
-        var head = "HTTP/1.1 \(response.status) \(response.reason ?? HTTPResponse.reasonPhrase(response.status))\r\n"
-        for (name, value) in response.headers
-        where !name.caseInsensitiveEquals("Content-Length") && !name.caseInsensitiveEquals("Connection")
-            && !name.caseInsensitiveEquals("Transfer-Encoding") {
-            head += "\(name): \(value)\r\n"
-        }
+        var head = statusAndHeaders(response)
         head += "Transfer-Encoding: chunked\r\n" + (keepAlive ? "" : "Connection: close\r\n") + "\r\n"
         send(Array(head.utf8))
         let loop = server.loop
@@ -225,11 +220,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     private func respond(_ response: HTTPResponse, keepAlive: Bool, contentLengthSet: Bool = false) {
-        var head = "HTTP/1.1 \(response.status) \(response.reason ?? HTTPResponse.reasonPhrase(response.status))\r\n"
-        for (name, value) in response.headers
-        where !name.caseInsensitiveEquals("Content-Length") && !name.caseInsensitiveEquals("Connection") {
-            head += "\(name): \(value)\r\n"
-        }
+        var head = statusAndHeaders(response)
         if contentLengthSet, let length = response.headers["Content-Length"] {
             head += "Content-Length: \(length)\r\n"
         } else if response.status >= 200 && response.status != 204 && response.status != 304 {
@@ -246,6 +237,18 @@ final class HTTPConnection: @unchecked Sendable {
             lingerAfterFlush = response.status >= 400
             if outbound.isEmpty { finishAfterFlush() }
         }
+    }
+
+    /// The status line and the handler's headers, without the framing ones the server sets
+    /// (`Content-Length`, `Connection`, `Transfer-Encoding`).
+    private func statusAndHeaders(_ response: HTTPResponse) -> String {
+        var head = "HTTP/1.1 \(response.status) \(response.reason ?? HTTPResponse.reasonPhrase(response.status))\r\n"
+        for (name, value) in response.headers
+        where !name.caseInsensitiveEquals("Content-Length") && !name.caseInsensitiveEquals("Connection")
+            && !name.caseInsensitiveEquals("Transfer-Encoding") {
+            head += "\(name): \(value)\r\n"
+        }
+        return head
     }
 
     /// The response is out and the connection must end. After an error response the
