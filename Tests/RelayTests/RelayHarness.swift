@@ -22,6 +22,7 @@ struct RelayHarness: Sendable {
             instanceID: instance, jwtSecret: secret)
         configuration.heartbeatInterval = heartbeat
         configuration.reapEvery = reapEvery
+        configuration.logger = Logger(level: .warning)  // info lines (push disabled, …) are noise in test output
         let relay = try RelayService(configuration)
         return RelayHarness(relay: relay, port: try await relay.start(), instance: instance)
     }
