@@ -88,7 +88,7 @@ bench-http: ## HTTPServer: wrk POST requests/s and p99 beside nginx, memory per 
 	@$(MAKE) --no-print-directory deps EXTRA_APT_PACKAGES="wrk nginx-light"
 	@scripts/bench-http.sh
 
-fuzz: ## Fuzz every decoder of peer bytes (HTTP, WebSocket, phone messages, MCP, JWT, query, notifications; FUZZ_SECONDS each, default 60)
+fuzz: ## Fuzz every decoder of peer bytes (HTTP, WebSocket, phone messages, MCP, JWT, query, notifications, push responses; FUZZ_SECONDS each, default 60)
 	@scripts/fuzz.sh
 
 clean: ## Remove build output, the local cluster and the venv
