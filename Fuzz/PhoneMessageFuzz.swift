@@ -1,4 +1,5 @@
-// libFuzzer entry for PhoneMessage.parse (every frame and POST body a phone sends). Any
+// libFuzzer entry for PhoneMessage.parse (every frame and POST body a phone sends) and the
+// browser phone's Sec-WebSocket-Protocol header (DeviceCredential: the input as the header). Any
 // crash (an unchecked numeric conversion, a trap), hang or sanitizer report is a bug; a
 // location answer that decodes must be in range.
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -7,6 +8,9 @@ public func fuzzPhoneMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     if case .answer(_, .location(let latitude, let longitude, let accuracy, let timestamp, _, _, let heading))? = PhoneMessage.parse(text) {
         precondition((-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracy >= 0 && timestamp > 0)
         precondition(heading.map { (0..<360).contains($0) } ?? true)
+    }
+    if case .authorization(let authorization?, _) = DeviceCredential.from(authorization: nil, protocols: text) {
+        precondition(authorization.hasPrefix("Bearer ") && authorization.utf8.count <= PhoneMessage.maximumTokenLength + 7)
     }
     return 0
 }

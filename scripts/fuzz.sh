@@ -17,7 +17,7 @@ http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.
       Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/HTTPServerLimits.swift
       Sources/HTTPServer/WebSocketAccept.swift Sources/HTTPServer/WebSocketFrame.swift
       Sources/HTTPServer/WebSocketFrameDecoder.swift)
-messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAccountRequest.swift Sources/Relay/DisplayText.swift
+messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAccountRequest.swift Sources/Relay/Server/DeviceCredential.swift Sources/Relay/DisplayText.swift
           Sources/Relay/Database/RelayMessages.swift Sources/Relay/Locate/LocationFix.swift
           Sources/Relay/AgentFailure.swift)
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
@@ -30,7 +30,7 @@ sources_of() {
   case "$1" in
     HTTPRequestParser|WebSocketFrameDecoder|QueryString) echo "${http[@]}" ;;
     PhoneMessage) echo "${messages[@]}" ;;
-    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift ;;
+    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift ;;
     JWT) echo "${auth[@]}" ;;
     Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift ;;
     PushResponse) echo "${push[@]}" ;;

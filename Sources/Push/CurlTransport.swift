@@ -17,8 +17,8 @@ import Synchronization
 public final class CurlTransport: Sendable {
     /// Response bodies are cut here (APNs and push services answer with small JSON).
     public static let maximumBody = 4096
-    /// Transfers waiting for the thread at once; more fail at once (`CURLE_AGAIN`).
-    public static let maximumQueued = 10_000
+    /// Transfers waiting for the thread at once by default; more fail at once (`CURLE_AGAIN`).
+    public static let defaultMaximumQueued = 10_000
 
     private struct Job: @unchecked Sendable {
         let request: PushHTTPRequest
@@ -34,11 +34,14 @@ public final class CurlTransport: Sendable {
     private let shared = Mutex(Shared())
     private let wakeFD: Int32
     private let caFile: String?
+    private let maximumQueued: Int
     private let counters = Mutex((connections: 0, generations: 1))
 
     /// A transport; `caFile` replaces the system CA bundle (test fakes with self-signed
-    /// certificates only).
-    public init(caFile: String? = nil) throws {
+    /// certificates only). At most `maximumQueued` transfers wait for the thread; transfers
+    /// sent before `start()` wait for it.
+    public init(caFile: String? = nil, maximumQueued: Int = CurlTransport.defaultMaximumQueued) throws {
+        self.maximumQueued = maximumQueued
         Self.initializeCurl
         let fd = wb_eventfd_create()
         guard fd >= 0 else { throw PushTransportError.cannotStart }
@@ -69,7 +72,7 @@ public final class CurlTransport: Sendable {
     public func send(_ request: PushHTTPRequest) async -> PushHTTPResponse {
         await withCheckedContinuation { continuation in
             let accepted = shared.withLock { shared -> Bool in
-                guard shared.running, !shared.stopping, shared.queue.count < Self.maximumQueued else { return false }
+                guard !shared.stopping, shared.queue.count < maximumQueued else { return false }
                 shared.queue.append(Job(request: request, continuation: continuation))
                 return true
             }

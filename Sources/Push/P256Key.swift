@@ -128,29 +128,21 @@ public final class P256Key: @unchecked Sendable {
         return secret
     }
 
-    /// JWS's r ‖ s from a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs).
+    /// JWS's r ‖ s from a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs of at most 33
+    /// bytes, so their lengths are in the short form).
     static func rawSignature(der: [UInt8]) throws -> [UInt8] {
-        var index = 0
-        func take(_ tag: UInt8) throws -> ArraySlice<UInt8> {
-            guard index + 2 <= der.count, der[index] == tag else { throw PushCryptoError.openSSL }
-            var length = Int(der[index + 1])
-            index += 2
-            if length & 0x80 != 0 {
-                guard length == 0x81, index < der.count else { throw PushCryptoError.openSSL }
-                length = Int(der[index])
-                index += 1
-            }
-            guard index + length <= der.count else { throw PushCryptoError.openSSL }
-            defer { index += length }
-            return der[index..<index + length]
-        }
-        _ = try take(0x30)
-        index = der[1] & 0x80 != 0 ? 3 : 2  // step inside the sequence
+        guard der.count >= 8, der[0] == 0x30 else { throw PushCryptoError.openSSL }
+        var index = der[1] & 0x80 == 0 ? 2 : 2 + Int(der[1] & 0x7F)
         var raw: [UInt8] = []
         for _ in 0..<2 {
-            let magnitude = try take(0x02).drop { $0 == 0 }
+            guard index + 2 <= der.count, der[index] == 0x02 else { throw PushCryptoError.openSSL }
+            let length = Int(der[index + 1])
+            index += 2
+            guard length <= 33, index + length <= der.count else { throw PushCryptoError.openSSL }
+            let magnitude = der[index..<index + length].drop { $0 == 0 }
             guard magnitude.count <= 32 else { throw PushCryptoError.openSSL }
             raw += [UInt8](repeating: 0, count: 32 - magnitude.count) + magnitude
+            index += length
         }
         return raw
     }

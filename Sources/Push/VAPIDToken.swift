@@ -53,6 +53,9 @@ public final class VAPIDToken: Sendable {
         return "https://" + host + (url.port.map { ":\($0)" } ?? "")
     }
 
+    /// Origins with a cached token now (at most `maximumOrigins`).
+    var cachedOrigins: Int { cache.withLock { $0.count } }
+
     /// The Authorization header value for a push to `endpoint`.
     public func authorization(for endpoint: String) throws -> String {
         guard let audience = Self.origin(of: endpoint) else { throw PushConfigurationError.badEndpoint }
@@ -67,7 +70,7 @@ public final class VAPIDToken: Sendable {
             let expires = Date(timeIntervalSince1970: (now.timeIntervalSince1970 + Self.lifetime).rounded(.down))
             let claims = #"{"aud":\#(ES256JWT.quoted(audience)),"exp":\#(Int(expires.timeIntervalSince1970)),"sub":\#(ES256JWT.quoted(subject))}"#
             let token = try ES256JWT.sign(header: #"{"typ":"JWT","alg":"ES256"}"#, claims: claims, key: key)
-            if cache.count >= Self.maximumOrigins { cache.removeAll() }
+            if cache.count >= Self.maximumOrigins, cache[audience] == nil { cache.removeAll() }
             cache[audience] = (token, expires)
             return token
         }

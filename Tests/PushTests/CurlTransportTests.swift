@@ -67,4 +67,22 @@ import Testing
                                                             timeoutMilliseconds: 1000, requireHTTP2: false))
         #expect(response.status == nil)
     }
+
+    /// The queue has a bound: transfers sent before the thread runs wait, up to
+    /// `maximumQueued`; more fail at once. Started, the thread takes the waiting ones.
+    @Test func queueIsBounded() async throws {
+        let server = HTTPServer(port: 0) { _ in HTTPResponse(status: 201) }
+        let port = try server.start()
+        let transport = try CurlTransport(maximumQueued: 3)
+        defer { transport.shutdown() }
+        let request = PushHTTPRequest(url: "http://127.0.0.1:\(port)/push", headers: [], body: [1], timeoutMilliseconds: 5000,
+                                      requireHTTP2: false)
+        let waiting = (0..<3).map { _ in Task { await transport.send(request) } }
+        try await Task.sleep(for: .milliseconds(200))
+        let refused = await transport.send(request)
+        #expect(refused.status == nil && refused.curlCode == 81, "CURLE_AGAIN: the queue is full")
+        transport.start()
+        for task in waiting { #expect(await task.value.status == 201) }
+        await server.shutdown(drainTimeout: .seconds(1))
+    }
 }

@@ -86,4 +86,15 @@ import Testing
         #expect(VAPIDToken.origin(of: "https://user:pw@push.example/x") == nil)
         #expect(VAPIDToken.origin(of: "https://127.0.0.1:8443/sub/1") == "https://127.0.0.1:8443")
     }
+
+    /// The per-origin cache never holds more than `maximumOrigins` tokens.
+    @Test func vapidCacheIsBounded() throws {
+        let vapid = try VAPIDToken(key: P256Key.generate(), subject: "mailto:ops@whereabot.example")
+        for index in 0..<VAPIDToken.maximumOrigins { _ = try vapid.token(audience: "https://push\(index).example") }
+        #expect(vapid.cachedOrigins == VAPIDToken.maximumOrigins)
+        _ = try vapid.token(audience: "https://push0.example")
+        #expect(vapid.cachedOrigins == VAPIDToken.maximumOrigins, "a cached origin does not clear the cache")
+        _ = try vapid.token(audience: "https://one-more.example")
+        #expect(vapid.cachedOrigins == 1, "a new origin past the bound starts over")
+    }
 }

@@ -46,7 +46,7 @@ struct MCPHandler: Sendable {
         // A tool call from a client that asked for progress and accepts an event stream:
         // answer over SSE, with a progress notification now and then, so that the client's
         // own timeout (often 60 s) restarts while the person has not tapped yet.
-        if method == "tools/call", let token = MCPProgress.token(params), MCPProgress.acceptsEventStream(request.headers["Accept"]) {
+        if method == "tools/call", let token = MCPProgressRequest.token(params), MCPProgressRequest.acceptsEventStream(request.headers["Accept"]) {
             let call = MCPProgress.Call(id: id, method: method, params: params, token: token)
             return .streaming(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]) { body in
                 await MCPProgress.stream(call, every: progressInterval, to: body) { call in

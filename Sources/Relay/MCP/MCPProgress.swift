@@ -18,21 +18,6 @@ enum MCPProgress {
         let token: Any
     }
 
-    /// The client's progress token (`params._meta.progressToken`: a string or a number).
-    static func token(_ params: [String: Any]) -> Any? {
-        guard let meta = params["_meta"] as? [String: Any], let token = meta["progressToken"] else { return nil }
-        if let text = token as? String, text.utf8.count <= 256 { return text }
-        if let number = token as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite { return number }
-        return nil
-    }
-
-    /// Whether the client accepts `text/event-stream` (MCP clients send it beside JSON).
-    static func acceptsEventStream(_ accept: String?) -> Bool {
-        (accept ?? "").split(separator: ",").contains {
-            $0.split(separator: ";")[0].trimmingCharacters(in: .whitespaces).lowercased() == "text/event-stream"
-        }
-    }
-
     /// Runs `respond` and streams progress every `interval` until its response, which ends
     /// the stream. Cancelled (the client left) → `respond`'s task is cancelled too.
     static func stream(_ call: Call, every interval: Duration, to body: HTTPResponseStream,

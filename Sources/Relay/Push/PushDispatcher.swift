@@ -93,9 +93,15 @@ final class PushDispatcher: Sendable {
 
     private func firstAuthError(service: String, reason: String) -> Bool {
         let generation = (try? services.apns?.providerToken.current().generation).map(String.init) ?? "-"
-        return loggedAuthErrors.withLock { logged in
-            if logged.count >= 1_000 { logged.removeAll() }
-            return logged.insert("\(service)|\(generation)|\(reason)").inserted
-        }
+        return loggedAuthErrors.withLock { Self.firstTime("\(service)|\(generation)|\(reason)", in: &$0) }
+    }
+
+    /// Credential errors remembered at most (then forgotten, so each may be logged again).
+    static let maximumLoggedAuthErrors = 1_000
+
+    /// Whether `key` is new to `seen`, which never holds more than `limit` keys.
+    static func firstTime(_ key: String, in seen: inout Set<String>, limit: Int = maximumLoggedAuthErrors) -> Bool {
+        if seen.count >= limit, !seen.contains(key) { seen.removeAll() }
+        return seen.insert(key).inserted
     }
 }
