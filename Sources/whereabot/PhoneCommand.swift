@@ -93,13 +93,21 @@ enum PhoneCommand {
         let parts = token.split(separator: ".")
         guard parts.count == 3, let claims = PushBase64URL.decode(String(parts[1])),
               let json = String(bytes: claims, encoding: .utf8) else { throw CommandError.usage("--token is not a JWT") }
-        try await Task.sleep(for: .milliseconds(300))  // the hello's device row
         try await TokenCommand.withAdminConnection(settings) { db in
-            try await db.asUser(claims: PGJSON(text: json)) { connection in
-                _ = try await connection.query(
-                    "insert into public.push_tokens (token, user_id, device_id, environment) "
-                        + "values (lower($1), (select auth.uid()), $2, $3) on conflict (token) do nothing",
-                    [hex, device, apnsEnvironment])
+            // RLS admits the row once the relay has taken the hello (the device row exists):
+            // refused (42501) until then, so try again for up to 5 s.
+            for attempt in 1...50 {
+                do {
+                    try await db.asUser(claims: PGJSON(text: json)) { connection in
+                        _ = try await connection.query(
+                            "insert into public.push_tokens (token, user_id, device_id, environment) "
+                                + "values (lower($1), (select auth.uid()), $2, $3) on conflict (token) do nothing",
+                            [hex, device, apnsEnvironment])
+                    }
+                    return
+                } catch let error as PGError where error.isInsufficientPrivilege && attempt < 50 {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
             }
         }
     }
