@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "whereabot", targets: ["whereabot"]),
+        .library(name: "Loop", targets: ["Loop"]),
         .library(name: "PGBus", targets: ["PGBus"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Push", targets: ["Push"]),
@@ -21,11 +22,13 @@ let package = Package(
         // and libcurl's variadic curl_easy_setopt).
         .target(name: "CSystem", dependencies: ["CCurl"]),
 
-        .target(name: "PGBus", dependencies: ["CLibPQ"]),
-        .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL"]),
+        // One epoll thread that HTTPServer and PGBus can share (neither knows the other).
+        .target(name: "Loop", dependencies: ["CSystem"]),
+        .target(name: "PGBus", dependencies: ["CLibPQ", "Loop"]),
+        .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL", "Loop"]),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
         .target(name: "Push", dependencies: ["CSystem", "CCurl", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"],
+        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"],
                 resources: [.copy("Resources/app")]),
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
@@ -34,8 +37,8 @@ let package = Package(
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
-        .testTarget(name: "PGBusTests", dependencies: ["PGBus"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem"]),
+        .testTarget(name: "PGBusTests", dependencies: ["PGBus", "Loop"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem", "Loop"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "HTTPServer"]),
         .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),

@@ -14,7 +14,8 @@ The phones and agents are a small asyncio client (this file), so that 10,000 of 
 in one process. Everything runs on this machine: client, relays and Postgres share its cores.
 
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
-                        BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES)
+                        BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
+                        BENCH_PARTS=latency,throughput,memory,storm)
 """
 import asyncio
 import base64
@@ -47,6 +48,7 @@ PHONES = int(os.environ.get("BENCH_PHONES", "10000"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 AGENTS = int(os.environ.get("BENCH_AGENTS", "32"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
+PARTS = set(os.environ.get("BENCH_PARTS", "latency,throughput,memory,storm").split(","))
 FIX = {"latitude": 52.52, "longitude": 13.405, "accuracy_m": 12}
 
 
@@ -414,7 +416,20 @@ async def main():
         await relay.ready()
     rows = []
     try:
-        # 1. latency
+        if "latency" in PARTS:
+            await latency_rows(relays, rows)
+        if "throughput" in PARTS:
+            await throughput_rows(relays, rows)
+        if "memory" in PARTS or "storm" in PARTS:
+            await phone_rows(relays, rows)
+    finally:
+        for relay in relays:
+            if relay.process.poll() is None:
+                relay.stop()
+    print_table(rows)
+
+
+async def latency_rows(relays, rows):
         progress("1. latency")
         (_, phone_token, agent_token), = make_users(1)
         socket, task = await phone(relays[0].port, phone_token)
@@ -434,14 +449,18 @@ async def main():
         rows.append(("floor: WebSocket echo + NOTIFY", f"p50 {floor50:.2f} ms, p99 {floor99:.2f} ms",
                      f"echo p50 {statistics.median(echo):.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
 
-        # 2. throughput
+
+
+async def throughput_rows(relays, rows):
         progress("2. throughput")
         rate, failures = await throughput(relays, make_users(AGENTS), SECONDS)
         ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
         rows.append((f"locates/s, 2 instances, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed)",
                      f"pgbench NOTIFY-only {ceiling:,.0f} tps ({rate / ceiling:.2f}; a locate commits 2 NOTIFY transactions)"))
 
-        # 3. memory per idle phone
+
+
+async def phone_rows(relays, rows):
         progress("3. memory per idle phone")
         holder = relays[1]
         holder.stop()
@@ -483,11 +502,9 @@ async def main():
                      f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
         if CLIENT_ERRORS:
             rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
-    finally:
-        for relay in relays:
-            if relay.process.poll() is None:
-                relay.stop()
 
+
+def print_table(rows):
     print(f"Relay benchmark (release build, 2 instances, loopback, {os.cpu_count()} cores shared by client, relays and Postgres;"
           f" {SAMPLES} sequential locates per latency row)")
     width = max(len(row[0]) for row in rows) + 2

@@ -1,6 +1,6 @@
 // libFuzzer entry for RelayNotification.decode (every NOTIFY payload the relay hears).
 // The first byte picks the channel. Any crash, hang or sanitizer report is a bug.
-let fuzzChannels = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key",
+let fuzzChannels = ["whereabot_i_00000000000000000000000000000000", "whereabot_device", "whereabot_key",
                     "whereabot_replay", "other"]
 
 @_cdecl("LLVMFuzzerTestOneInput")

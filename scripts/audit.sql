@@ -52,8 +52,12 @@ functions as (
          coalesce((select string_agg(distinct case when a.grantee = 0 then 'PUBLIC' else pg_get_userbyid(a.grantee) end, ', ')
                    from aclexplode(coalesce(p.proacl, acldefault('f', p.proowner))) a
                    where a.privilege_type = 'EXECUTE'), '') as executors,
-         coalesce((select string_agg(distinct m[1], ', ')
-                   from regexp_matches(p.prosrc, '''(whereabot_[a-z_]+)''', 'g') m), '') as channels
+         coalesce((select string_agg(distinct found.channel, ', ')
+                   from (select m[1] as channel from regexp_matches(p.prosrc, '''(whereabot_[a-z]+(_[a-z]+)*)''', 'g') m
+                         union all  -- locates, answers and cancels go to the instances' own channels
+                         select 'whereabot_i_<instance>'
+                         where p.prosrc ~ 'private\.(instance_channel|notify_instances|notify_cancel)\(') found),
+                  '') as channels
   from pg_proc p join pg_namespace n on n.oid = p.pronamespace
   where n.nspname in ('public', 'relay', 'private') and p.prokind in ('f', 'p')
 ),

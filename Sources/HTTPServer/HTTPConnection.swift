@@ -1,12 +1,13 @@
 import CSystem
 import Glibc
+import Loop
 
 /// One client connection, confined to the event loop's thread: HTTP/1.1 with pipelining
 /// answered in order, then possibly a WebSocket.
 ///
 /// Handler calls run as tasks owned by the connection; a client that hangs up cancels
 /// them. Every timeout is checked by `tick(now:)`.
-final class HTTPConnection: @unchecked Sendable {
+final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     private enum Mode {
         /// HTTP; `inFlight` is the handler task of the request being answered.
         case http(inFlight: Task<Void, Never>?)
@@ -61,7 +62,7 @@ final class HTTPConnection: @unchecked Sendable {
     }
 
     func register() throws {
-        token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP)
+        token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, source: self)
     }
 
     var isClosed: Bool { if case .closed = mode { true } else { false } }
@@ -360,7 +361,7 @@ final class HTTPConnection: @unchecked Sendable {
         if case .webSocket(let session) = mode { session.transportClosed() }
         guard !isClosed else { return }
         mode = .closed
-        server.loop.deregister(fd)
+        server.loop.deregister(fd, token: token)
         Glibc.close(fd)
         outbound = OutboundQueue()
         server.connectionClosed(self)

@@ -1,4 +1,5 @@
 import Foundation
+import Loop
 import Synchronization
 
 /// A small, strict HTTP/1.1 and WebSocket server over epoll with an async handler API.
@@ -12,7 +13,9 @@ import Synchronization
 ///
 /// Lifecycle: `start()` binds and starts the loop; `run()` waits until the server has
 /// stopped; `shutdown(...)` stops accepting, closes WebSockets with a chosen code, lets
-/// handlers finish until a drain deadline, then closes the rest.
+/// handlers finish until a drain deadline, then closes the rest. The server runs on a loop
+/// of its own, or on one it is given (shared with a database client, say), which it then
+/// leaves running when it stops.
 ///
 /// What it refuses (and closes): malformed requests (400), bodies without Content-Length
 /// framing (411), oversized heads (431) and bodies (413), slow heads (408); WebSocket
@@ -25,6 +28,7 @@ public final class HTTPServer: Sendable {
     private let limits: HTTPServerLimits
     private let handler: HTTPHandler
     private let log: HTTPServerLog
+    private let sharedLoop: EventLoop?
     private let state = Mutex(State())
 
     private struct State {
@@ -42,9 +46,11 @@ public final class HTTPServer: Sendable {
     ///   - limits: the bounds to enforce.
     ///   - log: where the server reports failures of its own system calls (an event name
     ///     and fields without user data), called on the loop thread.
+    ///   - loop: a running loop to serve on; nil starts one of the server's own.
     ///   - handler: answers every request.
     public init(host: String = "127.0.0.1", port: Int, limits: HTTPServerLimits = HTTPServerLimits(),
-                log: @escaping HTTPServerLog = { _, _ in }, handler: @escaping HTTPHandler) {
+                log: @escaping HTTPServerLog = { _, _ in }, loop: EventLoop? = nil, handler: @escaping HTTPHandler) {
+        self.sharedLoop = loop
         self.host = host
         self.requestedPort = port
         self.limits = limits
@@ -59,7 +65,7 @@ public final class HTTPServer: Sendable {
     /// - Returns: the bound port.
     @discardableResult
     public func start() throws -> Int {
-        let loop = try EventLoop()
+        let loop = try sharedLoop ?? EventLoop()
         let core = HTTPServerCore(loop: loop, limits: limits, log: log, handler: handler)
         let port = try core.listen(host: host, port: requestedPort)
         state.withLock {
@@ -68,12 +74,14 @@ public final class HTTPServer: Sendable {
             $0.port = port
         }
         loop.execute { try? core.startAccepting() }
-        let thread = Thread { [self] in
-            loop.run()
-            finished()
+        if sharedLoop == nil {
+            let thread = Thread { [self] in
+                loop.run()
+                finished()
+            }
+            thread.name = "http-loop"
+            thread.start()
         }
-        thread.name = "http-loop"
-        thread.start()
         return port
     }
 
@@ -99,8 +107,12 @@ public final class HTTPServer: Sendable {
             return
         }
         let deadline = ContinuousClock.now + drainTimeout
-        loop.execute {
-            core.shutdown(deadline: deadline, code: webSocketCloseCode, reason: reason) {}
+        let owned = sharedLoop == nil
+        loop.execute { [self] in
+            // The server's own loop ends with it (its thread then reports); a shared one runs on.
+            core.shutdown(deadline: deadline, code: webSocketCloseCode, reason: reason) {
+                if owned { loop.stop() } else { self.finished() }
+            }
         }
         await run()
     }

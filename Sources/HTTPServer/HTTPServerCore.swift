@@ -1,9 +1,10 @@
 import CSystem
 import Glibc
+import Loop
 
 /// The server's state on its loop thread: the listening socket, the connections, and
 /// graceful shutdown.
-final class HTTPServerCore: @unchecked Sendable {
+final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     let loop: EventLoop
     let limits: HTTPServerLimits
     let handler: HTTPHandler
@@ -13,6 +14,7 @@ final class HTTPServerCore: @unchecked Sendable {
     private(set) var now = ContinuousClock.now
     private var listenFD: Int32 = -1
     private var listenToken: UInt64 = .max
+    private var tickID: UInt64?
     private var connections: [UInt64: HTTPConnection] = [:]
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
@@ -31,10 +33,11 @@ final class HTTPServerCore: @unchecked Sendable {
         self.log = log
         let files = OpenFilesLimit.raiseToHard()
         self.maxConnections = max(1, min(limits.maxConnections, files - limits.reservedFileDescriptors))
-        loop.onTick = { [unowned self] in self.tick() }
-        loop.onEvent = { [unowned self] token, events in
-            if token == self.listenToken { self.acceptAll() } else { self.connections[token]?.handle(events: events) }
-        }
+    }
+
+    /// The listening socket is readable (loop thread).
+    func handle(events: UInt32) {
+        acceptAll()
     }
 
     /// Binds and listens; returns the port (useful with port 0).
@@ -67,9 +70,10 @@ final class HTTPServerCore: @unchecked Sendable {
         return Int(UInt16(bigEndian: actual.sin_port))
     }
 
-    /// Starts accepting (loop thread).
+    /// Starts accepting and the timeouts (loop thread).
     func startAccepting() throws {
-        listenToken = try loop.register(listenFD, events: WB_EPOLLIN)
+        listenToken = try loop.register(listenFD, events: WB_EPOLLIN, source: self)
+        tickID = loop.addTick { [unowned self] in self.tick() }
     }
 
     /// The listening socket is readable: accept every waiting connection.
@@ -157,7 +161,7 @@ final class HTTPServerCore: @unchecked Sendable {
         shutdownDeadline = deadline
         self.onStopped = onStopped
         if listenFD >= 0 {
-            loop.deregister(listenFD)
+            loop.deregister(listenFD, token: listenToken)
             Glibc.close(listenFD)
             listenFD = -1
         }
@@ -168,7 +172,8 @@ final class HTTPServerCore: @unchecked Sendable {
     private func stopIfDrained() {
         guard shutdownDeadline != nil, connections.isEmpty, let onStopped else { return }
         self.onStopped = nil
-        loop.stop()
+        if let tickID { loop.removeTick(tickID) }
+        tickID = nil
         onStopped()
     }
 }

@@ -1,3 +1,4 @@
+import Loop
 import Synchronization
 
 /// One accepted WebSocket, handed to the handler of `HTTPResponse.webSocket`.

@@ -12,10 +12,14 @@
 ///   until its task is cancelled; `listen(on:_:)` scopes a consumer.
 ///
 /// ## Concurrency
-/// - Every connection has its own thread. libpq runs there in non-blocking mode, driven by
-///   poll(2); Swift tasks only await continuations, so no concurrency thread ever blocks
-///   on the network.
-/// - Statements on one connection run one at a time, in submission order.
+/// - Pool connections run on an event loop (`Loop`): the one given to the pool — shared
+///   with an HTTP server, so that a handler's request, queries and response stay on one
+///   thread — or one of their own. libpq runs in non-blocking pipeline mode there; opening
+///   a connection (DNS, TLS) happens on a short-lived thread, never on a loop. Swift tasks
+///   only await continuations, so no thread ever blocks on the network.
+/// - Statements on one connection are pipelined and answered in submission order; each
+///   distinct SQL text is prepared once per connection.
+/// - The listener keeps a thread of its own (it waits on its socket and a heartbeat).
 /// - Cancelling a task that awaits a statement sends PQcancel for that statement only; the
 ///   connection stays usable.
 ///

@@ -27,7 +27,7 @@ extension PGListener {
             switch action {
             case .connect:
                 publish(.connecting)
-                if let connection = try? PGConnection.openHandle(configuration) {
+                if let connection = try? PGConnect.openHandle(configuration) {
                     session.connection = connection
                     if everConnected { shared.withLock { $0.reconnects += 1 } }
                     everConnected = true

@@ -1,5 +1,14 @@
+import Loop
+
 /// A bounded pool of connections.
 ///
+/// Two ways in: `withConnection` (and `query`) lease a connection for one task at a time,
+/// which transactions need; `send` runs a single statement on one of up to
+/// `sharedConnections` connections that are never leased, where the statements of many
+/// tasks are pipelined together (the fast path for autocommit calls).
+///
+/// The connections run on `loop` when one is given (say, the HTTP server's, so that a
+/// handler's queries never leave its thread), else each on a loop of its own.
 /// At most `size` connections exist; they are opened on demand. A caller that finds none
 /// free waits (first come, first served) up to `acquireTimeout`, then gets `poolTimeout`.
 /// A connection that broke while leased is discarded and a replacement opened for the next
@@ -12,6 +21,7 @@ public actor PGPool {
     public static let defaultAcquireTimeout = Duration.seconds(10)
 
     private let configuration: PGConfiguration
+    private let loop: EventLoop?
     private let size: Int
     private let acquireTimeout: Duration
     private var idle: [PGConnection] = []
@@ -21,6 +31,9 @@ public actor PGPool {
     private var isShutDown = false
     private var discarded = 0
     private var failedConnects = 0
+    private let sharedLimit: Int
+    private var shared: [PGConnection] = []
+    private var sharedOpening: Task<PGConnection, Error>?
 
     private struct Waiter {
         let id: UInt64
@@ -33,9 +46,14 @@ public actor PGPool {
     ///   - configuration: where to connect.
     ///   - size: the most connections open at once (at least 1).
     ///   - acquireTimeout: how long a caller waits for a free connection.
+    ///   - loop: the running loop to drive the connections; nil gives each its own.
+    ///   - sharedConnections: the most connections `send` pipelines on (besides `size`).
     public init(configuration: PGConfiguration, size: Int = PGPool.defaultSize,
-                acquireTimeout: Duration = PGPool.defaultAcquireTimeout) {
+                acquireTimeout: Duration = PGPool.defaultAcquireTimeout, loop: EventLoop? = nil,
+                sharedConnections: Int = 1) {
+        self.sharedLimit = max(1, sharedConnections)
         self.configuration = configuration
+        self.loop = loop
         self.size = max(1, size)
         self.acquireTimeout = acquireTimeout
     }
@@ -59,6 +77,40 @@ public actor PGPool {
         try await withConnection { try await $0.query(sql, parameters) }
     }
 
+    /// Runs one statement (autocommit) on a shared connection, pipelined with the
+    /// statements of other tasks: the one with the fewest statements outstanding, or a new
+    /// one while fewer than `sharedConnections` are open and all are busy.
+    @discardableResult
+    public nonisolated func send(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws -> PGQueryResult {
+        try await sharedConnection().query(sql, parameters)
+    }
+
+    private func sharedConnection() async throws -> PGConnection {
+        guard !isShutDown else { throw PGError(.shutDown, detail: "pool shut down") }
+        let before = shared.count
+        shared.removeAll { !$0.isUsable }
+        discarded += before - shared.count
+        let least = shared.min { $0.outstanding < $1.outstanding }
+        if let least, least.outstanding == 0 || shared.count >= sharedLimit || sharedOpening != nil { return least }
+        if let opening = sharedOpening { return try await opening.value }
+        let configuration = self.configuration, loop = self.loop
+        let opening = Task { try await PGConnection.connect(configuration, on: loop) }
+        sharedOpening = opening
+        defer { sharedOpening = nil }
+        do {
+            let connection = try await opening.value
+            if isShutDown {
+                await connection.close()
+                throw PGError(.shutDown, detail: "pool shut down")
+            }
+            shared.append(connection)
+            return connection
+        } catch {
+            failedConnects += 1
+            throw error
+        }
+    }
+
     /// What the pool holds now.
     public var health: PGPoolHealth {
         PGPoolHealth(size: size, open: open, idle: idle.count, waiting: waiters.count,
@@ -73,6 +125,9 @@ public actor PGPool {
             waiter.continuation.resume(throwing: PGError(.shutDown, detail: "pool shut down"))
         }
         waiters.removeAll()
+        let sharing = shared
+        shared.removeAll()
+        for connection in sharing { await connection.close() }
         let closing = idle
         idle.removeAll()
         open -= closing.count
@@ -89,7 +144,7 @@ public actor PGPool {
         if open < size {
             open += 1
             do {
-                return try await PGConnection.connect(configuration)
+                return try await PGConnection.connect(configuration, on: loop)
             } catch {
                 open -= 1
                 failedConnects += 1
@@ -141,7 +196,7 @@ public actor PGPool {
         guard !waiters.isEmpty, open < size, !isShutDown else { return }
         open += 1
         do {
-            let connection = try await PGConnection.connect(configuration)
+            let connection = try await PGConnection.connect(configuration, on: loop)
             await release(connection)
         } catch {
             open -= 1

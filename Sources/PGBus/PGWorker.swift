@@ -2,9 +2,8 @@ import Foundation
 
 /// A dedicated OS thread that runs jobs one at a time, in order.
 ///
-/// Each PGConnection owns one, so libpq's calls (connect, poll, read) happen there and
-/// never on a Swift concurrency thread. Jobs are plain closures; results travel back
-/// through continuations captured by the job.
+/// The canceller uses one for PQcancel, which opens a TCP connection and waits: it must
+/// run neither on an event loop nor on a Swift concurrency thread. Jobs are plain closures.
 final class PGWorker: @unchecked Sendable {
     private let condition = NSCondition()
     private var jobs: [@Sendable () -> Void] = []

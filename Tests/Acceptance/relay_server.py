@@ -1,4 +1,5 @@
 """Starts `whereabot serve` against the test database and mints tokens with PyJWT."""
+import hashlib
 import os
 import socket
 import subprocess
@@ -19,6 +20,11 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def instance_channel(instance):
+    """An instance's own LISTEN channel, as private.instance_channel names it."""
+    return "whereabot_i_" + hashlib.sha256(instance.encode()).hexdigest()[:32]
+
+
 class RelayServer:
     """A running relay instance; `stop()` sends SIGTERM and waits."""
 
@@ -27,8 +33,9 @@ class RelayServer:
             subprocess.run(["swift", "build", "--product", "whereabot"], cwd=ROOT, check=True)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        self.instance = environment.get("INSTANCE_ID", "acceptance-" + uuid.uuid4().hex[:6])
         env = {**os.environ, "DATABASE_URL": RELAY_URL, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
-               "PUBLIC_URL": self.base, "INSTANCE_ID": "acceptance-" + uuid.uuid4().hex[:6], **environment}
+               "PUBLIC_URL": self.base, "INSTANCE_ID": self.instance, **environment}
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stderr=subprocess.PIPE, text=True,
                                         preexec_fn=preexec_fn)
         deadline = time.monotonic() + 20

@@ -12,9 +12,9 @@ import pytest
 import websockets
 
 from conftest import ADMIN_URL
-from relay_server import RelayServer, token
+from relay_server import RelayServer, instance_channel, token
 
-CHANNELS = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key"]
+BROADCAST = ["whereabot_device", "whereabot_key", "whereabot_replay"]
 # Distinctive coordinates, so that any plaintext copy is found by a plain text search.
 LATITUDE, LONGITUDE = "47.3768866", "8.5416940"
 
@@ -60,19 +60,21 @@ async def phone_answering(base, phone_token, reply, connected, stop):
                 await ws.send(json.dumps({**reply, "id": message["id"], "timestamp_ms": int(time.time() * 1000)}))
 
 
-def listen_all(notes, stop):
+def listen_all(instances, notes, stop):
+    """Records every notification to the instances' own channels and the broadcast ones."""
+    names = {instance_channel(server.instance): server.instance for server in instances}
     with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-        for channel in CHANNELS:
-            conn.execute(f"listen {channel}")
+        for channel in [*names, *BROADCAST]:
+            conn.execute(f'listen "{channel}"')
         while not stop.is_set():
             for note in conn.notifies(timeout=0.2):
-                notes.append((note.channel, note.payload))
+                notes.append((names.get(note.channel, note.channel), note.payload))
 
 
 def test_phone_on_one_instance_answers_an_agent_on_another_for_every_outcome(instances, make_user):
     a, b = instances
     notes, stop_listening = [], threading.Event()
-    listener = threading.Thread(target=listen_all, args=(notes, stop_listening))
+    listener = threading.Thread(target=listen_all, args=(instances, notes, stop_listening))
     listener.start()
     try:
         for reply, status, text in ROWS:
@@ -101,7 +103,15 @@ def test_phone_on_one_instance_answers_an_agent_on_another_for_every_outcome(ins
         listener.join()
 
     # Privacy: no plaintext coordinate in any notification, table or log line.
-    assert any(channel == "whereabot_answer" and '"sealed"' in payload for channel, payload in notes)
+    # The phone is on A and the agent on B: A hears each locate (and the cancel of the one
+    # it never answered), B each answer; only B's answer carries the sealed fix.
+    sealed = [json.loads(payload) for channel, payload in notes if '"sealed": "' in payload]
+    assert sealed and all(channel == b.instance for channel, payload in notes if '"sealed": "' in payload)
+    assert all(note["kind"] == "answer" and note["waiter"] == b.instance for note in sealed)
+    at_a = [json.loads(payload)["kind"] for channel, payload in notes if channel == a.instance]
+    assert sorted(at_a) == ["cancel"] + ["locate"] * len(ROWS)
+    at_b = [json.loads(payload)["kind"] for channel, payload in notes if channel == b.instance]
+    assert at_b == ["answer"] * (len(ROWS) - 1)
     for channel, payload in notes:
         assert LATITUDE not in payload and LONGITUDE not in payload, channel
     dump = subprocess.run(["pg_dump", "--data-only", ADMIN_URL], capture_output=True, text=True, timeout=60)

@@ -39,6 +39,8 @@ import Testing
     }
 
     /// A connection whose backend was terminated is discarded; the next caller gets a new one.
+    /// Its socket is watched by the loop even while idle, so the loss is noticed before any
+    /// caller tries the dead connection.
     @Test func brokenConnectionIsDiscardedAndReplaced() async throws {
         let pool = PGPool(configuration: TestDatabase.configuration, size: 1)
         let pid = try await pool.query("select pg_backend_pid()").scalar(Int32.self)
@@ -46,7 +48,6 @@ import Testing
         try await killer.query("select pg_terminate_backend($1)", [pid])
         await killer.close()
         try await Task.sleep(for: .milliseconds(100))
-        await #expect(throws: PGError.self) { try await pool.query("select 1") }
         let newPID = try await pool.query("select pg_backend_pid()").scalar(Int32.self)
         #expect(newPID != pid)
         #expect(await pool.health.discarded == 1)

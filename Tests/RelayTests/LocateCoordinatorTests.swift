@@ -4,10 +4,12 @@ import PGBus
 import Testing
 
 /// The waiting side end to end through Postgres: the request is opened, a simulated holder
-/// of the phone reads the ping from whereabot_locate and settles it (sealed), the answer
-/// comes back through whereabot_answer, and every status of the table results.
+/// of the phone on another instance reads the ping from its own channel and settles it
+/// (sealed to the key the ping carries), the answer comes back on the waiter's channel, and
+/// every status of the table results.
 @Suite struct LocateCoordinatorTests {
     let instance = "coord-\(UUID().uuidString.prefix(8).lowercased())"
+    var holder: String { instance + "-holder" }
 
     /// How the simulated phone answers.
     enum Phone: Sendable {
@@ -23,9 +25,9 @@ import Testing
                                 _ body: @escaping @Sendable (LocateCoordinator) async throws -> R) async throws -> R {
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
-        let device = UUID()
+        let device = UUID(), holder = self.holder, instance = self.instance
         if case .absent = phone {} else {
-            _ = try await db.deviceHello(instance: instance, connection: UUID(), user: owner, session: session, device: device,
+            _ = try await db.deviceHello(instance: holder, connection: UUID(), user: owner, session: session, device: device,
                                          name: "Test Phone", platform: "android", appVersion: "1", openedAt: Date())
         }
         let coordinator = LocateCoordinator(instance: instance, database: db, grace: .milliseconds(300), maxWaiting: maxWaiting)
@@ -34,28 +36,31 @@ import Testing
             group.addTask { await listener.run() }
             let ready = AsyncStream<Void>.makeStream()
             group.addTask {
-                try await listener.listen(on: ["whereabot_answer", "whereabot_locate"]) { events in
+                let channels = [RelayNotification.channel(of: instance), RelayNotification.channel(of: holder)]
+                try await listener.listen(on: channels) { events in
                     for await event in events {
                         guard case .notification(let note) = event else { ready.continuation.yield(); continue }
-                        let data = Data(note.payload.utf8)
-                        if note.channel == "whereabot_answer" {
-                            await coordinator.deliver(try JSONDecoder().decode(AnswerNotification.self, from: data))
-                            continue
-                        }
-                        let ping = try JSONDecoder().decode(LocatePing.self, from: data)
-                        // A holder only delivers to a phone it has.
-                        guard ping.owner == owner else { continue }
-                        if case .absent = phone { continue }
-                        _ = try await db.markDelivered(ping.id)
-                        switch phone {
-                        case .fix(let fix):
-                            let key = try #require(try await db.replyKey(request: ping.id, user: owner))
-                            let sealed = try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: ping.id)
-                            _ = try await db.settle(id: ping.id, user: owner, device: device, answer: .location(sealed: sealed))
-                        case .answer(let answer):
-                            _ = try await db.settle(id: ping.id, user: owner, device: device, answer: answer)
-                        case .ignore, .absent:
+                        switch RelayNotification.decode(channel: note.channel, payload: note.payload) {
+                        case .answer(let answer, _)? where note.channel == channels[0]:
+                            await coordinator.deliver(answer)
+                        case .locate(let ping, let pingOwner)? where note.channel == channels[1]:
+                            #expect(pingOwner == owner)  // a holder hears only of its phones' owners
+                            #expect(try await db.markDelivered([ping.id]) == 1)
+                            switch phone {
+                            case .fix(let fix):
+                                let key = try #require(ping.replyKey)
+                                let sealed = try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: ping.id)
+                                _ = try await db.settle(id: ping.id, user: owner, device: device, answer: .location(sealed: sealed),
+                                                        instance: holder)
+                            case .answer(let answer):
+                                _ = try await db.settle(id: ping.id, user: owner, device: device, answer: answer, instance: holder)
+                            case .ignore, .absent:
+                                break
+                            }
+                        case .cancel?:
                             break
+                        default:
+                            Issue.record("unexpected notification on \(note.channel): \(note.payload)")
                         }
                     }
                 }
@@ -155,10 +160,4 @@ import Testing
         #expect(object["speed_mps"] as? Double == 1.5 && object["altitude_m"] == nil)
         #expect((object["person"] as? [String: String]) == ["name": "Ada", "email": "ada@example.com"])
     }
-}
-
-/// The fields of a whereabot_locate payload the simulated holder needs.
-struct LocatePing: Decodable {
-    let id: UUID
-    let owner: UUID
 }

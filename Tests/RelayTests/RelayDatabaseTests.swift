@@ -55,12 +55,14 @@ import Testing
         let request = UUID(), key = try ReplyKey()
         _ = try await db.openRequest(id: request, owner: ada.user, requester: nil, clientID: "agent-key", clientName: nil,
                                      instance: instance, replyKey: key.publicKey, expiresAt: Date().addingTimeInterval(60), maxWaiting: 5)
-        #expect(try await db.markDelivered(request))
+        #expect(try await db.markDelivered([request]) == 1)
         #expect(try await db.replyKey(request: request, user: ada.user) == key.publicKey)
         #expect(try await db.replyKey(request: request, user: UUID()) == nil)
         let sealed = try Sealing.seal(Array("{}".utf8), to: key.publicKey, requestID: request)
-        #expect(try await db.settle(id: request, user: ada.user, device: device, answer: .location(sealed: sealed)) == .settled)
-        #expect(try await db.settle(id: request, user: ada.user, device: device, answer: .denied(reason: .user)) == .gone)
+        #expect(try await db.settle(id: request, user: ada.user, device: device, answer: .location(sealed: sealed),
+                                    instance: instance) == .settled)
+        #expect(try await db.settle(id: request, user: ada.user, device: device, answer: .denied(reason: .user),
+                                    instance: instance) == .gone)
         let finished = try await db.finish(id: request, instance: instance, abandoned: false)
         #expect(finished.status == "already_settled" && finished.delivered == true)
         #expect(finished.outcome == "location" && finished.reason == nil)

@@ -1,6 +1,6 @@
 -- relay.open_request, relay.mark_delivered, relay.settle, relay.finish, relay.request_states.
 begin;
-select plan(40);
+select plan(42);
 
 select tests.create_supabase_user('ada');
 select tests.create_supabase_user('bob');
@@ -30,9 +30,9 @@ select relay.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('
   '00000000-0000-4000-8000-0000000000bb', 'Bob''s', 'ios', '1', now());
 
 -- ---------------------------------------------------------------- open
-select is(pg_temp.open(pg_temp.rid('r1'), 'ada'), '{"status": "opened", "connections": 2}'::jsonb,
-  'open_request opens and counts the owner''s live sockets');
-select is(pg_temp.open(pg_temp.rid('r1'), 'ada'), '{"status": "exists", "connections": null}'::jsonb,
+select is(pg_temp.open(pg_temp.rid('r1'), 'ada'), '{"status": "opened", "connections": 2, "ping": null}'::jsonb,
+  'open_request opens and counts the owner''s live sockets (none on the calling instance: no ping back)');
+select is(pg_temp.open(pg_temp.rid('r1'), 'ada'), '{"status": "exists", "connections": null, "ping": null}'::jsonb,
   'opening the same id again changes nothing');
 select is(pg_temp.open(pg_temp.rid('r2'), 'ada', 'bob') ->> 'status', 'opened',
   'a viewer''s agent may ask for an owner who shares with the viewer');
@@ -40,10 +40,15 @@ select throws_ok($$ select pg_temp.open(pg_temp.rid('r9'), 'ada', 'eve') $$, '42
   'nobody else''s agent may ask for the owner');
 select is(pg_temp.open(pg_temp.rid('r3'), 'ada', null, 2) ->> 'status', 'opened',
   'the second request of the owner''s own agents opens (the viewer''s does not count)');
-select is(pg_temp.open(pg_temp.rid('r4'), 'ada', null, 2), '{"status": "too_many", "connections": 2}'::jsonb,
+select is(pg_temp.open(pg_temp.rid('r4'), 'ada', null, 2), '{"status": "too_many", "connections": 2, "ping": null}'::jsonb,
   'the cap refuses the request past the limit');
-select is(pg_temp.open(pg_temp.rid('r4'), 'eve', null, 2), '{"status": "opened", "connections": 0}'::jsonb,
+select is(pg_temp.open(pg_temp.rid('r4'), 'eve', null, 2), '{"status": "opened", "connections": 0, "ping": null}'::jsonb,
   'the cap is per owner; an owner without sockets has 0 connections');
+select is((relay.open_request(pg_temp.rid('r8'), tests.get_supabase_uid('bob'), null, 'x', 'Claude', 'relay-b',
+    decode(repeat('ab', 32), 'hex'), now() + interval '1 minute') -> 'ping') - 'expires_ms' - 'requester',
+  jsonb_build_object('type', 'locate', 'id', pg_temp.rid('r8'), 'owner', tests.get_supabase_uid('bob'), 'client_id', 'x',
+    'agent_name', 'Claude', 'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64')),
+  'the instance holding the owner''s socket gets the ping back with the reply key (it is not notified of its own request)');
 
 select throws_ok($$ select relay.open_request(gen_random_uuid(), tests.get_supabase_uid('ada'), null, 'x', null,
   'relay-a', decode('abcd', 'hex'), now() + interval '1 minute') $$, '22023', null, 'a short reply key is refused');
@@ -60,9 +65,12 @@ select throws_ok($$ select relay.open_request(null, tests.get_supabase_uid('ada'
 select throws_ok($$ select pg_temp.open(gen_random_uuid(), 'eve', null, 0) $$, '22023', null, 'a cap of 0 is refused');
 
 -- ---------------------------------------------------------------- deliver
-select is(relay.mark_delivered(pg_temp.rid('r1')), true, 'mark_delivered records a waiting request');
-select is(relay.mark_delivered(gen_random_uuid()), false, 'mark_delivered reports an unknown request');
-select throws_ok($$ select relay.mark_delivered(null) $$, '22004', null, 'mark_delivered refuses null');
+select is(relay.mark_delivered(array[pg_temp.rid('r1'), gen_random_uuid()]), 1,
+  'mark_delivered records the waiting requests of a batch, not unknown ones');
+select is(relay.mark_delivered(array[pg_temp.rid('r1')]), 0, 'a request is marked once');
+select throws_ok($$ select relay.mark_delivered(null) $$, '22023', null, 'mark_delivered refuses null');
+select throws_ok($$ select relay.mark_delivered(array(select gen_random_uuid() from generate_series(1, 10001))) $$,
+  '22023', null, 'mark_delivered refuses more than 10000 ids');
 
 -- ---------------------------------------------------------------- settle
 select is(relay.settle(pg_temp.rid('r1'), tests.get_supabase_uid('bob'), '00000000-0000-4000-8000-0000000000bb',
@@ -104,12 +112,12 @@ select throws_ok(format($$ select relay.finish(%L, 'relay-b', 'expired') $$, pg_
 select is(relay.finish(pg_temp.rid('r3'), 'relay-a', 'expired'),
   '{"status": "finished", "delivered": false, "outcome": "expired", "reason": null}'::jsonb,
   'finish at the deadline reports that no device got the ping');
-select relay.mark_delivered(pg_temp.rid('r4'));
+select relay.mark_delivered(array[pg_temp.rid('r4')]);
 select is(relay.finish(pg_temp.rid('r4'), 'relay-a', 'abandoned') ->> 'delivered', 'true',
   'finish reports that a device got the ping');
 select is(relay.finish(pg_temp.rid('r2'), 'relay-a', 'expired'),
-  '{"status": "already_settled", "delivered": false, "outcome": "unavailable", "reason": "no_fix"}'::jsonb,
-  'finish after an answer reports the answer');
+  '{"status": "already_settled", "delivered": true, "outcome": "unavailable", "reason": "no_fix"}'::jsonb,
+  'finish after an answer reports the answer (an answer proves the ping arrived)');
 select is(relay.finish(gen_random_uuid(), 'relay-a', 'expired') ->> 'status', 'gone', 'finish of an unknown id is gone');
 select throws_ok(format($$ select relay.finish(%L, 'relay-a', 'location') $$, pg_temp.rid('r3')), '22023', null,
   'finish refuses an outcome other than expired or abandoned');

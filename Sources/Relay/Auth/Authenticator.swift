@@ -24,6 +24,8 @@ public actor Authenticator {
     public static let jwksRefetchInterval: TimeInterval = 60
     /// Entries per cache before it is emptied.
     public static let maximumCacheEntries = 10_000
+    /// Verified tokens remembered before that cache is emptied (a token is up to ~1 kB).
+    public static let maximumVerifiedTokens = 1_000
 
     private var verifier: JWTVerifier
     private let hmacSecret: String?
@@ -36,6 +38,10 @@ public actor Authenticator {
     private var lastJWKSFetch: Date
     private var sessions: [UUID: (state: String, at: Date)] = [:]
     private var keys: [String: (owner: RelayDatabase.AgentKeyOwner?, at: Date)] = [:]
+    /// Tokens whose signature and claims verified, until their `exp` (past it a token is
+    /// verified again, with the leeway): an agent or phone reusing its token costs no
+    /// signature check. Emptied when the JWKS changes.
+    private var verifiedTokens: [String: JWTClaims] = [:]
     private var limiter = FailedAuthLimiter()
     private var jwksFetchInFlight = false
     private var rateLimitedCount = 0
@@ -150,11 +156,17 @@ public actor Authenticator {
 
     private func jwt(_ token: String) async throws(AuthError) -> Credential {
         let claims: JWTClaims
-        do {
-            claims = try verifier.verify(token, now: now())
-        } catch .unknownKey {
-            try await refetchJWKS(for: token)
-            claims = try verifier.verify(token, now: now())
+        if let cached = verifiedTokens[token], now() < cached.expiresAt {
+            claims = cached
+        } else {
+            do {
+                claims = try verifier.verify(token, now: now())
+            } catch .unknownKey {
+                try await refetchJWKS(for: token)
+                claims = try verifier.verify(token, now: now())
+            }
+            if verifiedTokens.count >= Self.maximumVerifiedTokens { verifiedTokens.removeAll() }
+            verifiedTokens[token] = claims
         }
         switch try await sessionState(claims.sessionID, user: claims.userID) {
         case "alive": break
@@ -186,6 +198,7 @@ public actor Authenticator {
         }
         guard let loaded else { throw .unknownKey }
         verifier = loaded
+        verifiedTokens.removeAll()  // a key may have been withdrawn
     }
 
     private func sessionState(_ session: UUID, user: UUID) async throws(AuthError) -> String {

@@ -6,38 +6,38 @@ extension RelayDatabase {
     /// `saved`, or `refused:<reason>` (endpoint_not_allowed, invalid, limit, device).
     func saveWebPushSubscription(user: UUID, device: UUID, endpoint: String, p256dh: String, auth: String,
                                  extraOrigins: [String]) async throws -> String {
-        try await pool.query("select relay.save_web_push_subscription($1, $2, $3, $4, $5, $6)",
+        try await pool.send("select relay.save_web_push_subscription($1, $2, $3, $4, $5, $6)",
                              [user, device, endpoint, p256dh, auth, extraOrigins]).scalar(String.self)
     }
 
     /// Deletes the Web Push subscriptions of `user`'s `device`.
     func deleteWebPushSubscriptions(user: UUID, device: UUID) async throws -> Int {
-        try await pool.query("select relay.delete_web_push_subscriptions($1, $2)", [user, device]).scalar(Int.self)
+        try await pool.send("select relay.delete_web_push_subscriptions($1, $2)", [user, device]).scalar(Int.self)
     }
 
     /// `user`'s always-allowed agents as JSON (`[{client_id, client_name, requester_id}]`).
     func alwaysAllowedAgents(user: UUID) async throws -> PGJSON {
-        try await pool.query("select relay.always_allowed_agents($1)", [user]).scalar(PGJSON.self)
+        try await pool.send("select relay.always_allowed_agents($1)", [user]).scalar(PGJSON.self)
     }
 
     /// Adds (`allowed`) or removes an always-allowed agent; returns the new list.
     func setAlwaysAllowed(user: UUID, clientID: String, clientName: String?, requester: UUID?, allowed: Bool) async throws -> PGJSON {
-        try await pool.query("select relay.set_always_allowed($1, $2, $3, $4, $5)",
+        try await pool.send("select relay.set_always_allowed($1, $2, $3, $4, $5)",
                              [user, clientID, clientName, requester, allowed]).scalar(PGJSON.self)
     }
 
     /// `user`'s devices as JSON (`[{id, name, platform, app_version, created_at}]`).
     func userDevices(user: UUID) async throws -> PGJSON {
-        try await pool.query("select relay.user_devices($1)", [user]).scalar(PGJSON.self)
+        try await pool.send("select relay.user_devices($1)", [user]).scalar(PGJSON.self)
     }
 
     /// Renames one of `user`'s devices; returns the list.
     func renameDevice(user: UUID, device: UUID, name: String) async throws -> PGJSON {
-        try await pool.query("select relay.rename_device($1, $2, $3)", [user, device, name]).scalar(PGJSON.self)
+        try await pool.send("select relay.rename_device($1, $2, $3)", [user, device, name]).scalar(PGJSON.self)
     }
 
     /// Removes one of `user`'s devices (its session is revoked); returns the list.
     func removeDevice(user: UUID, device: UUID) async throws -> PGJSON {
-        try await pool.query("select relay.remove_device($1, $2)", [user, device]).scalar(PGJSON.self)
+        try await pool.send("select relay.remove_device($1, $2)", [user, device]).scalar(PGJSON.self)
     }
 }

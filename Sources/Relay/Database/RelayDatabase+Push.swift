@@ -5,7 +5,7 @@ extension RelayDatabase {
     /// Claims push stage `stage` (wake or checking) of request `id` for its waiter
     /// `instance`: once per stage across instances (PUSH.md §2).
     func claimPush(id: UUID, instance: String, stage: PushPlan.Stage) async throws -> PushClaim {
-        try await pool.query("select relay.claim_push($1, $2, $3)", [id, instance, stage.rawValue])
+        try await pool.send("select relay.claim_push($1, $2, $3)", [id, instance, stage.rawValue])
             .scalar(PGJSON.self).decode(PushClaim.self)
     }
 
@@ -13,12 +13,12 @@ extension RelayDatabase {
     /// only if the token was stored no later. False when nothing was deleted.
     @discardableResult
     public func dropAPNsToken(_ token: String, unregisteredAt: Date?) async throws -> Bool {
-        try await pool.query("select relay.drop_apns_token($1, $2)", [token, unregisteredAt]).scalar(Bool.self)
+        try await pool.send("select relay.drop_apns_token($1, $2)", [token, unregisteredAt]).scalar(Bool.self)
     }
 
     /// Deletes a Web Push subscription whose service answered 404 or 410.
     @discardableResult
     public func dropWebPushSubscription(_ endpoint: String) async throws -> Bool {
-        try await pool.query("select relay.drop_web_push_subscription($1)", [endpoint]).scalar(Bool.self)
+        try await pool.send("select relay.drop_web_push_subscription($1)", [endpoint]).scalar(Bool.self)
     }
 }

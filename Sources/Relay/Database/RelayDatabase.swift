@@ -24,12 +24,12 @@ public struct RelayDatabase: Sendable {
     /// Registers this instance (at start), forgetting what an earlier process left.
     @discardableResult
     public func registerInstance(_ instance: String) async throws -> Registered {
-        try await pool.query("select relay.register_instance($1)", [instance]).scalar(PGJSON.self).decode(Registered.self)
+        try await pool.send("select relay.register_instance($1)", [instance]).scalar(PGJSON.self).decode(Registered.self)
     }
 
     /// Beats; true when the instance's row had vanished (resync needed).
     public func heartbeat(_ instance: String) async throws -> Bool {
-        try await pool.query("select relay.heartbeat($1)", [instance]).scalar(Bool.self)
+        try await pool.send("select relay.heartbeat($1)", [instance]).scalar(Bool.self)
     }
 
     /// What one `reap` cleaned up.
@@ -48,7 +48,7 @@ public struct RelayDatabase: Sendable {
 
     /// Reaps instances silent for `deadAfter` and old requests.
     public func reap(deadAfter seconds: Int = 30) async throws -> ReapReport {
-        try await pool.query("select relay.reap(make_interval(secs => $1))", [seconds])
+        try await pool.send("select relay.reap(make_interval(secs => $1))", [seconds])
             .scalar(PGJSON.self).decode(ReapReport.self)
     }
 
@@ -70,7 +70,7 @@ public struct RelayDatabase: Sendable {
     public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
                             name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
         struct Raw: Decodable { let status: String; let pending: [LocateMessage] }
-        let raw = try await pool.query("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        let raw = try await pool.send("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                                        [instance, connection, user, session, device, name, platform, appVersion, openedAt,
                                         Self.maxSocketsPerUser])
             .scalar(PGJSON.self).decode(Raw.self)
@@ -80,7 +80,7 @@ public struct RelayDatabase: Sendable {
     /// Forgets a closed socket; false when it was already replaced or reaped.
     @discardableResult
     public func deviceDisconnect(_ connection: UUID) async throws -> Bool {
-        try await pool.query("select relay.device_disconnect($1)", [connection]).scalar(Bool.self)
+        try await pool.send("select relay.device_disconnect($1)", [connection]).scalar(Bool.self)
     }
 
     // MARK: Requests
@@ -91,20 +91,26 @@ public struct RelayDatabase: Sendable {
         public let status: String
         /// Live sockets of the owner now (0: push at once).
         public let connections: Int?
+        /// The ping for the owner's phones on the calling instance, which the database does
+        /// not notify of its own request; nil when it holds none of them.
+        public let ping: LocateMessage?
     }
 
-    /// Opens a locate request (NOTIFY whereabot_locate).
+    /// Opens a locate request; the instances holding the owner's other sockets are notified.
     public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
                             instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int) async throws -> Opened {
-        try await pool.query("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                              [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
             .scalar(PGJSON.self).decode(Opened.self)
     }
 
-    /// Records that a device got the ping; false when the request no longer waits.
+    /// The most ids `markDelivered` takes per call.
+    public static let maxDelivered = 10_000
+
+    /// Records that devices got these pings; returns how many waiting requests it marked.
     @discardableResult
-    public func markDelivered(_ id: UUID) async throws -> Bool {
-        try await pool.query("select relay.mark_delivered($1)", [id]).scalar(Bool.self)
+    public func markDelivered(_ ids: [UUID]) async throws -> Int {
+        try await pool.send("select relay.mark_delivered($1)", [ids]).scalar(Int.self)
     }
 
     /// What a phone's answer did.
@@ -117,10 +123,11 @@ public struct RelayDatabase: Sendable {
         case forbidden
     }
 
-    /// Settles a request with a phone's answer (first answer wins).
-    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer) async throws -> Settled {
-        let status = try await pool.query("select relay.settle($1, $2, $3, $4, $5, $6)",
-                                          [id, user, device, answer.outcome, answer.reason, answer.sealed])
+    /// Settles a request with a phone's answer (first answer wins). `instance`, the caller,
+    /// is not notified: it delivers the answer and cancels its own pings itself.
+    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String) async throws -> Settled {
+        let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
+                                          [id, user, device, answer.outcome, answer.reason, answer.sealed, instance])
             .scalar(String.self)
         guard let settled = Settled(rawValue: status) else { throw PGError(.protocolViolation, detail: "settle status") }
         return settled
@@ -141,7 +148,7 @@ public struct RelayDatabase: Sendable {
     /// Ends a request this instance waits for: `expired` at the deadline, `abandoned` when
     /// the agent hung up (NOTIFY whereabot_cancel).
     public func finish(id: UUID, instance: String, abandoned: Bool) async throws -> Finished {
-        try await pool.query("select relay.finish($1, $2, $3)", [id, instance, abandoned ? "abandoned" : "expired"])
+        try await pool.send("select relay.finish($1, $2, $3)", [id, instance, abandoned ? "abandoned" : "expired"])
             .scalar(PGJSON.self).decode(Finished.self)
     }
 
@@ -166,7 +173,7 @@ public struct RelayDatabase: Sendable {
 
     /// The rows of the given requests; ids missing from the result have vanished (crash).
     public func requestStates(_ ids: [UUID]) async throws -> [RequestState] {
-        try await pool.query("select id, settled, outcome, reason, delivered from relay.request_states($1)", [ids]).rows.map {
+        try await pool.send("select id, settled, outcome, reason, delivered from relay.request_states($1)", [ids]).rows.map {
             RequestState(id: try $0.decode(0, as: UUID.self), settled: try $0.decode(1, as: Bool.self),
                          outcome: try $0.decode(2, as: String?.self), reason: try $0.decode(3, as: String?.self),
                          delivered: try $0.decode(4, as: Bool.self))
@@ -177,39 +184,39 @@ public struct RelayDatabase: Sendable {
     /// again (NOTIFY whereabot_replay); returns how many were asked for.
     @discardableResult
     public func requestReplay(_ ids: [UUID], instance: String) async throws -> Int {
-        try await pool.query("select relay.request_replay($1, $2)", [ids, instance]).scalar(Int.self)
+        try await pool.send("select relay.request_replay($1, $2)", [ids, instance]).scalar(Int.self)
     }
 
     /// Re-sends a sealed answer to its waiter; false unless the request settled with a location.
     @discardableResult
     public func replayAnswer(id: UUID, sealed: String) async throws -> Bool {
-        try await pool.query("select relay.replay_answer($1, $2)", [id, sealed]).scalar(Bool.self)
+        try await pool.send("select relay.replay_answer($1, $2)", [id, sealed]).scalar(Bool.self)
     }
 
     /// Pings still waiting for users with a socket on `instance`, with their owners.
     public func pendingLocates(on instance: String) async throws -> [(owner: UUID, ping: LocateMessage)] {
-        try await pool.query("select owner_id, message from relay.pending_locates_on($1)", [instance]).rows.map {
+        try await pool.send("select owner_id, message from relay.pending_locates_on($1)", [instance]).rows.map {
             (try $0.decode(0, as: UUID.self), try $0.decode(1, as: PGJSON.self).decode(LocateMessage.self))
         }
     }
 
     /// The waiter's reply key for a request still waiting for `user`'s phones, else nil.
     public func replyKey(request: UUID, user: UUID) async throws -> [UInt8]? {
-        try await pool.query("select relay.reply_key($1, $2)", [request, user]).scalar(Data?.self).map(Array.init)
+        try await pool.send("select relay.reply_key($1, $2)", [request, user]).scalar(Data?.self).map(Array.init)
     }
 
     // MARK: Sharing
 
     /// The owners sharing with `viewer` whose email or name is `person`.
     public func resolvePerson(viewer: UUID, person: String) async throws -> [Person] {
-        try await pool.query("select owner_id, name, email from relay.resolve_person($1, $2)", [viewer, person]).rows.map {
+        try await pool.send("select owner_id, name, email from relay.resolve_person($1, $2)", [viewer, person]).rows.map {
             Person(userID: try $0.decode(0, as: UUID.self), name: try $0.decode(1, as: String.self), email: try $0.decode(2, as: String.self))
         }
     }
 
     /// The people sharing their location with `viewer`, by name.
     public func peopleSharing(with viewer: UUID) async throws -> [Person] {
-        try await pool.query("select owner_id, name, email from relay.people_sharing_with($1)", [viewer]).rows.map {
+        try await pool.send("select owner_id, name, email from relay.people_sharing_with($1)", [viewer]).rows.map {
             Person(userID: try $0.decode(0, as: UUID.self), name: try $0.decode(1, as: String.self), email: try $0.decode(2, as: String.self))
         }
     }
@@ -230,30 +237,30 @@ public struct RelayDatabase: Sendable {
 
     /// Looks up an agent key by its SHA-256 (hex); nil when unknown or revoked.
     public func agentKeyOwner(keyHash: String) async throws -> AgentKeyOwner? {
-        guard let row = try await pool.query("select * from relay.agent_key_owner($1)", [keyHash]).first else { return nil }
+        guard let row = try await pool.send("select * from relay.agent_key_owner($1)", [keyHash]).first else { return nil }
         return AgentKeyOwner(userID: try row.decode("user_id", as: UUID.self), keyID: try row.decode("key_id", as: UUID.self),
                              keyName: try row.decode("key_name", as: String.self), email: try row.decode("email", as: String?.self))
     }
 
     /// A JWT's session: `alive`, `signed_out` or `device_removed`.
     public func sessionState(session: UUID, user: UUID) async throws -> String {
-        try await pool.query("select relay.session_state($1, $2)", [session, user]).scalar(String.self)
+        try await pool.send("select relay.session_state($1, $2)", [session, user]).scalar(String.self)
     }
 
     /// Removes and returns this instance's sockets whose session is gone or revoked or
     /// whose device was removed (asked at every heartbeat).
     public func revokedConnections(on instance: String) async throws -> [UUID] {
-        try await pool.query("select relay.revoked_connections($1)", [instance]).rows.map { try $0.decode(0, as: UUID.self) }
+        try await pool.send("select relay.revoked_connections($1)", [instance]).rows.map { try $0.decode(0, as: UUID.self) }
     }
 
     /// Deletes up to `limit` revoked-session rows whose session has ended.
     @discardableResult
     public func forgetEndedSessions(limit: Int = 1_000) async throws -> Int {
-        try await pool.query("select relay.forget_ended_sessions($1)", [limit]).scalar(Int.self)
+        try await pool.send("select relay.forget_ended_sessions($1)", [limit]).scalar(Int.self)
     }
 
     /// The registered name of an OAuth client, if any.
     public func clientName(_ clientID: String) async throws -> String? {
-        try await pool.query("select relay.client_name($1)", [clientID]).scalar(String?.self)
+        try await pool.send("select relay.client_name($1)", [clientID]).scalar(String?.self)
     }
 }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the
-/// `whereabot_locate` notification and `relay.pending_locates` carry it.
+/// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the locate
+/// notification and `relay.pending_locates` carry it (those add the waiter's reply key,
+/// which the holder seals a fix to and never sends to the phone).
 public struct LocateMessage: Codable, Sendable, Equatable {
     /// The request id; answers carry it.
     public let id: UUID
@@ -13,9 +14,12 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     public let expiresMs: Int64
     /// The person whose agent asks, for shared locations; nil for the owner's own agents.
     public let requester: Person?
+    /// The waiter's X25519 public key for this request (32 bytes), when the database sent it.
+    public let replyKey: [UInt8]?
 
     enum CodingKeys: String, CodingKey {
         case type
+        case replyKey = "reply_key"
         case id
         case clientID = "client_id"
         case agentName = "agent_name"
@@ -31,10 +35,16 @@ public struct LocateMessage: Codable, Sendable, Equatable {
         agentName = try container.decodeIfPresent(String.self, forKey: .agentName).map { DisplayText.clean($0, maximumLength: 200) }
         expiresMs = try container.decode(Int64.self, forKey: .expiresMs)
         requester = try container.decodeIfPresent(Person.self, forKey: .requester)
+        replyKey = try container.decodeIfPresent(String.self, forKey: .replyKey).map { text in
+            guard let key = Data(base64Encoded: text), key.count == 32 else {
+                throw DecodingError.dataCorruptedError(forKey: .replyKey, in: container, debugDescription: "not a 32-byte key")
+            }
+            return Array(key)
+        }
     }
 
     /// Encodes the phone's form, `{"type":"locate",...}`, with `requester` null for the
-    /// owner's own agents (the notification and table forms carry no `type`).
+    /// owner's own agents, and never the reply key.
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode("locate", forKey: .type)
@@ -45,8 +55,22 @@ public struct LocateMessage: Codable, Sendable, Equatable {
         try container.encode(requester, forKey: .requester)
     }
 
+    /// The phone's form as text (what `encode(to:)` writes, without an encoder per ping).
+    public var phoneJSON: String {
+        var json = JSONText()
+        json.string("type", "locate")
+        json.string("id", id.uuidString.lowercased())
+        json.string("client_id", clientID)
+        json.string("agent_name", agentName)
+        json.integer("expires_ms", expiresMs)
+        json.raw("requester", requester?.json)
+        return json.object
+    }
+
     /// Creates a locate message.
-    public init(id: UUID, clientID: String, agentName: String? = nil, expiresMs: Int64, requester: Person?) {
+    public init(id: UUID, clientID: String, agentName: String? = nil, expiresMs: Int64, requester: Person?,
+                replyKey: [UInt8]? = nil) {
+        self.replyKey = replyKey
         self.id = id
         self.clientID = clientID
         self.agentName = agentName
@@ -76,6 +100,15 @@ public struct Person: Codable, Sendable, Equatable {
         try container.encodeIfPresent(userID?.uuidString.lowercased(), forKey: .userID)
         try container.encode(name, forKey: .name)
         try container.encode(email, forKey: .email)
+    }
+
+    /// The person as JSON text (what `encode(to:)` writes).
+    var json: String {
+        var json = JSONText()
+        if let userID { json.string("user_id", userID.uuidString.lowercased()) }
+        json.string("name", name)
+        json.string("email", email)
+        return json.object
     }
 
     /// Creates a person.

@@ -3,14 +3,20 @@ import Foundation
 /// Settles a request with a phone's answer: a fix is sealed to the waiter's reply key
 /// first, so it crosses Postgres only as ciphertext. Used by device sockets and by
 /// POST /v1/device/answer. Sealed fixes it settled are remembered for a replay.
+///
+/// The database notifies the waiter's instance of an answer, never this one: when the
+/// request waits here, the settler hands the answer to the coordinator itself.
 struct AnswerSettler: Sendable {
+    let instance: String
     let database: RelayDatabase
     let memory: SealedAnswerMemory
+    let coordinator: LocateCoordinator
     let logger: Logger
 
     /// Seals (for a fix) and settles; returns what the database decided.
+    /// - Parameter replyKey: the waiter's key when the ping carried it; else it is asked for.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
-                reply: PhoneMessage.PhoneReply) async throws -> RelayDatabase.Settled {
+                reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil) async throws -> RelayDatabase.Settled {
         let answer: PhoneAnswer
         switch reply {
         case .denied(let reason):
@@ -18,18 +24,25 @@ struct AnswerSettler: Sendable {
         case .unavailable(let reason):
             answer = .unavailable(reason: reason)
         case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading):
-            guard let key = try await database.replyKey(request: id, user: user) else {
+            var key = replyKey
+            if key == nil { key = try await database.replyKey(request: id, user: user) }
+            guard let key else {
                 // Not a waiting request of this user: let settle say which (gone or forbidden);
                 // it changes nothing in either case.
-                return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error))
+                return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error),
+                                                 instance: instance)
             }
             let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
                                   altitudeM: altitude, speedMps: speed, headingDeg: heading,
                                   deviceName: deviceName, platform: platform)
-            answer = .location(sealed: try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: id))
+            answer = .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id))
         }
-        let settled = try await database.settle(id: id, user: user, device: device, answer: answer)
-        if settled == .settled, let sealed = answer.sealed { memory.remember(sealed, for: id) }
+        let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
+        if settled == .settled {
+            if let sealed = answer.sealed { memory.remember(sealed, for: id) }
+            await coordinator.deliver(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,
+                                                         reason: answer.reason, sealed: answer.sealed))
+        }
         return settled
     }
 

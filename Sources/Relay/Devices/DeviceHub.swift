@@ -32,6 +32,8 @@ public actor DeviceHub {
     private let authenticator: Authenticator
     private let logger: Logger
     private let account: PhoneAccount
+    /// Where the sockets' events are handled (the loop that owns the sockets), if any.
+    nonisolated let executor: (any TaskExecutor)?
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones: [UUID: Phone] = [:]             // by connection, after hello
@@ -39,6 +41,9 @@ public actor DeviceHub {
     private var byDevice: [UUID: Set<UUID>] = [:]       // device → connections (replaced, revoked)
     private var pinged: [UUID: Ping] = [:]              // by request
     private var held: [UUID: HeldAnswer] = [:]          // by request
+    private var helloing: [UUID: HelloInFlight] = [:]   // by user, while a hello is in the database
+    private var undelivered: [UUID] = []                // pings sent, not yet marked delivered
+    private var markingDelivered = false
 
     /// A socket whose phone said hello.
     private struct Phone {
@@ -58,9 +63,21 @@ public actor DeviceHub {
     /// cancel), until it expires or is cancelled.
     private struct Ping {
         let expires: Date
+        /// The waiter's key to seal a fix to (from the database with the ping).
+        let replyKey: [UInt8]?
         var connections: Set<UUID> = []
         var answered: Set<UUID> = []
     }
+
+    /// Hellos of one user in the database now, and the pings that arrived meanwhile: the
+    /// socket is not indexed yet, so they are sent when its hello returns.
+    private struct HelloInFlight {
+        var count = 0
+        var pings: [LocateMessage] = []
+    }
+
+    /// The most pings kept for a user while a hello is in flight (the waiting cap is far lower).
+    static let maxPingsDuringHello = 64
 
     /// An answer the database could not take yet.
     private struct HeldAnswer {
@@ -72,7 +89,8 @@ public actor DeviceHub {
 
     /// Creates the hub of relay instance `instance`.
     init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
-         pushOrigins: [String] = []) {
+         pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil) {
+        self.executor = executor
         self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
         self.instance = instance
         self.database = database
@@ -165,7 +183,13 @@ public actor DeviceHub {
     private func hello(_ session: DeviceSession, _ device: Device) async {
         // A hello that arrives after its socket closed must not replace a live socket.
         guard !session.isClosed else { return }
+        let user = session.phone.userID
+        helloing[user, default: HelloInFlight()].count += 1
         let result: RelayDatabase.Hello
+        defer {
+            helloing[user]?.count -= 1
+            if helloing[user]?.count == 0 { helloing[user] = nil }
+        }
         do {
             result = try await database.deviceHello(instance: instance, connection: session.connection, user: session.phone.userID,
                                                     session: session.phone.sessionID, device: device.id, name: device.name,
@@ -184,7 +208,7 @@ public actor DeviceHub {
                 return
             }
             remember(session, device)
-            for ping in result.pending { send(ping, to: session) }
+            for ping in result.pending + (helloing[user]?.pings ?? []) { send(ping, to: session) }
         case "revoked":
             session.close(code: Self.replacedCode, reason: "revoked")
         case "replaced":
@@ -229,10 +253,14 @@ public actor DeviceHub {
         guard let device = phones[session.connection]?.device else { return }  // no hello yet
         // The answering phone needs no cancel for its own answer; the others get one.
         pinged[id]?.answered.insert(session.connection)
+        // The key came with this socket's own ping; for any other id the database is asked.
+        let replyKey = pinged[id].flatMap { $0.connections.contains(session.connection) ? $0.replyKey : nil }
         let settled: RelayDatabase.Settled?
         do {
             settled = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
-                                               deviceName: device.name, platform: device.platform, reply: reply)
+                                               deviceName: device.name, platform: device.platform, reply: reply,
+                                               replyKey: replyKey)
+            if settled == .settled { cancel(request: id) }  // the database does not notify this instance
         } catch {
             logger.failure("answer_held", error, ["request": id.uuidString])
             settled = nil  // the database is unreachable
@@ -248,14 +276,19 @@ public actor DeviceHub {
 
     // MARK: From the bus
 
-    /// A `whereabot_locate` notification: ping every phone of the owner connected here.
+    /// A new request for `owner` (its notification, or the waiter here): ping every phone
+    /// of the owner connected here, and keep it for a hello of theirs still in flight.
     public func locate(_ ping: LocateMessage, owner: UUID) {
+        if helloing[owner] != nil, helloing[owner]!.pings.count < Self.maxPingsDuringHello {
+            helloing[owner]!.pings.append(ping)
+        }
         for connection in byUser[owner] ?? [] {
             if let session = phones[connection]?.session { send(ping, to: session) }
         }
     }
 
-    /// A `whereabot_cancel` notification: tell every phone that got the ping.
+    /// A request ended (its cancel notification, or an answer settled here): tell every
+    /// phone that got the ping.
     public func cancel(request: UUID) {
         held[request] = nil
         guard let ping = pinged.removeValue(forKey: request) else { return }
@@ -291,7 +324,8 @@ public actor DeviceHub {
         for (id, answer) in held {
             let settled = try await settler.settle(id: id, user: answer.user, device: answer.device.id,
                                                    deviceName: answer.device.name, platform: answer.device.platform,
-                                                   reply: answer.reply)
+                                                   reply: answer.reply, replyKey: pinged[id]?.replyKey)
+            if settled == .settled { cancel(request: id) }
             // `gone` may mean the waiter has not re-created the row after a crash yet: keep
             // trying until the request expires (a cancel drops it sooner).
             if settled != .gone { held[id] = nil }
@@ -323,15 +357,28 @@ public actor DeviceHub {
     private func send(_ ping: LocateMessage, to session: DeviceSession) {
         let expires = Date(timeIntervalSince1970: TimeInterval(ping.expiresMs) / 1000)
         guard !(pinged[ping.id]?.connections.contains(session.connection) ?? false) else { return }  // each id once
-        pinged[ping.id, default: Ping(expires: expires)].connections.insert(session.connection)
-        guard let data = try? JSONEncoder().encode(ping) else { return }
-        session.send(String(decoding: data, as: UTF8.self))
-        // Off the bus's path: the next notification need not wait for this round trip.
-        let database = self.database, logger = self.logger
-        Task {
-            do { try await database.markDelivered(ping.id) } catch {
-                logger.failure("mark_delivered_failed", error, ["request": ping.id.uuidString])
+        if pinged[ping.id] == nil {
+            pinged[ping.id] = Ping(expires: expires, replyKey: ping.replyKey)
+            undelivered.append(ping.id)
+        }
+        pinged[ping.id]!.connections.insert(session.connection)
+        session.send(ping.phoneJSON)
+        if !markingDelivered {
+            markingDelivered = true
+            Task(executorPreference: executor) { await self.markDelivered() }
+        }
+    }
+
+    /// Records the pings sent so far as delivered, off the locate's path: pings sent while
+    /// one call is out go together in the next.
+    private func markDelivered() async {
+        while !undelivered.isEmpty {
+            let batch = Array(undelivered.prefix(RelayDatabase.maxDelivered))
+            undelivered.removeFirst(batch.count)
+            do { try await database.markDelivered(batch) } catch {
+                logger.failure("mark_delivered_failed", error, ["requests": String(batch.count)])
             }
         }
+        markingDelivered = false
     }
 }

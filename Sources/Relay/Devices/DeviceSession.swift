@@ -84,7 +84,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
             return .start
         }
         switch decision {
-        case .start: Task { await drain() }
+        case .start: Task(executorPreference: hub.executor) { await self.drain() }
         case .queued: break
         case .overflow: close(code: WebSocketCloseCode.policyViolation, reason: "too many messages")
         }

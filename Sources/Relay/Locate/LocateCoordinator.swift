@@ -46,6 +46,9 @@ public actor LocateCoordinator {
     private let maxWaiting: Int
     private let logger: Logger
     private let pushes: PushScheduler?
+    /// The phones connected to this instance: the database does not notify an instance of
+    /// its own requests, so their pings go from here.
+    private var hub: DeviceHub?
     private var waiters: [UUID: Waiter] = [:]
 
     /// One request waiting here: what re-creates its row after a crash, and its answer.
@@ -74,10 +77,15 @@ public actor LocateCoordinator {
         self.maxWaiting = maxWaiting
     }
 
+    /// Connects the hub of this instance (once, before the first locate).
+    func attach(_ hub: DeviceHub) {
+        self.hub = hub
+    }
+
     /// Requests waiting here now (for /metrics, resync and drain).
     public var waitingCount: Int { waiters.count }
 
-    /// A `whereabot_answer` notification for this instance arrived.
+    /// An answer for this instance: its notification, or settled here.
     public func deliver(_ answer: AnswerNotification) {
         guard answer.waiter == instance, var waiter = waiters[answer.id], waiter.answer == nil else { return }
         waiter.answer = answer
@@ -97,6 +105,7 @@ public actor LocateCoordinator {
         defer { waiters[id] = nil }
         let opened = try await open(id, waiters[id]!)
         if opened.status == "too_many" { return .failure(.tooManyWaiting) }
+        if let ping = opened.ping { await hub?.locate(ping, owner: request.owner) }
         await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
 
         let answer = await waitForAnswer(id, until: .now + request.timeout + grace)
@@ -164,12 +173,16 @@ public actor LocateCoordinator {
         var recreated = 0
         for id in ids where !present.contains(id) {
             guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > Date() else { continue }
-            if try await open(id, waiter).status == "opened" { recreated += 1 }
+            let opened = try await open(id, waiter)
+            guard opened.status == "opened" else { continue }
+            recreated += 1
+            if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
         }
         return recreated
     }
 
-    /// Inserts the request's row (NOTIFY whereabot_locate); `exists` when it is there already.
+    /// Inserts the request's row (notifying the other instances that hold the owner's
+    /// phones); `exists` when it is there already.
     private func open(_ id: UUID, _ waiter: Waiter) async throws -> RelayDatabase.Opened {
         try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
@@ -181,7 +194,7 @@ public actor LocateCoordinator {
     private func waitForAnswer(_ id: UUID, until deadline: ContinuousClock.Instant) async -> AnswerNotification? {
         if let answer = waiters[id]?.answer { return answer }
         let timer = Task { [weak self] in
-            try? await Task.sleep(until: deadline)
+            guard (try? await Task.sleep(until: deadline)) != nil else { return }  // cancelled: answered
             await self?.expire(id)
         }
         defer { timer.cancel() }

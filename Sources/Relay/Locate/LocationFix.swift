@@ -55,23 +55,44 @@ public struct LocationFix: Codable, Sendable, Equatable {
     }
 
     /// The body of a 200 answer (and the MCP result): the fix, its capture time and age,
-    /// the device, and the person for shared requests.
+    /// the device, and the person for shared requests; keys sorted.
     public func agentJSON(now: Date, person: Person?) -> String {
-        let captured = Date(timeIntervalSince1970: Double(timestampMs) / 1000)
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        var object: [String: Any] = [
-            "latitude": latitude, "longitude": longitude, "accuracy_m": accuracyM,
-            "captured_at": formatter.string(from: captured),
-            "age_s": (max(0, now.timeIntervalSince(captured)) * 10).rounded() / 10,
-            "device": ["name": deviceName, "platform": platform],
-        ]
-        if let altitudeM { object["altitude_m"] = altitudeM }
-        if let speedMps { object["speed_mps"] = speedMps }
-        if let headingDeg { object["heading_deg"] = headingDeg }
-        if let person { object["person"] = ["name": person.name, "email": person.email] }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        let age = max(0, now.timeIntervalSince1970 - Double(timestampMs) / 1000)
+        var device = JSONText()
+        device.string("name", deviceName)
+        device.string("platform", platform)
+        var json = JSONText()
+        json.number("accuracy_m", accuracyM)
+        json.number("age_s", (age * 10).rounded() / 10)
+        if let altitudeM { json.number("altitude_m", altitudeM) }
+        json.string("captured_at", JSONText.timestamp(milliseconds: timestampMs))
+        json.raw("device", device.object)
+        if let headingDeg { json.number("heading_deg", headingDeg) }
+        json.number("latitude", latitude)
+        json.number("longitude", longitude)
+        if let person {
+            var card = JSONText()
+            card.string("email", person.email)
+            card.string("name", person.name)
+            json.raw("person", card.object)
+        }
+        if let speedMps { json.number("speed_mps", speedMps) }
+        return json.object
+    }
+
+    /// The fix as it is sealed for the waiter (the `Codable` form, written by hand).
+    var sealedJSON: String {
+        var json = JSONText()
+        json.number("latitude", latitude)
+        json.number("longitude", longitude)
+        json.number("accuracy_m", accuracyM)
+        json.integer("timestamp_ms", timestampMs)
+        if let altitudeM { json.number("altitude_m", altitudeM) }
+        if let speedMps { json.number("speed_mps", speedMps) }
+        if let headingDeg { json.number("heading_deg", headingDeg) }
+        json.string("device_name", deviceName)
+        json.string("platform", platform)
+        return json.object
     }
 }
 

@@ -5,10 +5,12 @@ import PGBus
 /// that act on them. Notifications are hints: every (re)start of LISTEN asks `maintenance`
 /// for a full resync.
 struct RelayBus: Sendable {
-    /// The channels every instance listens on.
-    static let channels = ["whereabot_locate", "whereabot_answer", "whereabot_cancel", "whereabot_device", "whereabot_key",
-                           "whereabot_replay"]
+    /// The channels instance `instance` listens on: its own and the broadcast ones.
+    static func channels(of instance: String) -> [String] {
+        [RelayNotification.channel(of: instance)] + RelayNotification.broadcastChannels
+    }
 
+    let instance: String
     let coordinator: LocateCoordinator
     let hub: DeviceHub
     let authenticator: Authenticator
@@ -18,7 +20,7 @@ struct RelayBus: Sendable {
 
     /// Consumes the listener until it stops; `ready` is called once LISTEN is active.
     func run(listener: PGListener, ready: @escaping @Sendable () -> Void) async throws {
-        try await listener.listen(on: Self.channels) { events in
+        try await listener.listen(on: Self.channels(of: instance)) { events in
             for await event in events {
                 guard case .notification(let note) = event else {
                     maintenance.requestResync()
@@ -38,7 +40,9 @@ struct RelayBus: Sendable {
             return
         }
         switch event {
-        case .answer(let answer): await coordinator.deliver(answer)
+        case .answer(let answer, let cancel):
+            await coordinator.deliver(answer)
+            if cancel { await hub.cancel(request: answer.id) }
         case .locate(let ping, let owner): await hub.locate(ping, owner: owner)
         case .cancel(let id): await hub.cancel(request: id)
         case .replay(let id): await settler.replay(id)

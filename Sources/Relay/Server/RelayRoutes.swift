@@ -132,7 +132,9 @@ struct RelayRoutes: Sendable {
         case .answer(let id, let reply):
             do {
                 switch try await settler.settle(id: id, user: phone.userID, device: nil, deviceName: "", platform: "", reply: reply) {
-                case .settled: return HTTPResponse(status: 204)
+                case .settled:
+                    await hub.cancel(request: id)  // the database does not notify the settling instance
+                    return HTTPResponse(status: 204)
                 case .gone: return .text(410, Self.answerGoneText)
                 case .forbidden: return .text(403, Self.answerForbiddenText)
                 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Loop
 import PGBus
 import Synchronization
 
@@ -65,6 +66,9 @@ public final class RelayService: Sendable {
     }
 
     private let configuration: Configuration
+    /// The one thread of the hot path: HTTP and WebSocket sockets, the database pool's
+    /// connections, request handlers and the actors they call.
+    private let loop: EventLoop
     private let server: HTTPServer
     private let listener: PGListener
     private let database: RelayDatabase
@@ -80,7 +84,10 @@ public final class RelayService: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         let logger = configuration.logger
-        let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8))
+        let loop = try EventLoop.start(name: "relay-loop")
+        self.loop = loop
+        let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8, loop: loop,
+                                                  sharedConnections: 2))
         self.database = database
         // The heartbeat has a connection of its own: no flood on the shared pool can delay
         // it long enough for the other instances to reap this one.
@@ -96,9 +103,11 @@ public final class RelayService: Sendable {
         self.pushes = pushes
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes)
         let sealedAnswers = SealedAnswerMemory()
-        let settler = AnswerSettler(database: database, memory: sealedAnswers, logger: logger)
+        let settler = AnswerSettler(instance: configuration.instanceID, database: database, memory: sealedAnswers,
+                                    coordinator: coordinator, logger: logger)
         let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
-                            authenticator: authenticator, logger: logger, pushOrigins: configuration.push.webPushOrigins)
+                            authenticator: authenticator, logger: logger, pushOrigins: configuration.push.webPushOrigins,
+                            executor: loop)
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
@@ -128,14 +137,15 @@ public final class RelayService: Sendable {
                                                 supabaseAnonKey: configuration.supabaseAnonKey,
                                                 vapidPublicKey: configuration.push.vapidPublicKey))
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
-                                 log: { event, fields in logger.warning(event, fields) }) { await routes.handle($0) }
-        self.bus = RelayBus(coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
+                                 log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
+        self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
                             maintenance: maintenance, logger: logger)
     }
 
     /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
     @discardableResult
     public func start() async throws -> Int {
+        await coordinator.attach(hub)
         let left = try await database.registerInstance(configuration.instanceID)
         if left.connections > 0 || left.abandoned > 0 {
             configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
@@ -153,7 +163,7 @@ public final class RelayService: Sendable {
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
         let listener = self.listener, bus = self.bus, maintenance = self.maintenance, hub = self.hub
         let logger = configuration.logger
-        let task = Task {
+        let task = Task(executorPreference: loop) {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await listener.run() }
                 group.addTask {
@@ -161,7 +171,8 @@ public final class RelayService: Sendable {
                         logger.failure("listener_stopped", error)
                     }
                 }
-                group.addTask { await maintenance.run() }
+                // Off the loop: a flood of requests must not delay the heartbeat.
+                group.addTask(executorPreference: globalConcurrentExecutor) { await maintenance.run() }
                 group.addTask { await hub.run() }
             }
         }
@@ -194,6 +205,9 @@ public final class RelayService: Sendable {
         maintenance.stop()
         listener.shutdown()
         busTask.withLock { $0 }?.cancel()
+        await busTask.withLock { $0 }?.value
+        await database.pool.shutdown()
+        loop.stop()
     }
 
     /// Longer than any request may wait (120 s plus the grace), so a drain loses none.

@@ -1,0 +1,199 @@
+import CSystem
+import Foundation
+import Glibc
+import Synchronization
+
+/// Something registered with an event loop for one descriptor's readiness.
+public protocol EventLoopSource: AnyObject {
+    /// The descriptor is ready (epoll bits); called on the loop thread.
+    func handle(events: UInt32)
+}
+
+/// One epoll thread: it owns every descriptor registered with it and runs jobs submitted
+/// from any thread (woken through an eventfd, never by polling).
+///
+/// EventLoop is shared: HTTPServer's sockets and PGBus's database connections can live on
+/// one loop, so that a request, its queries and its response stay on one thread, while
+/// neither module knows of the other. Everything registered is touched only on the loop
+/// thread; other threads reach it through `execute(_:)`. Tasks may prefer the loop as their
+/// executor (`Task(executorPreference:)`): they then start and resume on its thread, and so
+/// do the default actors they call.
+///
+/// Lifecycle: `EventLoop.start(name:)` makes a loop running on a thread of its own;
+/// `stop()` (from any thread) ends it after the jobs already queued; `finished()` waits.
+public final class EventLoop: TaskExecutor, @unchecked Sendable {
+    private let epoll: Int32
+    private let wake: Int32
+    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private var nextToken: UInt64 = 1
+    private var sources: [UInt64: EventLoopSource] = [:]
+    private var tickers: [UInt64: () -> Void] = [:]
+    private let stopped = Atomic<Bool>(false)
+    private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    /// How often tick handlers run (timeouts, keep-alives).
+    public let tickInterval: Duration = .milliseconds(250)
+
+    private static let wakeToken: UInt64 = 0
+
+    /// Creates a loop; it runs once `run()` is called on some thread (or use `start(name:)`).
+    public init() throws {
+        epoll = wb_epoll_create()
+        wake = wb_eventfd_create()
+        guard epoll >= 0, wake >= 0 else { throw EventLoopError.system("epoll/eventfd", errno) }
+        guard wb_epoll_add(epoll, wake, WB_EPOLLIN, Self.wakeToken) == 0 else {
+            throw EventLoopError.system("epoll_ctl", errno)
+        }
+    }
+
+    deinit {
+        close(epoll)
+        close(wake)
+    }
+
+    /// Creates a loop and runs it on a new thread named `name`.
+    public static func start(name: String) throws -> EventLoop {
+        let loop = try EventLoop()
+        let thread = Thread { loop.run() }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+        return loop
+    }
+
+    /// The loop's thread, once `run()` started.
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// Whether the caller runs on the loop's thread.
+    public var inLoop: Bool {
+        thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Runs `job` on the loop thread soon (from any thread). Only a job from another thread
+    /// that finds the queue empty wakes the loop: the loop drains the queue until it stays
+    /// empty, so jobs queued from the loop itself need no wake-up.
+    public func execute(_ job: @escaping @Sendable () -> Void) {
+        let wasEmpty = jobs.withLock { jobs in
+            defer { jobs.append(job) }
+            return jobs.isEmpty
+        }
+        if wasEmpty && !inLoop { _ = wb_eventfd_signal(wake) }
+    }
+
+    /// Tasks that prefer this executor start and resume on the loop thread: they must not
+    /// block or compute for long without an `await`.
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+
+    /// Registers `fd` for `events`; its readiness goes to `source` (held until deregistered).
+    /// Loop thread only. Returns the registration's token.
+    public func register(_ fd: Int32, events: UInt32, source: EventLoopSource) throws -> UInt64 {
+        let token = nextToken
+        nextToken += 1
+        guard wb_epoll_add(epoll, fd, events, token) == 0 else { throw EventLoopError.system("epoll_ctl add", errno) }
+        sources[token] = source
+        return token
+    }
+
+    /// Changes the events watched for `fd`; loop thread only.
+    public func modify(_ fd: Int32, token: UInt64, events: UInt32) {
+        _ = wb_epoll_modify(epoll, fd, events, token)
+    }
+
+    /// Stops watching `fd` (call before closing it) and drops its source; loop thread only.
+    public func deregister(_ fd: Int32, token: UInt64) {
+        _ = wb_epoll_remove(epoll, fd)
+        sources[token] = nil
+    }
+
+    /// Calls `body` on the loop thread about every `tickInterval` until `removeTick(_:)`;
+    /// loop thread only. Returns the handler's id.
+    public func addTick(_ body: @escaping () -> Void) -> UInt64 {
+        let id = nextToken
+        nextToken += 1
+        tickers[id] = body
+        return id
+    }
+
+    /// Removes a tick handler; loop thread only.
+    public func removeTick(_ id: UInt64) {
+        tickers[id] = nil
+    }
+
+    /// Ends `run()` once the jobs queued before it have run (any thread).
+    public func stop() {
+        execute { self.stopped.store(true, ordering: .relaxed) }
+    }
+
+    /// Waits until `run()` has returned.
+    public func finished() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let over = done.withLock { state -> Bool in
+                if state.finished { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if over { continuation.resume() }
+        }
+    }
+
+    /// The loop; returns after `stop()`.
+    public func run() {
+        thread.withLock { $0 = pthread_self() }
+        var events = [wb_event](repeating: wb_event(), count: 256)
+        let tickMilliseconds = Int32(tickInterval.components.attoseconds / 1_000_000_000_000_000)
+        var nextTick = ContinuousClock.now + tickInterval
+        while !stopped.load(ordering: .relaxed) {
+            let count = wb_epoll_wait(epoll, &events, Int32(events.count), tickMilliseconds)
+            if count > 0 {
+                for index in 0..<Int(count) {
+                    let event = events[index]
+                    if event.token == Self.wakeToken {
+                        _ = wb_eventfd_drain(wake)
+                    } else {
+                        sources[event.token]?.handle(events: event.events)
+                    }
+                }
+            }
+            runJobs()
+            let now = ContinuousClock.now
+            if now >= nextTick {
+                nextTick = now + tickInterval
+                for ticker in Array(tickers.values) { ticker() }
+            }
+        }
+        runJobs()
+        sources.removeAll()
+        tickers.removeAll()
+        let waiters = done.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.finished = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    private func runJobs() {
+        while true {
+            let batch = jobs.withLock { jobs -> [@Sendable () -> Void] in
+                defer { jobs.removeAll(keepingCapacity: true) }
+                return jobs
+            }
+            if batch.isEmpty { return }
+            for job in batch { job() }
+        }
+    }
+}
+
+/// Failures of the loop's own system calls.
+public enum EventLoopError: Error, CustomStringConvertible {
+    /// A system call failed with errno.
+    case system(String, Int32)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+        }
+    }
+}
