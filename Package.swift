@@ -34,6 +34,7 @@ let package = Package(
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
         .executableTarget(name: "push-bench", dependencies: ["Push"], path: "Benchmarks/PushBench"),
+        .executableTarget(name: "locate-load", dependencies: ["HTTPServer"], path: "Benchmarks/LocateLoad"),
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 

@@ -41,6 +41,7 @@ from idle_websockets import rss_kib
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RELAY = ROOT / ".build" / "release" / "whereabot"
 ECHO = ROOT / ".build" / "release" / "http-echo-server"
+LOAD = ROOT / ".build" / "release" / "locate-load"
 SECRET = "benchmark-jwt-secret-with-at-least-32-characters"
 ADMIN_URL = os.environ["BENCH_ADMIN_URL"]
 RELAY_URL = os.environ["BENCH_RELAY_URL"]
@@ -241,40 +242,19 @@ async def phone(port, phone_token, on_ping=None, local_host=None, answer=True):
 
 # -- 1. latency and its floor -----------------------------------------------------------
 
-async def locate_latencies(port, agent_token, samples):
-    connection = await asyncio.open_connection("127.0.0.1", port)
-    latencies = []
-    for index in range(samples + 20):
-        started = time.perf_counter()
-        status, body = await http(port, "POST", "/v1/locate?timeout_secs=10", agent_token, connection)
-        if status != 200:
-            raise RuntimeError(f"locate: {status} {body}")
-        if index >= 20:
-            latencies.append((time.perf_counter() - started) * 1000)
-    connection[1].close()
-    return latencies
-
-
 async def echo_latencies(samples):
+    """WebSocket round trips through HTTPServer's echo server, with the generator's client."""
     echo_port = 18190
     process = subprocess.Popen([str(ECHO)], env={**os.environ, "PORT": str(echo_port)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
             try:
-                socket = await Socket.open(echo_port, "/ws")
+                socket_module.create_connection(("127.0.0.1", echo_port), timeout=0.2).close()
                 break
             except OSError:
                 await asyncio.sleep(0.05)
-        latencies = []
-        for index in range(samples + 20):
-            started = time.perf_counter()
-            socket.send('{"type":"locate","id":"00000000-0000-4000-8000-000000000000"}')
-            await socket.receive()
-            if index >= 20:
-                latencies.append((time.perf_counter() - started) * 1000)
-        socket.close()
-        return latencies
+        return await asyncio.to_thread(run_load, [], None, samples, echo_port)
     finally:
         process.terminate()
         process.wait()
@@ -299,32 +279,79 @@ def notify_latencies(samples):
 
 # -- 2. throughput ----------------------------------------------------------------------
 
-async def throughput(relays, users, seconds):
-    phones = [await phone(relays[i % 2].port, phone_token) for i, (_, phone_token, _) in enumerate(users)]
-    await asyncio.sleep(1)
-    done = 0
-    failures = 0
-    stop_at = time.monotonic() + seconds
+def cpu_seconds(pids):
+    """User plus system CPU seconds of the given processes so far (from /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            pass
+    return total / os.sysconf("SC_CLK_TCK")
 
-    async def agent(index, agent_token):
-        nonlocal done, failures
-        port = relays[(index + 1) % 2].port  # half the agents wait on the other instance than their phone
-        connection = await asyncio.open_connection("127.0.0.1", port)
-        while time.monotonic() < stop_at:
-            status, _ = await http(port, "POST", "/v1/locate?timeout_secs=10", agent_token, connection)
-            if status == 200:
-                done += 1
-            else:
-                failures += 1
-        connection[1].close()
 
-    started = time.monotonic()
-    await asyncio.gather(*(agent(i, agent_token) for i, (_, _, agent_token) in enumerate(users)))
-    elapsed = time.monotonic() - started
-    for socket, task in phones:
-        socket.close()
-        task.cancel()
-    return done / elapsed, failures
+def postgres_pids():
+    output = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout
+    return [int(pid) for pid in output.split()]
+
+
+def run_load(pairs, seconds=None, samples=None, echo_port=None):
+    """Runs the compiled load generator (Benchmarks/LocateLoad) on `pairs` of
+    (agent port, phone port, agent token, phone token); returns its JSON result."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as plan:
+        json.dump({"pairs": [{"agent_port": a, "phone_port": p, "agent_token": at, "phone_token": pt}
+                             for a, p, at, pt in pairs], "seconds": seconds, "samples": samples,
+                   "echo_port": echo_port}, plan)
+    try:
+        output = subprocess.run([str(LOAD)], env={**os.environ, "LOAD_PLAN": plan.name}, capture_output=True,
+                                text=True, timeout=(seconds or 60) + 120, check=True).stdout
+    finally:
+        os.unlink(plan.name)
+    return json.loads(output.strip().splitlines()[-1])
+
+
+async def throughput(relays, users, seconds, cross):
+    """Locates/s with one agent per user asking the instance holding its phone (same) or
+    the other one (cross), and the CPU each party spent per locate."""
+    pairs = []
+    for index, (_, phone_token, agent_token) in enumerate(users):
+        phone = relays[index % 2]
+        agent = relays[(index + 1) % 2] if cross else phone
+        pairs.append((agent.port, phone.port, agent_token, phone_token))
+    relay_pids = [relay.process.pid for relay in relays]
+    before_relays, before_postgres = cpu_seconds(relay_pids), cpu_seconds(postgres_pids())
+    result = await asyncio.to_thread(run_load, pairs, seconds)
+    relays_cpu = cpu_seconds(relay_pids) - before_relays
+    postgres_cpu = cpu_seconds(postgres_pids()) - before_postgres
+    # The generator's CPU includes connecting the phones; its own figure covers the run only.
+    locates = max(1, result["locates"])
+    return (result["locates"] / result["seconds"], result["failed"], result["p50_ms"],
+            {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
+             "postgres": postgres_cpu / locates * 1000})
+
+
+async def notifications_per_locate(count, users, locates=200):
+    """Starts `count` instances, puts the phones on the first and the agents on the second,
+    and counts the notifications every instance received per locate."""
+    relays = [Relay(f"bench-fanout-{count}-{i}", 18300 + i) for i in range(count)]
+    for relay in relays:
+        relay.start()
+    try:
+        for relay in relays:
+            await relay.ready()
+        before = [await relay.metric("whereabot_notifications_received_total") for relay in relays]
+        pairs = [(relays[1].port, relays[0].port, agent_token, phone_token) for _, phone_token, agent_token in users]
+        result = await asyncio.to_thread(run_load, pairs, None, max(1, locates // len(pairs)))
+        await asyncio.sleep(0.5)
+        after = [await relay.metric("whereabot_notifications_received_total") for relay in relays]
+        done = max(1, result["answered"])  # warm-up locates notify too
+        # Each phone's hello is broadcast once (whereabot_device) to every instance: not per locate.
+        hellos = len(users) * count
+        return (sum(after) - sum(before) - hellos) / done, result["failed"]
+    finally:
+        for relay in relays:
+            relay.stop()
 
 
 def pgbench_notify_ceiling(clients, seconds):
@@ -432,32 +459,33 @@ async def main():
 async def latency_rows(relays, rows):
         progress("1. latency")
         (_, phone_token, agent_token), = make_users(1)
-        socket, task = await phone(relays[0].port, phone_token)
-        await asyncio.sleep(0.5)
-        same = await locate_latencies(relays[0].port, agent_token, SAMPLES)
-        cross = await locate_latencies(relays[1].port, agent_token, SAMPLES)
-        socket.close()
-        task.cancel()
+        same = await asyncio.to_thread(run_load, [(relays[0].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
+        cross = await asyncio.to_thread(run_load, [(relays[1].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
         echo = await echo_latencies(SAMPLES)
         notify = notify_latencies(SAMPLES)
-        floor50 = statistics.median(echo) + statistics.median(notify)
-        floor99 = percentile(echo, 0.99) + percentile(notify, 0.99)
-        rows.append(("locate latency, same instance", f"p50 {statistics.median(same):.2f} ms, p99 {percentile(same, 0.99):.2f} ms",
-                     f"{statistics.median(same) / floor50:.1f}x floor p50"))
-        rows.append(("locate latency, cross instance", f"p50 {statistics.median(cross):.2f} ms, p99 {percentile(cross, 0.99):.2f} ms",
-                     f"{statistics.median(cross) / floor50:.1f}x floor p50"))
+        floor50 = echo["p50_ms"] + statistics.median(notify)
+        floor99 = echo["p99_ms"] + percentile(notify, 0.99)
+        for name, result in (("same instance", same), ("cross instance", cross)):
+            rows.append((f"locate latency, {name}", f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms",
+                         f"{result['p50_ms'] / floor50:.1f}x floor p50"))
         rows.append(("floor: WebSocket echo + NOTIFY", f"p50 {floor50:.2f} ms, p99 {floor99:.2f} ms",
-                     f"echo p50 {statistics.median(echo):.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
-
+                     f"echo p50 {echo['p50_ms']:.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
 
 
 async def throughput_rows(relays, rows):
         progress("2. throughput")
-        rate, failures = await throughput(relays, make_users(AGENTS), SECONDS)
         ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
-        rows.append((f"locates/s, 2 instances, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed)",
-                     f"pgbench NOTIFY-only {ceiling:,.0f} tps ({rate / ceiling:.2f}; a locate commits 2 NOTIFY transactions)"))
-
+        for cross in (False, True):
+            rate, failures, p50, cpu = await throughput(relays, make_users(AGENTS), SECONDS, cross)
+            where = "cross instance" if cross else "same instance"
+            rows.append((f"locates/s, {where}, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed), p50 {p50:.2f} ms",
+                         f"{rate / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
+                         f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f}"))
+        progress("2b. notifications per locate")
+        for count in (2, 4, 8):
+            per_locate, failures = await notifications_per_locate(count, make_users(4))
+            rows.append((f"notifications per locate, {count} instances", f"{per_locate:.2f} ({failures} failed)",
+                         "cross instance; summed over every instance's LISTEN"))
 
 
 async def phone_rows(relays, rows):

@@ -7,6 +7,7 @@ cd "$ROOT"
 
 swift build -c release --product whereabot >/dev/null
 swift build -c release --product http-echo-server >/dev/null
+swift build -c release --product locate-load >/dev/null
 TEST_DB=whereabot_bench scripts/db.sh reset-test
 BENCH_ADMIN_URL=$(admin_url whereabot_bench) BENCH_RELAY_URL=$(relay_url whereabot_bench) \
   "$ROOT/.venv/bin/python" Benchmarks/relay_bench.py

@@ -15,7 +15,18 @@ public enum DisplayText {
                 scalars.append(scalar)
             }
         }
-        let trimmed = String(scalars).trimmingCharacters(in: .whitespaces)
-        return String(trimmed.prefix(maximumLength))
+        return String(trimmingBlanks(Substring(String(scalars))).prefix(maximumLength))
+    }
+
+    /// `text` without the spaces and tabs around it (and the other horizontal spaces that
+    /// Foundation's `.whitespaces` holds), without bridging to NSString.
+    public static func trimmingBlanks(_ text: Substring) -> Substring {
+        func isBlank(_ scalar: Unicode.Scalar) -> Bool {
+            scalar == " " || scalar == "\t" || (scalar.value >= 0x80 && scalar.properties.generalCategory == .spaceSeparator)
+        }
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+              let last = scalars.lastIndex(where: { !isBlank($0) }) else { return "" }
+        return Substring(scalars[first...last])
     }
 }

@@ -115,7 +115,7 @@ public actor Authenticator {
               authorization.prefix(7).lowercased() == "bearer " else {
             throw .missing
         }
-        let token = authorization.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        let token = String(DisplayText.trimmingBlanks(authorization.dropFirst(7)))
         guard !token.isEmpty else { throw .missing }
         if AgentKey.looksLikeKey(token) { return try await agentKey(token, limited: limited) }
         return try await jwt(token)

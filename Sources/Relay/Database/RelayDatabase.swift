@@ -69,12 +69,12 @@ public struct RelayDatabase: Sendable {
     /// Registers a device socket after its hello.
     public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
                             name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
-        struct Raw: Decodable { let status: String; let pending: [LocateMessage] }
-        let raw = try await pool.send("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                                       [instance, connection, user, session, device, name, platform, appVersion, openedAt,
-                                        Self.maxSocketsPerUser])
-            .scalar(PGJSON.self).decode(Raw.self)
-        return Hello(status: raw.status, pending: raw.pending)
+        let json = try await pool.send("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                                        [instance, connection, user, session, device, name, platform, appVersion, openedAt,
+                                         Self.maxSocketsPerUser])
+            .scalar(PGJSON.self).parsed()
+        guard let status = json["status"]?.string, case .array(let pending)? = json["pending"] else { throw Self.malformed("device_hello") }
+        return Hello(status: status, pending: try pending.map { try LocateMessage(json: $0) ?? { throw Self.malformed("device_hello") }() })
     }
 
     /// Forgets a closed socket; false when it was already replaced or reaped.
@@ -86,7 +86,7 @@ public struct RelayDatabase: Sendable {
     // MARK: Requests
 
     /// What `openRequest` did.
-    public struct Opened: Decodable, Sendable, Equatable {
+    public struct Opened: Sendable, Equatable {
         /// opened, too_many (the owner's cap is reached) or exists.
         public let status: String
         /// Live sockets of the owner now (0: push at once).
@@ -99,9 +99,21 @@ public struct RelayDatabase: Sendable {
     /// Opens a locate request; the instances holding the owner's other sockets are notified.
     public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
                             instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int) async throws -> Opened {
-        try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                             [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
-            .scalar(PGJSON.self).decode(Opened.self)
+        let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                        [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
+            .scalar(PGJSON.self).parsed()
+        guard let status = json["status"]?.string else { throw Self.malformed("open_request") }
+        var ping: LocateMessage?
+        if let value = json["ping"], !value.isNull {
+            guard let message = LocateMessage(json: value) else { throw Self.malformed("open_request") }
+            ping = message
+        }
+        return Opened(status: status, connections: json["connections"]?.integer.map(Int.init), ping: ping)
+    }
+
+    /// The error for a result of a `relay.*` function that does not have its documented shape.
+    static func malformed(_ function: String) -> PGError {
+        PGError(.decoding, detail: "relay.\(function) returned an unexpected shape")
     }
 
     /// The most ids `markDelivered` takes per call.
@@ -196,7 +208,10 @@ public struct RelayDatabase: Sendable {
     /// Pings still waiting for users with a socket on `instance`, with their owners.
     public func pendingLocates(on instance: String) async throws -> [(owner: UUID, ping: LocateMessage)] {
         try await pool.send("select owner_id, message from relay.pending_locates_on($1)", [instance]).rows.map {
-            (try $0.decode(0, as: UUID.self), try $0.decode(1, as: PGJSON.self).decode(LocateMessage.self))
+            guard let ping = LocateMessage(json: try $0.decode(1, as: PGJSON.self).parsed()) else {
+                throw Self.malformed("pending_locates_on")
+            }
+            return (try $0.decode(0, as: UUID.self), ping)
         }
     }
 
@@ -262,5 +277,13 @@ public struct RelayDatabase: Sendable {
     /// The registered name of an OAuth client, if any.
     public func clientName(_ clientID: String) async throws -> String? {
         try await pool.send("select relay.client_name($1)", [clientID]).scalar(String?.self)
+    }
+}
+
+extension PGJSON {
+    /// The JSON parsed by the relay's own parser (no Codable per call).
+    func parsed() throws -> JSONValue {
+        guard let json = JSONValue.parse(text) else { throw PGError(.decoding, detail: "not JSON") }
+        return json
     }
 }

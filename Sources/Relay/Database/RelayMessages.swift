@@ -166,3 +166,41 @@ public enum PhoneAnswer: Sendable, Equatable {
         if case .location(let sealed) = self { sealed } else { nil }
     }
 }
+
+extension LocateMessage {
+    /// Decodes the notification, table or phone form from parsed JSON, as `init(from:)`
+    /// does (`type` and `owner` are ignored); nil when a field is missing or malformed.
+    init?(json: JSONValue) {
+        guard let id = json["id"]?.uuid, let clientID = json["client_id"]?.string,
+              let expiresMs = json["expires_ms"]?.integer else { return nil }
+        var requester: Person?
+        if let card = json["requester"], !card.isNull {
+            guard let person = Person(json: card) else { return nil }
+            requester = person
+        }
+        var replyKey: [UInt8]?
+        if let text = json["reply_key"], !text.isNull {
+            guard let key = text.string.flatMap({ Data(base64Encoded: $0) }), key.count == 32 else { return nil }
+            replyKey = Array(key)
+        }
+        var agentName: String?
+        if let name = json["agent_name"], !name.isNull {
+            guard let text = name.string else { return nil }
+            agentName = DisplayText.clean(text, maximumLength: 200)
+        }
+        self.init(id: id, clientID: clientID, agentName: agentName, expiresMs: expiresMs, requester: requester, replyKey: replyKey)
+    }
+}
+
+extension Person {
+    /// Decodes a user card from parsed JSON; nil when name or email is missing.
+    init?(json: JSONValue) {
+        guard let name = json["name"]?.string, let email = json["email"]?.string else { return nil }
+        var userID: UUID?
+        if let id = json["user_id"], !id.isNull {
+            guard let uuid = id.uuid else { return nil }
+            userID = uuid
+        }
+        self.init(userID: userID, name: name, email: email)
+    }
+}

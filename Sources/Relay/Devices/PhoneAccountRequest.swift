@@ -23,27 +23,27 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     static let maximumEndpointLength = 2048
 
     /// Decodes the account messages; nil for other types, `.none` results are malformed.
-    static func parse(_ object: [String: Any]) -> PhoneAccountRequest?? {
+    static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
         func requester() -> UUID?? {
-            guard let value = object["requester_id"], !(value is NSNull) else { return .some(nil) }
-            guard let id = (value as? String).flatMap(UUID.init(uuidString:)) else { return nil }
+            guard let value = object["requester_id"], !value.isNull else { return .some(nil) }
+            guard let id = value.uuid else { return nil }
             return .some(id)
         }
         func clientID() -> String? {
-            guard let id = object["client_id"] as? String, (1...255).contains(id.count) else { return nil }
+            guard let id = object["client_id"]?.string, (1...255).contains(id.count) else { return nil }
             return id
         }
-        switch object["type"] as? String {
+        switch object["type"]?.string {
         case "push_subscription":
-            if object["endpoint"] is NSNull { return .some(.pushSubscription(endpoint: nil, p256dh: "", auth: "")) }
-            guard let endpoint = object["endpoint"] as? String, endpoint.utf8.count <= maximumEndpointLength,
-                  let keys = object["keys"] as? [String: Any] ?? Optional(object),
-                  let p256dh = keys["p256dh"] as? String, p256dh.utf8.count <= 100,
-                  let auth = keys["auth"] as? String, auth.utf8.count <= 30 else { return .some(nil) }
+            if object["endpoint"]?.isNull == true { return .some(.pushSubscription(endpoint: nil, p256dh: "", auth: "")) }
+            let keys = object["keys"].flatMap { if case .object = $0 { $0 } else { nil } } ?? object
+            guard let endpoint = object["endpoint"]?.string, endpoint.utf8.count <= maximumEndpointLength,
+                  let p256dh = keys["p256dh"]?.string, p256dh.utf8.count <= 100,
+                  let auth = keys["auth"]?.string, auth.utf8.count <= 30 else { return .some(nil) }
             return .some(.pushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth))
         case "always_allow":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
-            let name = DisplayText.clean(object["client_name"] as? String ?? "", maximumLength: 200)
+            let name = DisplayText.clean(object["client_name"]?.string ?? "", maximumLength: 200)
             return .some(.alwaysAllow(clientID: id, clientName: name, requesterID: requester))
         case "always_allow_remove":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
@@ -51,11 +51,12 @@ public enum PhoneAccountRequest: Sendable, Equatable {
         case "devices":
             return .some(.listDevices)
         case "device_rename":
-            guard let id = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)),
-                  let name = object["name"] as? String, name.count <= 1000 else { return .some(nil) }
+            guard let id = object["device_id"]?.uuid, let name = object["name"]?.string, name.count <= 1000 else {
+                return .some(nil)
+            }
             return .some(.renameDevice(id, name: DisplayText.clean(name, maximumLength: PhoneMessage.maximumDeviceNameLength)))
         case "device_remove":
-            guard let id = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)) else { return .some(nil) }
+            guard let id = object["device_id"]?.uuid else { return .some(nil) }
             return .some(.removeDevice(id))
         default:
             return nil

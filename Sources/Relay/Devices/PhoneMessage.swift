@@ -49,24 +49,24 @@ public enum PhoneMessage: Sendable, Equatable {
 
     /// Decodes one text frame or request body; nil when it is not a JSON object.
     public static func parse(_ text: String) -> PhoneMessage? {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
-        switch object["type"] as? String {
+        guard let object = JSONValue.parse(text), case .object = object else { return nil }
+        switch object["type"]?.string {
         case "hello":
-            guard let deviceID = (object["device_id"] as? String).flatMap(UUID.init(uuidString:)) else { return .unknown }
-            let platform = (object["platform"] as? String).map { $0.lowercased() } ?? "web"
+            guard let deviceID = object["device_id"]?.uuid else { return .unknown }
+            let platform = object["platform"]?.string?.lowercased() ?? "web"
             return .hello(deviceID: deviceID,
-                          name: DisplayText.clean(object["device_name"] as? String ?? "", maximumLength: maximumDeviceNameLength),
+                          name: DisplayText.clean(object["device_name"]?.string ?? "", maximumLength: maximumDeviceNameLength),
                           platform: platforms.contains(platform) ? platform : "web",
-                          appVersion: DisplayText.clean(object["app_version"] as? String ?? "", maximumLength: maximumAppVersionLength))
+                          appVersion: DisplayText.clean(object["app_version"]?.string ?? "", maximumLength: maximumAppVersionLength))
         case "token":
-            guard let token = object["access_token"] as? String, !token.isEmpty, token.utf8.count <= maximumTokenLength else {
+            guard let token = object["access_token"]?.string, !token.isEmpty, token.utf8.count <= maximumTokenLength else {
                 return .unknown
             }
             return .token(token)
         case "log":
             return .log
         case "location", "denied", "unavailable":
-            guard let id = (object["id"] as? String).flatMap(UUID.init(uuidString:)) else { return .unknown }
+            guard let id = object["id"]?.uuid else { return .unknown }
             return .answer(id: id, reply(object))
         default:
             guard let request = PhoneAccountRequest.parse(object) else { return .unknown }
@@ -74,35 +74,27 @@ public enum PhoneMessage: Sendable, Equatable {
         }
     }
 
-    /// A JSON number as a finite Double; nil for anything else (strings, booleans, NaN).
-    private static func number(_ value: Any?) -> Double? {
-        // JSON booleans arrive as NSNumber too; their Objective-C type is "c".
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return nil }
-        let double = number.doubleValue
-        return double.isFinite ? double : nil
-    }
-
-    private static func reply(_ object: [String: Any]) -> PhoneReply {
-        switch object["type"] as? String {
+    private static func reply(_ object: JSONValue) -> PhoneReply {
+        switch object["type"]?.string {
         case "location":
             return location(object) ?? .unavailable(.error)
         case "denied":
-            return .denied(PhoneAnswer.DenialReason(rawValue: object["reason"] as? String ?? "user") ?? .user)
+            return .denied(PhoneAnswer.DenialReason(rawValue: object["reason"]?.string ?? "user") ?? .user)
         default:
-            return .unavailable(PhoneAnswer.UnavailableReason(rawValue: object["reason"] as? String ?? "error") ?? .error)
+            return .unavailable(PhoneAnswer.UnavailableReason(rawValue: object["reason"]?.string ?? "error") ?? .error)
         }
     }
 
     /// A plausible fix, or nil when any field is missing, not a number or out of range.
-    private static func location(_ object: [String: Any]) -> PhoneReply? {
-        guard let latitude = number(object["latitude"]), (-90...90).contains(latitude),
-              let longitude = number(object["longitude"]), (-180...180).contains(longitude),
-              let accuracy = number(object["accuracy_m"]), (0...maximumMagnitude).contains(accuracy),
-              let timestamp = number(object["timestamp_ms"]), timestamp >= 1, timestamp <= latestTimestampMs else { return nil }
+    private static func location(_ object: JSONValue) -> PhoneReply? {
+        guard let latitude = object["latitude"]?.number, (-90...90).contains(latitude),
+              let longitude = object["longitude"]?.number, (-180...180).contains(longitude),
+              let accuracy = object["accuracy_m"]?.number, (0...maximumMagnitude).contains(accuracy),
+              let timestamp = object["timestamp_ms"]?.number, timestamp >= 1, timestamp <= latestTimestampMs else { return nil }
         /// An optional field: absent (or null) is fine, present must be a number in range.
         func optional(_ key: String, _ range: ClosedRange<Double>) -> Double?? {
-            guard let value = object[key], !(value is NSNull) else { return .some(nil) }
-            guard let number = number(value), range.contains(number) else { return nil }
+            guard let value = object[key], !value.isNull else { return .some(nil) }
+            guard let number = value.number, range.contains(number) else { return nil }
             return .some(number)
         }
         guard let altitude = optional("altitude_m", -maximumMagnitude...maximumMagnitude),

@@ -225,7 +225,7 @@ public actor LocateCoordinator {
         case ("location", _):
             guard let sealed = answer.sealed,
                   let plaintext = try? replyKey.open(sealed, requestID: answer.id),
-                  let fix = try? JSONDecoder().decode(LocationFix.self, from: Data(plaintext)),
+                  let fix = LocationFix(sealedJSON: String(decoding: plaintext, as: UTF8.self)),
                   fix.isPlausible else { return .failure(.noFix) }
             return .fix(fix)
         case ("denied", "no_answer"): return .failure(.noAnswer)

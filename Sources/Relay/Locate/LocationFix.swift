@@ -80,6 +80,23 @@ public struct LocationFix: Codable, Sendable, Equatable {
         return json.object
     }
 
+    /// Decodes the sealed form (`sealedJSON`, or the `Codable` form it matches); nil when
+    /// a field is missing or not of its type.
+    init?(sealedJSON text: String) {
+        guard let json = JSONValue.parse(text), let latitude = json["latitude"]?.number,
+              let longitude = json["longitude"]?.number, let accuracy = json["accuracy_m"]?.number,
+              let timestamp = json["timestamp_ms"]?.integer, let deviceName = json["device_name"]?.string,
+              let platform = json["platform"]?.string else { return nil }
+        func optional(_ key: String) -> Double?? {
+            guard let value = json[key], !value.isNull else { return .some(nil) }
+            return value.number.map { .some($0) }
+        }
+        guard let altitude = optional("altitude_m"), let speed = optional("speed_mps"),
+              let heading = optional("heading_deg") else { return nil }
+        self.init(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
+                  altitudeM: altitude, speedMps: speed, headingDeg: heading, deviceName: deviceName, platform: platform)
+    }
+
     /// The fix as it is sealed for the waiter (the `Codable` form, written by hand).
     var sealedJSON: String {
         var json = JSONText()
@@ -106,7 +123,7 @@ public enum LocateOutcome: Sendable, Equatable {
     case abandoned
 }
 
-/// The `whereabot_answer` payload: a settled request, addressed to its waiter.
+/// An answer notification's payload: a settled request, addressed to its waiter.
 public struct AnswerNotification: Decodable, Sendable, Equatable {
     /// The request.
     public let id: UUID
@@ -118,4 +135,19 @@ public struct AnswerNotification: Decodable, Sendable, Equatable {
     public let reason: String?
     /// The fix sealed to the waiter's reply key (location only).
     public let sealed: String?
+}
+
+extension AnswerNotification {
+    /// Decodes the payload from parsed JSON; nil when a field is missing or malformed.
+    init?(json: JSONValue) {
+        guard let id = json["id"]?.uuid, let waiter = json["waiter"]?.string, let outcome = json["outcome"]?.string else {
+            return nil
+        }
+        func optionalString(_ key: String) -> String?? {
+            guard let value = json[key], !value.isNull else { return .some(nil) }
+            return value.string.map { .some($0) }
+        }
+        guard let reason = optionalString("reason"), let sealed = optionalString("sealed") else { return nil }
+        self.init(id: id, waiter: waiter, outcome: outcome, reason: reason, sealed: sealed)
+    }
 }

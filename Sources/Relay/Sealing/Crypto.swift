@@ -43,10 +43,12 @@ enum HKDF {
     private nonisolated(unsafe) static let names: [UnsafeMutablePointer<CChar>] =
         ["digest", "key", "salt", "info"].map { (name: String) in strdup(name)! }
 
+    /// The HKDF implementation, fetched once for the process (an implicit fetch per call
+    /// costs a provider lookup; the fetched object is immutable and thread-safe).
+    private nonisolated(unsafe) static let kdf: OpaquePointer? = EVP_KDF_fetch(nil, "HKDF", nil)
+
     static func sha256(secret: [UInt8], salt: [UInt8], info: [UInt8], length: Int) throws -> [UInt8] {
-        guard let kdf = EVP_KDF_fetch(nil, "HKDF", nil) else { throw SealError.crypto }
-        defer { EVP_KDF_free(kdf) }
-        guard let context = EVP_KDF_CTX_new(kdf) else { throw SealError.crypto }
+        guard let kdf, let context = EVP_KDF_CTX_new(kdf) else { throw SealError.crypto }
         defer { EVP_KDF_CTX_free(context) }
         var secret = secret, salt = salt, info = info
         var digest = Array("SHA256".utf8CString)
@@ -74,13 +76,16 @@ enum HKDF {
 
 /// AES-256-GCM with a 12-byte nonce and a 16-byte tag appended to the ciphertext.
 enum AESGCM {
+    /// The cipher, fetched once for the process (EVP_aes_256_gcm() fetches at every init).
+    private nonisolated(unsafe) static let cipher: OpaquePointer? = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil)
+
     static func seal(_ plaintext: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8]) throws -> [UInt8] {
         guard let context = EVP_CIPHER_CTX_new() else { throw SealError.crypto }
         defer { EVP_CIPHER_CTX_free(context) }
         var output = [UInt8](repeating: 0, count: plaintext.count + 16)
         var length: Int32 = 0
         var tag = [UInt8](repeating: 0, count: 16)
-        guard EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+        guard let cipher, EVP_EncryptInit_ex(context, cipher, nil, key, nonce) == 1,
               EVP_EncryptUpdate(context, nil, &length, aad, Int32(aad.count)) == 1,
               EVP_EncryptUpdate(context, &output, &length, plaintext, Int32(plaintext.count)) == 1 else { throw SealError.crypto }
         var total = Int(length)
@@ -99,7 +104,7 @@ enum AESGCM {
         defer { EVP_CIPHER_CTX_free(context) }
         var output = [UInt8](repeating: 0, count: ciphertext.count + 16)
         var length: Int32 = 0
-        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1,
+        guard let cipher, EVP_DecryptInit_ex(context, cipher, nil, key, nonce) == 1,
               EVP_DecryptUpdate(context, nil, &length, aad, Int32(aad.count)) == 1,
               EVP_DecryptUpdate(context, &output, &length, ciphertext, Int32(ciphertext.count)) == 1,
               EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, &tag) == 1 else { throw SealError.cannotOpen }

@@ -32,51 +32,39 @@ enum RelayNotification: Sendable, Equatable {
         instanceChannelPrefix + AgentKey.hash(instance).prefix(32)
     }
 
-    private struct Kind: Decodable { let kind: String }
-    private struct Owner: Decodable { let owner: UUID }
-    private struct RequestID: Decodable { let id: UUID }
-    private struct Cancel: Decodable { let cancel: Bool? }
-    private struct DeviceEvent: Decodable {
-        let device: UUID
-        let event: String
-        let connection: UUID?
-    }
-    private struct KeyEvent: Decodable {
-        let keyID: UUID
-        enum CodingKeys: String, CodingKey { case keyID = "key_id" }
-    }
-
     /// The largest payload PostgreSQL sends (NOTIFY refuses 8000 bytes and more).
     static let maximumPayloadBytes = 8000
 
     /// Decodes `payload` of `channel`.
     static func decode(channel: String, payload: String) -> RelayNotification? {
-        guard payload.utf8.count < maximumPayloadBytes else { return nil }
-        let data = Data(payload.utf8)
-        let decoder = JSONDecoder()
+        guard payload.utf8.count < maximumPayloadBytes, let json = JSONValue.parse(payload) else { return nil }
         if channel.hasPrefix(instanceChannelPrefix) {
-            switch (try? decoder.decode(Kind.self, from: data))?.kind {
+            switch json["kind"]?.string {
             case "answer"?:
-                guard let answer = try? decoder.decode(AnswerNotification.self, from: data),
-                      let cancel = try? decoder.decode(Cancel.self, from: data) else { return nil }
-                return .answer(answer, cancel: cancel.cancel ?? false)
+                guard let answer = AnswerNotification(json: json) else { return nil }
+                return .answer(answer, cancel: json["cancel"]?.bool ?? false)
             case "locate"?:
-                guard let ping = try? decoder.decode(LocateMessage.self, from: data),
-                      let owner = try? decoder.decode(Owner.self, from: data) else { return nil }
-                return .locate(ping, owner: owner.owner)
+                guard let ping = LocateMessage(json: json), let owner = json["owner"]?.uuid else { return nil }
+                return .locate(ping, owner: owner)
             case "cancel"?:
-                return (try? decoder.decode(RequestID.self, from: data)).map { .cancel($0.id) }
+                return json["id"]?.uuid.map { .cancel($0) }
             default:
                 return nil
             }
         }
         switch channel {
         case "whereabot_replay":
-            return (try? decoder.decode(RequestID.self, from: data)).map { .replay($0.id) }
+            return json["id"]?.uuid.map { .replay($0) }
         case "whereabot_device":
-            return (try? decoder.decode(DeviceEvent.self, from: data)).map { .device($0.device, event: $0.event, connection: $0.connection) }
+            guard let device = json["device"]?.uuid, let event = json["event"]?.string else { return nil }
+            var connection: UUID?
+            if let value = json["connection"], !value.isNull {
+                guard let id = value.uuid else { return nil }
+                connection = id
+            }
+            return .device(device, event: event, connection: connection)
         case "whereabot_key":
-            return (try? decoder.decode(KeyEvent.self, from: data)).map { .key($0.keyID) }
+            return json["key_id"]?.uuid.map { .key($0) }
         default:
             return nil
         }
