@@ -38,6 +38,7 @@ let package = Package(
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
+        .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "PGBusTests", dependencies: ["PGBus", "Loop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem", "Loop"]),
         .testTarget(name: "PushTests", dependencies: ["Push", "HTTPServer"]),

@@ -28,6 +28,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private var nextToken: UInt64 = 1
     private var sources: [UInt64: EventLoopSource] = [:]
     private var tickers: [UInt64: () -> Void] = [:]
+    private var timers = TimerHeap()
     private let stopped = Atomic<Bool>(false)
     private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
     /// How often tick handlers run (timeouts, keep-alives).
@@ -121,6 +122,20 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         tickers[id] = nil
     }
 
+    /// Runs `job` on the loop thread once `delay` has passed, unless the returned timer is
+    /// cancelled first (from any thread). No thread or task exists per timer: the loop
+    /// sleeps until the earliest one is due.
+    @discardableResult
+    public func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) -> LoopTimer {
+        let timer = LoopTimer()
+        let entry = TimerHeap.Entry(deadline: ContinuousClock.now + max(.zero, delay), timer: timer, job: job)
+        if inLoop { timers.insert(entry) } else { execute { self.timers.insert(entry) } }
+        return timer
+    }
+
+    /// Timers waiting now, cancelled ones not yet swept included (loop thread; for tests).
+    public var pendingTimers: Int { timers.count }
+
     /// Ends `run()` once the jobs queued before it have run (any thread).
     public func stop() {
         execute { self.stopped.store(true, ordering: .relaxed) }
@@ -145,7 +160,13 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         let tickMilliseconds = Int32(tickInterval.components.attoseconds / 1_000_000_000_000_000)
         var nextTick = ContinuousClock.now + tickInterval
         while !stopped.load(ordering: .relaxed) {
-            let count = wb_epoll_wait(epoll, &events, Int32(events.count), tickMilliseconds)
+            var timeout = tickMilliseconds
+            if let next = timers.nextDeadline {
+                let wait = next - ContinuousClock.now
+                let milliseconds = wait <= .zero ? 0 : Int32(min(Int64(tickMilliseconds), wait.roundedUpMilliseconds))
+                timeout = min(timeout, milliseconds)
+            }
+            let count = wb_epoll_wait(epoll, &events, Int32(events.count), timeout)
             if count > 0 {
                 for index in 0..<Int(count) {
                     let event = events[index]
@@ -158,6 +179,10 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
             }
             runJobs()
             let now = ContinuousClock.now
+            while let job = timers.popDue(now: now) {
+                job()
+                runJobs()
+            }
             if now >= nextTick {
                 nextTick = now + tickInterval
                 for ticker in Array(tickers.values) { ticker() }
@@ -166,6 +191,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         runJobs()
         sources.removeAll()
         tickers.removeAll()
+        timers = TimerHeap()
         let waiters = done.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.finished = true
             defer { state.waiters.removeAll() }

@@ -18,6 +18,7 @@ struct AnswerSettler: Sendable {
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
                 reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil) async throws -> RelayDatabase.Settled {
         let answer: PhoneAnswer
+        var sealedFix: LocationFix?
         switch reply {
         case .denied(let reason):
             answer = .denied(reason: reason)
@@ -36,12 +37,13 @@ struct AnswerSettler: Sendable {
                                   altitudeM: altitude, speedMps: speed, headingDeg: heading,
                                   deviceName: deviceName, platform: platform)
             answer = .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id))
+            sealedFix = fix
         }
         let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
         if settled == .settled {
             if let sealed = answer.sealed { memory.remember(sealed, for: id) }
             await coordinator.deliver(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,
-                                                         reason: answer.reason, sealed: answer.sealed))
+                                                         reason: answer.reason, sealed: answer.sealed), fix: sealedFix)
         }
         return settled
     }

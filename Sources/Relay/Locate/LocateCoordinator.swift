@@ -46,6 +46,7 @@ public actor LocateCoordinator {
     private let maxWaiting: Int
     private let logger: Logger
     private let pushes: PushScheduler?
+    private let timers: RelayTimers
     /// The phones connected to this instance: the database does not notify an instance of
     /// its own requests, so their pings go from here.
     private var hub: DeviceHub?
@@ -58,18 +59,23 @@ public actor LocateCoordinator {
         let expiresAt: Date
         var continuation: CheckedContinuation<AnswerNotification?, Never>?
         var answer: AnswerNotification?
+        /// The fix itself when the phone answered on this instance (no need to open it).
+        var fix: LocationFix?
     }
 
     /// Creates the coordinator of relay instance `instance`.
     public init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
                 maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger = Logger(level: .error)) {
-        self.init(instance: instance, database: database, grace: grace, maxWaiting: maxWaiting, logger: logger, pushes: nil)
+        self.init(instance: instance, database: database, grace: grace, maxWaiting: maxWaiting, logger: logger, pushes: nil,
+                  timers: RelayTimers(loop: nil))
     }
 
     /// Creates the coordinator with the push scheduler that wakes the owner's phones.
     init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
-         maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger, pushes: PushScheduler?) {
+         maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger, pushes: PushScheduler?,
+         timers: RelayTimers = RelayTimers(loop: nil)) {
         self.pushes = pushes
+        self.timers = timers
         self.logger = logger
         self.instance = instance
         self.database = database
@@ -85,10 +91,16 @@ public actor LocateCoordinator {
     /// Requests waiting here now (for /metrics, resync and drain).
     public var waitingCount: Int { waiters.count }
 
-    /// An answer for this instance: its notification, or settled here.
+    /// An answer for this instance: its notification, or settled here (then with the fix
+    /// it sealed, which saves opening it again).
     public func deliver(_ answer: AnswerNotification) {
+        deliver(answer, fix: nil)
+    }
+
+    func deliver(_ answer: AnswerNotification, fix: LocationFix?) {
         guard answer.waiter == instance, var waiter = waiters[answer.id], waiter.answer == nil else { return }
         waiter.answer = answer
+        waiter.fix = fix
         let continuation = waiter.continuation
         waiter.continuation = nil
         waiters[answer.id] = waiter
@@ -120,7 +132,7 @@ public actor LocateCoordinator {
             }.value
             return .abandoned
         }
-        if let answer { return outcome(of: answer, replyKey: replyKey, request: request) }
+        if let answer { return outcome(of: answer, replyKey: replyKey, request: request, fix: waiters[id]?.fix) }
 
         let finished: RelayDatabase.Finished
         do {
@@ -193,10 +205,7 @@ public actor LocateCoordinator {
     /// Suspends until the answer for `id` arrives, `deadline` passes, or the task is cancelled.
     private func waitForAnswer(_ id: UUID, until deadline: ContinuousClock.Instant) async -> AnswerNotification? {
         if let answer = waiters[id]?.answer { return answer }
-        let timer = Task { [weak self] in
-            guard (try? await Task.sleep(until: deadline)) != nil else { return }  // cancelled: answered
-            await self?.expire(id)
-        }
+        let timer = timers.after(deadline - .now) { [weak self] in await self?.expire(id) }
         defer { timer.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -220,9 +229,11 @@ public actor LocateCoordinator {
         continuation.resume(returning: nil)
     }
 
-    private func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request) -> LocateOutcome {
+    private func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request,
+                         fix local: LocationFix? = nil) -> LocateOutcome {
         switch (answer.outcome, answer.reason) {
         case ("location", _):
+            if let local { return local.isPlausible ? .fix(local) : .failure(.noFix) }
             guard let sealed = answer.sealed,
                   let plaintext = try? replyKey.open(sealed, requestID: answer.id),
                   let fix = LocationFix(sealedJSON: String(decoding: plaintext, as: UTF8.self)),

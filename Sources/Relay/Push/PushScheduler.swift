@@ -6,7 +6,7 @@ import Foundation
 actor PushScheduler {
     private struct Entry {
         var plan: PushPlan
-        var timer: Task<Void, Never>?
+        var timer: RelayTimers.Handle?
         var claim: PushClaim?
     }
 
@@ -17,12 +17,14 @@ actor PushScheduler {
     private let metrics: PushMetrics
     private let logger: Logger
     private let clock: @Sendable () -> Date
+    private let timers: RelayTimers
     private var entries: [UUID: Entry] = [:]
     private var sends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
     private var sendNumber = 0
 
     init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming, metrics: PushMetrics,
-         logger: Logger, clock: @escaping @Sendable () -> Date = Date.init) {
+         logger: Logger, clock: @escaping @Sendable () -> Date = Date.init, timers: RelayTimers = RelayTimers(loop: nil)) {
+        self.timers = timers
         self.instance = instance
         self.database = database
         self.dispatcher = dispatcher
@@ -59,10 +61,8 @@ actor PushScheduler {
         case .arm(let stage, let at):
             entries[id]?.timer?.cancel()
             let delay = max(0, at.timeIntervalSince(clock()))
-            entries[id]?.timer = Task { [weak self] in
-                if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1000))) }
-                guard !Task.isCancelled, let self else { return }
-                await self.fired(id, stage)
+            entries[id]?.timer = timers.after(.milliseconds(Int(delay * 1000))) { [weak self] in
+                await self?.fired(id, stage)
             }
         case .claim(let stage):
             let database = self.database, instance = self.instance, logger = self.logger, metrics = self.metrics

@@ -7,9 +7,9 @@ import Foundation
 public final class ReplyKey: @unchecked Sendable {
     private let key: OpaquePointer
 
-    /// Generates a fresh key pair.
+    /// A fresh key pair (generated ahead of time when the pool has one).
     public init() throws {
-        key = try X25519.generate()
+        key = try X25519KeyPool.shared.take()
     }
 
     deinit { EVP_PKEY_free(key) }
@@ -48,7 +48,7 @@ public enum Sealing {
     /// Seals `plaintext` to `recipient` (a 32-byte X25519 public key) for `requestID`.
     public static func seal(_ plaintext: [UInt8], to recipient: [UInt8], requestID: UUID) throws -> String {
         guard recipient.count == 32 else { throw SealError.badKey }
-        let ephemeral = try X25519.generate()
+        let ephemeral = try X25519KeyPool.shared.take()
         defer { EVP_PKEY_free(ephemeral) }
         let peer = try X25519.publicKey(raw: recipient)
         defer { EVP_PKEY_free(peer) }

@@ -98,10 +98,12 @@ public final class RelayService: Sendable {
                                               issuer: configuration.issuer, database: database)
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
+        let timers = RelayTimers(loop: loop)
         let pushes = PushScheduler(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
-                                   timing: configuration.push.timing, metrics: pushMetrics, logger: logger)
+                                   timing: configuration.push.timing, metrics: pushMetrics, logger: logger, timers: timers)
         self.pushes = pushes
-        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes)
+        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes,
+                                            timers: timers)
         let sealedAnswers = SealedAnswerMemory()
         let settler = AnswerSettler(instance: configuration.instanceID, database: database, memory: sealedAnswers,
                                     coordinator: coordinator, logger: logger)

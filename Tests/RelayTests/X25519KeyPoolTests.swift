@@ -1,0 +1,35 @@
+import COpenSSL
+import Foundation
+@testable import Relay
+import Testing
+
+/// Key pairs generated ahead of time: each handed out once, the pool refilled in the
+/// background up to its capacity and never beyond, an empty pool still answering at once.
+@Suite struct X25519KeyPoolTests {
+    @Test func keysAreFreshBoundedAndRefilled() async throws {
+        let pool = X25519KeyPool(capacity: 8)
+        var publicKeys = Set<[UInt8]>()
+        for _ in 0..<40 {  // far more than the pool holds: the rest are generated inline
+            let key = try pool.take()
+            publicKeys.insert(X25519.rawPublicKey(key))
+            EVP_PKEY_free(key)
+        }
+        #expect(publicKeys.count == 40)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while pool.count < 8, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(pool.count == 8)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(pool.count == 8)  // the refill stops at the capacity
+        let key = try pool.take()
+        defer { EVP_PKEY_free(key) }
+        #expect(!publicKeys.contains(X25519.rawPublicKey(key)))
+    }
+
+    /// A pooled reply key opens what was sealed to it, and only that.
+    @Test func pooledKeysSealAndOpen() throws {
+        let reply = try ReplyKey(), other = try ReplyKey(), id = UUID()
+        let sealed = try Sealing.seal(Array("fix".utf8), to: reply.publicKey, requestID: id)
+        #expect(try reply.open(sealed, requestID: id) == Array("fix".utf8))
+        #expect(throws: (any Error).self) { try other.open(sealed, requestID: id) }
+    }
+}
