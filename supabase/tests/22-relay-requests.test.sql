@@ -1,6 +1,6 @@
 -- relay.open_request, relay.mark_delivered, relay.settle, relay.finish, relay.request_states.
 begin;
-select plan(42);
+select plan(44);
 
 select tests.create_supabase_user('ada');
 select tests.create_supabase_user('bob');
@@ -97,6 +97,11 @@ select throws_ok(format($$ select relay.settle(%L, tests.get_supabase_uid('ada')
   pg_temp.rid('r3')), '22023', null, 'an unknown outcome is refused');
 select throws_ok(format($$ select relay.settle(%L, tests.get_supabase_uid('ada'), null, 'location', null, 'not base64!') $$,
   pg_temp.rid('r3')), '22023', null, 'a sealed answer that is not base64 is refused');
+select pg_temp.open(pg_temp.rid('r7'), 'eve');
+select throws_ok(format($$ select relay.settle(%L, tests.get_supabase_uid('eve'), null, 'location', null, null, 'relay-b') $$,
+  pg_temp.rid('r7')), '22023', null, 'a location for another instance''s waiter without a sealed answer is refused');
+select is(relay.settle(pg_temp.rid('r7'), tests.get_supabase_uid('eve'), null, 'location', null, null, 'relay-a'), 'settled',
+  'the waiter''s own instance settles a location without sealing it (the fix never crosses Postgres)');
 select throws_ok($$ select relay.settle(null, tests.get_supabase_uid('ada'), null, 'denied', 'user', null) $$,
   '22004', null, 'settle refuses a null id');
 

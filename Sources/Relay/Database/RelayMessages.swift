@@ -123,6 +123,9 @@ public struct Person: Codable, Sendable, Equatable {
 public enum PhoneAnswer: Sendable, Equatable {
     /// A location fix, sealed to the waiter's reply key (base64).
     case location(sealed: String)
+    /// A location fix for a waiter on the answering instance: handed over in process, so
+    /// nothing about it reaches Postgres but the outcome.
+    case localLocation
     /// The user declined (`user`) or did not answer on the phone (`no_answer`).
     case denied(reason: DenialReason)
     /// No location: permission off, no fix, or another error.
@@ -148,7 +151,7 @@ public enum PhoneAnswer: Sendable, Equatable {
 
     var outcome: String {
         switch self {
-        case .location: "location"
+        case .location, .localLocation: "location"
         case .denied: "denied"
         case .unavailable: "unavailable"
         }
@@ -156,7 +159,7 @@ public enum PhoneAnswer: Sendable, Equatable {
 
     var reason: String? {
         switch self {
-        case .location: nil
+        case .location, .localLocation: nil
         case .denied(let reason): reason.rawValue
         case .unavailable(let reason): reason.rawValue
         }

@@ -5,7 +5,8 @@ import Foundation
 /// POST /v1/device/answer. Sealed fixes it settled are remembered for a replay.
 ///
 /// The database notifies the waiter's instance of an answer, never this one: when the
-/// request waits here, the settler hands the answer to the coordinator itself.
+/// request waits here, the settler hands the answer to the coordinator itself — and a fix
+/// for a waiter here is not sealed at all (it never crosses Postgres).
 struct AnswerSettler: Sendable {
     let instance: String
     let database: RelayDatabase
@@ -25,6 +26,14 @@ struct AnswerSettler: Sendable {
         case .unavailable(let reason):
             answer = .unavailable(reason: reason)
         case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading):
+            let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
+                                  altitudeM: altitude, speedMps: speed, headingDeg: heading,
+                                  deviceName: deviceName, platform: platform)
+            if await coordinator.settlingHere(id, fix: fix) {
+                answer = .localLocation
+                sealedFix = fix
+                break
+            }
             var key = replyKey
             if key == nil { key = try await database.replyKey(request: id, user: user) }
             guard let key else {
@@ -33,13 +42,11 @@ struct AnswerSettler: Sendable {
                 return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error),
                                                  instance: instance)
             }
-            let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
-                                  altitudeM: altitude, speedMps: speed, headingDeg: heading,
-                                  deviceName: deviceName, platform: platform)
             answer = .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id))
             sealedFix = fix
         }
         let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
+        if settled != .settled, answer == .localLocation { await coordinator.settledElsewhere(id) }
         if settled == .settled {
             if let sealed = answer.sealed { memory.remember(sealed, for: id) }
             await coordinator.deliver(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,

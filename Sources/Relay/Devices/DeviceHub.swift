@@ -34,6 +34,11 @@ public actor DeviceHub {
     private let account: PhoneAccount
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
+    private let timers: RelayTimers
+    /// How long sent pings wait before they are marked delivered together: most are
+    /// answered sooner (and settling marks them), and only the 503/504 choice at a deadline
+    /// (seconds later) reads the mark.
+    static let deliveredMarkDelay: Duration = .milliseconds(200)
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones: [UUID: Phone] = [:]             // by connection, after hello
@@ -89,8 +94,9 @@ public actor DeviceHub {
 
     /// Creates the hub of relay instance `instance`.
     init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
-         pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil) {
+         pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil, timers: RelayTimers = RelayTimers(loop: nil)) {
         self.executor = executor
+        self.timers = timers
         self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
         self.instance = instance
         self.database = database
@@ -365,16 +371,17 @@ public actor DeviceHub {
         session.send(ping.phoneJSON)
         if !markingDelivered {
             markingDelivered = true
-            Task(executorPreference: executor) { await self.markDelivered() }
+            _ = timers.after(Self.deliveredMarkDelay) { await self.markDelivered() }
         }
     }
 
-    /// Records the pings sent so far as delivered, off the locate's path: pings sent while
-    /// one call is out go together in the next.
+    /// Records the pings sent in the last `deliveredMarkDelay` as delivered, off the
+    /// locate's path and in one call; pings answered or cancelled meanwhile need no mark.
     private func markDelivered() async {
         while !undelivered.isEmpty {
-            let batch = Array(undelivered.prefix(RelayDatabase.maxDelivered))
-            undelivered.removeFirst(batch.count)
+            let batch = Array(undelivered.prefix(RelayDatabase.maxDelivered)).filter { pinged[$0] != nil }
+            undelivered.removeFirst(min(undelivered.count, RelayDatabase.maxDelivered))
+            if batch.isEmpty { continue }
             do { try await database.markDelivered(batch) } catch {
                 logger.failure("mark_delivered_failed", error, ["requests": String(batch.count)])
             }

@@ -61,6 +61,9 @@ public actor LocateCoordinator {
         var answer: AnswerNotification?
         /// The fix itself when the phone answered on this instance (no need to open it).
         var fix: LocationFix?
+        /// A fix answered here and being settled (not sealed: it never crosses Postgres);
+        /// resync delivers it when the settle committed but its result was lost.
+        var settlingFix: LocationFix?
     }
 
     /// Creates the coordinator of relay instance `instance`.
@@ -86,6 +89,19 @@ public actor LocateCoordinator {
     /// Connects the hub of this instance (once, before the first locate).
     func attach(_ hub: DeviceHub) {
         self.hub = hub
+    }
+
+    /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
+    /// false when the request does not wait here (then the fix must travel sealed).
+    func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
+        guard waiters[id]?.answer == nil, waiters[id] != nil else { return false }
+        waiters[id]?.settlingFix = fix
+        return true
+    }
+
+    /// The settle of a fix kept by `settlingHere` did not win (another answer did).
+    func settledElsewhere(_ id: UUID) {
+        waiters[id]?.settlingFix = nil
     }
 
     /// Requests waiting here now (for /metrics, resync and drain).
@@ -172,6 +188,10 @@ public actor LocateCoordinator {
         var replay: [UUID] = []
         for state in states where state.settled {
             switch state.outcome {
+            case "location"? where waiters[state.id]?.settlingFix != nil:
+                // Settled here in process; the settle's own result never came back.
+                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: "location", reason: nil, sealed: nil),
+                        fix: waiters[state.id]?.settlingFix)
             case "location"?:
                 replay.append(state.id)
             case "denied"?, "unavailable"?:

@@ -109,7 +109,7 @@ public final class RelayService: Sendable {
                                     coordinator: coordinator, logger: logger)
         let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
                             authenticator: authenticator, logger: logger, pushOrigins: configuration.push.webPushOrigins,
-                            executor: loop)
+                            executor: loop, timers: timers)
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
