@@ -17,6 +17,8 @@ import Loop
 public actor PGPool {
     /// Default number of connections: enough for a relay's short function calls.
     public static let defaultSize = 4
+    /// Default bound on the statements waiting on one shared connection.
+    public static let defaultMaximumOutstanding = 1_000
     /// Default wait for a free connection before `poolTimeout`.
     public static let defaultAcquireTimeout = Duration.seconds(10)
 
@@ -32,6 +34,7 @@ public actor PGPool {
     private var discarded = 0
     private var failedConnects = 0
     private let sharedLimit: Int
+    private let maximumOutstanding: Int
     private var shared: [PGConnection] = []
     private var sharedOpening: Task<PGConnection, Error>?
 
@@ -48,10 +51,13 @@ public actor PGPool {
     ///   - acquireTimeout: how long a caller waits for a free connection.
     ///   - loop: the running loop to drive the connections; nil gives each its own.
     ///   - sharedConnections: the most connections `send` pipelines on (besides `size`).
+    ///   - maximumOutstanding: statements that may wait on one shared connection; past it
+    ///     `send` fails at once with `poolTimeout` rather than queue without bound.
     public init(configuration: PGConfiguration, size: Int = PGPool.defaultSize,
                 acquireTimeout: Duration = PGPool.defaultAcquireTimeout, loop: EventLoop? = nil,
-                sharedConnections: Int = 1) {
+                sharedConnections: Int = 1, maximumOutstanding: Int = PGPool.defaultMaximumOutstanding) {
         self.sharedLimit = max(1, sharedConnections)
+        self.maximumOutstanding = max(1, maximumOutstanding)
         self.configuration = configuration
         self.loop = loop
         self.size = max(1, size)
@@ -91,7 +97,12 @@ public actor PGPool {
         shared.removeAll { !$0.isUsable }
         discarded += before - shared.count
         let least = shared.min { $0.outstanding < $1.outstanding }
-        if let least, least.outstanding == 0 || shared.count >= sharedLimit || sharedOpening != nil { return least }
+        if let least, least.outstanding == 0 || shared.count >= sharedLimit || sharedOpening != nil {
+            guard least.outstanding < maximumOutstanding else {
+                throw PGError(.poolTimeout, detail: "every shared connection has \(maximumOutstanding) statements waiting")
+            }
+            return least
+        }
         if let opening = sharedOpening { return try await opening.value }
         let configuration = self.configuration, loop = self.loop
         let opening = Task { try await PGConnection.connect(configuration, on: loop) }

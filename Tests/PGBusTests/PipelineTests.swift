@@ -109,4 +109,18 @@ import Testing
         let error = await #expect(throws: PGError.self) { try await pool.send("select 1") }
         #expect(error?.code == .shutDown)
     }
+
+    /// Statements waiting on the shared connections are bounded: past the bound `send`
+    /// fails at once instead of queueing.
+    @Test func sharedConnectionsRefuseStatementsPastTheirBound() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 1, sharedConnections: 1, maximumOutstanding: 3)
+        defer { Task { await pool.shutdown() } }
+        try await pool.send("select 1")
+        let sleepers = (0..<3).map { _ in Task { try await pool.send("select pg_sleep(0.5)") } }
+        try await Task.sleep(for: .milliseconds(100))
+        let refused = await #expect(throws: PGError.self) { try await pool.send("select 1") }
+        #expect(refused?.code == .poolTimeout)
+        for sleeper in sleepers { _ = try await sleeper.value }
+        #expect(try await pool.send("select 2").scalar(Int.self) == 2)
+    }
 }
