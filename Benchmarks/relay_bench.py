@@ -15,7 +15,7 @@ in one process. Everything runs on this machine: client, relays and Postgres sha
 
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
                         BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
-                        BENCH_PARTS=latency,throughput,memory,storm)
+                        BENCH_PARTS=latency,throughput,memory,storm, BENCH_RELAY_BINARY)
 """
 import asyncio
 import base64
@@ -39,7 +39,8 @@ import psycopg
 from idle_websockets import rss_kib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RELAY = ROOT / ".build" / "release" / "whereabot"
+# BENCH_RELAY_BINARY: another build of the relay to measure (an older commit, for before/after).
+RELAY = pathlib.Path(os.environ.get("BENCH_RELAY_BINARY", ROOT / ".build" / "release" / "whereabot"))
 ECHO = ROOT / ".build" / "release" / "http-echo-server"
 LOAD = ROOT / ".build" / "release" / "locate-load"
 SECRET = "benchmark-jwt-secret-with-at-least-32-characters"

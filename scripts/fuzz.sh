@@ -19,6 +19,7 @@ http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.
       Sources/HTTPServer/WebSocketFrameDecoder.swift)
 messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAccountRequest.swift Sources/Relay/Server/DeviceCredential.swift Sources/Relay/DisplayText.swift
           Sources/Relay/Database/RelayMessages.swift Sources/Relay/Locate/LocationFix.swift
+          Sources/Relay/Locate/JSONValue.swift Sources/Relay/Locate/JSONText.swift
           Sources/Relay/AgentFailure.swift)
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
       Sources/Relay/Auth/Base64URL.swift Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
@@ -32,7 +33,7 @@ sources_of() {
     PhoneMessage) echo "${messages[@]}" ;;
     MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift ;;
     JWT) echo "${auth[@]}" ;;
-    Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift ;;
+    Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift Sources/Relay/Auth/AgentKey.swift ;;
     PushResponse) echo "${push[@]}" ;;
     *) die "unknown fuzz target $1" ;;
   esac
@@ -40,6 +41,7 @@ sources_of() {
 
 for target in $targets; do
   echo "fuzz: building $target"
+  rm -f "$out/$target"  # a binary from an earlier run must not pass for this build
   # shellcheck disable=SC2046
   swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget \
     -I Sources/COpenSSL -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
