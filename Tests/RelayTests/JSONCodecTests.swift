@@ -106,4 +106,19 @@ import Testing
             return members.allSatisfy { key, value in object[key].map { same(value, $0) } ?? false }
         }
     }
+
+    /// UUIDs as text agree with Foundation's, and only the 8-4-4-4-12 form parses.
+    @Test func uuidsAsText() {
+        for _ in 0..<1_000 {
+            let id = UUID()
+            #expect(UUIDText.lowercase(id) == id.uuidString.lowercased())
+            #expect(UUIDText.parse(id.uuidString) == id && UUIDText.parse(id.uuidString.lowercased()) == id)
+        }
+        for text in ["", "6f1c3d6e2b0a4c1e9d7a0b9e1f2a3c4d", "{6f1c3d6e-2b0a-4c1e-9d7a-0b9e1f2a3c4d}",
+                     "6f1c3d6e-2b0a-4c1e-9d7a-0b9e1f2a3c4g", "6f1c3d6e-2b0a-4c1e-9d7a0-b9e1f2a3c4d",
+                     "6f1c3d6e-2b0a-4c1e-9d7a-0b9e1f2a3c4d ", "6f1c3d6e-2b0a-4c1e-9d7a-0b9e1f2a3c4é"] {
+            #expect(UUIDText.parse(text) == nil, "\(text)")
+            #expect(UUIDText.parse(text) == UUID(uuidString: text))
+        }
+    }
 }

@@ -59,7 +59,7 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     public var phoneJSON: String {
         var json = JSONText()
         json.string("type", "locate")
-        json.string("id", id.uuidString.lowercased())
+        json.string("id", UUIDText.lowercase(id))
         json.string("client_id", clientID)
         json.string("agent_name", agentName)
         json.integer("expires_ms", expiresMs)
@@ -105,7 +105,7 @@ public struct Person: Codable, Sendable, Equatable {
     /// The person as JSON text (what `encode(to:)` writes).
     var json: String {
         var json = JSONText()
-        if let userID { json.string("user_id", userID.uuidString.lowercased()) }
+        if let userID { json.string("user_id", UUIDText.lowercase(userID)) }
         json.string("name", name)
         json.string("email", email)
         return json.object

@@ -299,7 +299,7 @@ public actor DeviceHub {
         held[request] = nil
         guard let ping = pinged.removeValue(forKey: request) else { return }
         for connection in ping.connections.subtracting(ping.answered) {
-            phones[connection]?.session.send(#"{"type":"cancel","id":"\#(request.uuidString.lowercased())"}"#)
+            phones[connection]?.session.send(#"{"type":"cancel","id":"\#(UUIDText.lowercase(request))"}"#)
         }
     }
 

@@ -57,6 +57,13 @@ struct JSONText {
 
     /// Appends `value` as a JSON string.
     static func appendQuoted(_ value: String, to text: inout String) {
+        // Most values (ids, names) need no escape: one scan of their bytes, one append.
+        if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
+            text += "\""
+            text += value
+            text += "\""
+            return
+        }
         text += "\""
         var plainStart = value.unicodeScalars.startIndex
         var index = plainStart

@@ -58,7 +58,7 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// The string as a UUID, if it is one.
-    var uuid: UUID? { string.flatMap(UUID.init(uuidString:)) }
+    var uuid: UUID? { string.flatMap(UUIDText.parse) }
 
     /// Whether this is `null`.
     var isNull: Bool { self == .null }
