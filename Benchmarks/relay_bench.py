@@ -458,79 +458,80 @@ async def main():
 
 
 async def latency_rows(relays, rows):
-        progress("1. latency")
-        (_, phone_token, agent_token), = make_users(1)
-        same = await asyncio.to_thread(run_load, [(relays[0].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
-        cross = await asyncio.to_thread(run_load, [(relays[1].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
-        echo = await echo_latencies(SAMPLES)
-        notify = notify_latencies(SAMPLES)
-        floor50 = echo["p50_ms"] + statistics.median(notify)
-        floor99 = echo["p99_ms"] + percentile(notify, 0.99)
-        for name, result in (("same instance", same), ("cross instance", cross)):
-            rows.append((f"locate latency, {name}", f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms",
-                         f"{result['p50_ms'] / floor50:.1f}x floor p50"))
-        rows.append(("floor: WebSocket echo + NOTIFY", f"p50 {floor50:.2f} ms, p99 {floor99:.2f} ms",
-                     f"echo p50 {echo['p50_ms']:.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
+    progress("1. latency")
+    (_, phone_token, agent_token), = make_users(1)
+    same = await asyncio.to_thread(run_load, [(relays[0].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
+    cross = await asyncio.to_thread(run_load, [(relays[1].port, relays[0].port, agent_token, phone_token)], None, SAMPLES)
+    echo = await echo_latencies(SAMPLES)
+    notify = notify_latencies(SAMPLES)
+    floor50 = echo["p50_ms"] + statistics.median(notify)
+    floor99 = echo["p99_ms"] + percentile(notify, 0.99)
+    for name, result in (("same instance", same), ("cross instance", cross)):
+        rows.append((f"locate latency, {name}", f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms",
+                     f"{result['p50_ms'] / floor50:.1f}x floor p50"))
+    rows.append(("floor: WebSocket echo + NOTIFY", f"p50 {floor50:.2f} ms, p99 {floor99:.2f} ms",
+                 f"echo p50 {echo['p50_ms']:.2f} + NOTIFY p50 {statistics.median(notify):.2f} ms"))
 
 
 async def throughput_rows(relays, rows):
-        progress("2. throughput")
-        ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
-        for cross in (False, True):
-            rate, failures, p50, cpu = await throughput(relays, make_users(AGENTS), SECONDS, cross)
-            where = "cross instance" if cross else "same instance"
-            rows.append((f"locates/s, {where}, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed), p50 {p50:.2f} ms",
-                         f"{rate / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
-                         f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f}"))
-        progress("2b. notifications per locate")
-        for count in (2, 4, 8):
-            per_locate, failures = await notifications_per_locate(count, make_users(4))
-            rows.append((f"notifications per locate, {count} instances", f"{per_locate:.2f} ({failures} failed)",
-                         "cross instance; summed over every instance's LISTEN"))
+    progress("2. throughput")
+    ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
+    for cross in (False, True):
+        rate, failures, p50, cpu = await throughput(relays, make_users(AGENTS), SECONDS, cross)
+        where = "cross instance" if cross else "same instance"
+        rows.append((f"locates/s, {where}, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed), p50 {p50:.2f} ms",
+                     f"{rate / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
+                     f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f}"))
+    progress("2b. notifications per locate")
+    for count in (2, 4, 8):
+        per_locate, failures = await notifications_per_locate(count, make_users(4))
+        rows.append((f"notifications per locate, {count} instances", f"{per_locate:.2f} ({failures} failed)",
+                     "cross instance; summed over every instance's LISTEN"))
 
 
 async def phone_rows(relays, rows):
-        progress("3. memory per idle phone")
-        holder = relays[1]
-        holder.stop()
-        holder.start()
-        await holder.ready()
-        await asyncio.sleep(0.5)
-        before = rss_kib(holder.process.pid)
-        users = make_users(PHONES)
-        started = time.monotonic()
-        phones = await connect_many(holder.port, users, None, answer=False)
-        await metric_reaches(holder, "whereabot_device_connections", PHONES, 120, "idle phones")
-        connected = time.monotonic() - started
+    progress("3. memory per idle phone")
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    holder = relays[1]
+    holder.stop()
+    holder.start()
+    await holder.ready()
+    await asyncio.sleep(0.5)
+    before = rss_kib(holder.process.pid)
+    users = make_users(PHONES)
+    started = time.monotonic()
+    phones = await connect_many(holder.port, users, None, answer=False)
+    await metric_reaches(holder, "whereabot_device_connections", PHONES, 120, "idle phones")
+    connected = time.monotonic() - started
+    await asyncio.sleep(2)
+    after = rss_kib(holder.process.pid)
+    rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
+                 f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
+    # As many more as this machine's open-files limit allows, up to 50,000.
+    most = min(50_000, hard - 2_000)
+    if most > PHONES:
+        more_users = make_users(most - PHONES)
+        phones += await connect_many(holder.port, more_users, None, answer=False)
+        await metric_reaches(holder, "whereabot_device_connections", most, 120, "more idle phones")
         await asyncio.sleep(2)
-        after = rss_kib(holder.process.pid)
-        rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
-                     f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
-        # As many more as this machine's open-files limit allows, up to 50,000.
-        most = min(50_000, hard - 2_000)
-        if most > PHONES:
-            more_users = make_users(most - PHONES)
-            phones += await connect_many(holder.port, more_users, None, answer=False)
-            await metric_reaches(holder, "whereabot_device_connections", most, 120, "more idle phones")
-            await asyncio.sleep(2)
-            largest = rss_kib(holder.process.pid)
-            rows.append((f"memory per idle phone at {most:,}", f"{(largest - before) * 1024 / most:,.0f} bytes",
-                         f"RSS {before / 1024:.1f} -> {largest / 1024:.1f} MiB"))
-        if most < 50_000:
-            rows.append(("memory per idle phone at 50,000", "not measured",
-                         f"the open-files hard limit here is {hard:,} per process"))
-        for socket, task in phones:
-            socket.close()
-            task.cancel()
-        await asyncio.sleep(1)
+        largest = rss_kib(holder.process.pid)
+        rows.append((f"memory per idle phone at {most:,}", f"{(largest - before) * 1024 / most:,.0f} bytes",
+                     f"RSS {before / 1024:.1f} -> {largest / 1024:.1f} MiB"))
+    if most < 50_000:
+        rows.append(("memory per idle phone at 50,000", "not measured",
+                     f"the open-files hard limit here is {hard:,} per process"))
+    for socket, task in phones:
+        socket.close()
+        task.cancel()
+    await asyncio.sleep(1)
 
-        # 4. reconnect storm
-        progress("4. reconnect storm")
-        since_kill, since_start, hellos = await storm(holder, users)
-        rows.append((f"reconnect storm, {PHONES:,} phones", f"{since_start:.1f} s after the restarted instance started",
-                     f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
-        if CLIENT_ERRORS:
-            rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
+    # 4. reconnect storm
+    progress("4. reconnect storm")
+    since_kill, since_start, hellos = await storm(holder, users)
+    rows.append((f"reconnect storm, {PHONES:,} phones", f"{since_start:.1f} s after the restarted instance started",
+                 f"{since_kill:.1f} s after SIGTERM; every phone said hello and got its pending ping"))
+    if CLIENT_ERRORS:
+        rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
 
 
 def print_table(rows):
