@@ -75,7 +75,7 @@ cluster: deps db ## Two relays behind HAProxy on 127.0.0.1:8080 against the loca
 
 bench: bench-pgbus bench-http bench-relay bench-push ## Every benchmark (prints numbers, asserts nothing)
 
-bench-relay: deps db ## The relay end to end: locate latency and locates/s, memory per idle phone, reconnect storm
+bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance with CPU per locate, notifications per locate at 2/4/8 instances, memory per idle phone, reconnect storm
 	@scripts/bench-relay.sh
 
 bench-push: deps db ## Push: APNs pushes/s over one connection to the fake APNs, and a request's start to the wake push
