@@ -19,7 +19,9 @@
 ///   only await continuations, so no thread ever blocks on the network.
 /// - Statements on one connection are pipelined and answered in submission order; each
 ///   distinct SQL text is prepared once per connection.
-/// - The listener keeps a thread of its own (it waits on its socket and a heartbeat).
+/// - The listener's connection runs on a loop too (the one given, or its own): LISTEN,
+///   UNLISTEN and the heartbeat go out as non-blocking commands with timeouts on the
+///   loop's timers, and notifications reach consumers on that loop.
 /// - Cancelling a task that awaits a statement sends PQcancel for that statement only; the
 ///   connection stays usable.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import Loop
 import Synchronization
 
 /// LISTEN/NOTIFY on one dedicated connection per process, surviving reconnects.
@@ -18,6 +19,9 @@ import Synchronization
 ///   `heartbeatTimeout`) detects a silent connection and a server that forgot a LISTEN.
 /// - Reconnects back off exponentially with jitter (about 1 s to 30 s).
 /// - Notifications reach each consumer in the order the server delivered them.
+/// - The connection is driven by an event loop — the one given (shared with the rest of
+///   the process, so a notification reaches a consumer on that loop without a thread
+///   switch) or one of its own — and never blocks it.
 public final class PGListener: Sendable {
     /// Default time between heartbeats.
     public static let defaultHeartbeatInterval = Duration.seconds(10)
@@ -29,7 +33,9 @@ public final class PGListener: Sendable {
     let heartbeatTimeout: Duration
     let backoff: PGBackoff
     let shared = Mutex(Shared())
-    let wake: WakePipe
+    private let sharedLoop: EventLoop?
+    /// The driver of the current `run()`, for `shutdown()` and consumer changes.
+    private let driver = Mutex<PGListenerDriver?>(nil)
 
     /// State shared between consumers (any task) and the listener's thread.
     struct Shared {
@@ -56,15 +62,16 @@ public final class PGListener: Sendable {
     ///   - heartbeatInterval: time between liveness checks.
     ///   - heartbeatTimeout: how long a liveness check may take.
     ///   - backoff: reconnect delays.
+    ///   - loop: the running loop to drive the connection; nil runs one of its own.
     public init(configuration: PGConfiguration,
                 heartbeatInterval: Duration = PGListener.defaultHeartbeatInterval,
                 heartbeatTimeout: Duration = PGListener.defaultHeartbeatTimeout,
-                backoff: PGBackoff = .standard) {
+                backoff: PGBackoff = .standard, loop: EventLoop? = nil) {
         self.configuration = configuration
         self.heartbeatInterval = heartbeatInterval
         self.heartbeatTimeout = heartbeatTimeout
         self.backoff = backoff
-        self.wake = WakePipe()
+        self.sharedLoop = loop
     }
 
     /// Where the listener is now (for /readyz).
@@ -81,26 +88,35 @@ public final class PGListener: Sendable {
     public var listeningChannels: Set<String> { shared.withLock { $0.activeChannels } }
 
     /// Runs the listener until `shutdown()` or until the calling task is cancelled. The
-    /// work happens on a dedicated thread; this task only waits for it.
+    /// work happens on the loop; this task only waits for it.
     public func run() async {
+        let ownLoop = sharedLoop == nil
+        guard let loop = try? sharedLoop ?? EventLoop.start(name: "pgbus-listener") else {
+            publish(.stopped)
+            return
+        }
+        let driver = PGListenerDriver(listener: self, loop: loop)
+        self.driver.withLock { $0 = driver }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
-                    self.loop()
-                    done.resume()
-                }
-                thread.name = "pgbus-listener"
-                thread.start()
+                loop.execute { driver.start { done.resume() } }
             }
         } onCancel: {
             shutdown()
         }
+        self.driver.withLock { $0 = nil }
+        if ownLoop { loop.stop() }
     }
 
     /// Stops the listener: consumers' sequences end, the connection closes, `run()` returns.
     public func shutdown() {
         shared.withLock { $0.stopRequested = true }
-        wake.signal()
+        if let driver = driver.withLock({ $0 }) { driver.loop.execute { driver.stop() } }
+    }
+
+    /// Tells the running driver that the consumers changed.
+    private func consumersChanged() {
+        if let driver = driver.withLock({ $0 }) { driver.loop.execute { driver.consumersChanged() } }
     }
 
     /// LISTENs on `channels` for the duration of `consume`.
@@ -122,11 +138,11 @@ public final class PGListener: Sendable {
             return shared.nextConsumerID
         }
         guard let id else { throw PGError(.shutDown, detail: "listener stopped") }
-        wake.signal()
+        consumersChanged()
         defer {
             shared.withLock { _ = $0.consumers.removeValue(forKey: id) }
             sink.finish()
-            wake.signal()
+            consumersChanged()
         }
         return try await consume(PGNotificationSequence(sink: sink))
     }

@@ -2,73 +2,8 @@ import CLibPQ
 import Foundation
 import Glibc
 
-/// Waiting on a libpq connection's socket, and reading libpq's results.
+/// Reading libpq's results and errors.
 enum PGSocket {
-    /// What to wait for.
-    struct Events: OptionSet {
-        let rawValue: Int16
-        static let read = Events(rawValue: Int16(POLLIN))
-        static let write = Events(rawValue: Int16(POLLOUT))
-    }
-
-    /// Waits until the socket is ready or `timeoutMilliseconds` pass (-1: no limit).
-    /// Also returns early when `wakeFD` (if any) becomes readable.
-    /// - Returns: false on timeout.
-    static func wait(_ connection: OpaquePointer, for events: Events, timeoutMilliseconds: Int32,
-                     wakeFD: Int32 = -1) throws -> Bool {
-        let fd = PQsocket(connection)
-        guard fd >= 0 else { throw PGError(.connectionClosed, detail: "no socket") }
-        var fds = [pollfd(fd: fd, events: events.rawValue, revents: 0),
-                   pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
-        while true {
-            let count = poll(&fds, wakeFD >= 0 ? 2 : 1, timeoutMilliseconds)
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw PGError(.connectionClosed, detail: "poll failed: errno \(errno)") }
-            return count > 0
-        }
-    }
-
-    /// Sends what libpq has buffered and collects every result of the statement in flight,
-    /// waiting on the socket in between. `onIdle` runs after each read (the listener uses it
-    /// to drain notifications). Throws `connectionClosed` when the connection breaks and a
-    /// `server` error when the statement failed.
-    static func collectResults(_ connection: OpaquePointer, timeoutMilliseconds: Int32 = -1,
-                               onRead: () -> Void = {}) throws -> [OpaquePointer] {
-        var results: [OpaquePointer] = []
-        do {
-            while true {
-                let flushed = PQflush(connection)
-                if flushed < 0 { throw connectionError(connection) }
-                if flushed == 1 {
-                    guard try wait(connection, for: [.read, .write], timeoutMilliseconds: timeoutMilliseconds) else {
-                        throw PGError(.connectionClosed, detail: "timed out sending")
-                    }
-                    if PQconsumeInput(connection) == 0 { throw connectionError(connection) }
-                    onRead()
-                    continue
-                }
-                if PQisBusy(connection) == 1 {
-                    guard try wait(connection, for: .read, timeoutMilliseconds: timeoutMilliseconds) else {
-                        throw PGError(.connectionClosed, detail: "timed out waiting for the server")
-                    }
-                    if PQconsumeInput(connection) == 0 { throw connectionError(connection) }
-                    onRead()
-                    continue
-                }
-                guard let result = PQgetResult(connection) else { break }
-                results.append(result)
-            }
-        } catch {
-            results.forEach { PQclear($0) }
-            throw error
-        }
-        if PQstatus(connection) != CONNECTION_OK {
-            results.forEach { PQclear($0) }
-            throw connectionError(connection)
-        }
-        return results
-    }
-
     /// The error of a failed result, or nil when it succeeded.
     static func resultError(_ result: OpaquePointer) -> PGError? {
         switch PQresultStatus(result) {

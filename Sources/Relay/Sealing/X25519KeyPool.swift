@@ -47,14 +47,17 @@ final class X25519KeyPool: Sendable {
     private func startRefill() {
         let thread = Thread { [self] in
             while true {
-                guard let key = try? X25519.generate() else { break }
+                guard let key = try? X25519.generate() else {
+                    state.withLock { $0.refilling = false }
+                    return
+                }
                 let full = state.withLock { state -> Bool in
                     state.keys.append(Key(pointer: key))
-                    return state.keys.count >= capacity
+                    if state.keys.count >= capacity { state.refilling = false }
+                    return !state.refilling
                 }
-                if full { break }
+                if full { return }
             }
-            state.withLock { $0.refilling = false }
         }
         thread.name = "x25519-pool"
         thread.stackSize = 1 << 18

@@ -122,7 +122,7 @@ public final class RelayService: Sendable {
         mcp.progressInterval = configuration.mcpProgressInterval
         var listenDatabase = configuration.listenDatabase ?? configuration.database
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
-        let listener = PGListener(configuration: listenDatabase)
+        let listener = PGListener(configuration: listenDatabase, loop: loop)
         self.listener = listener
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
                                  sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger)
