@@ -123,4 +123,16 @@ import Testing
         for sleeper in sleepers { _ = try await sleeper.value }
         #expect(try await pool.send("select 2").scalar(Int.self) == 2)
     }
+
+    /// At most `maximumPrepared` statements are prepared per connection; later texts run
+    /// unnamed and still answer.
+    @Test func preparedStatementsAreBounded() async throws {
+        let connection = try await TestDatabase.connect()
+        defer { Task { await connection.close() } }
+        for index in 0..<300 {
+            #expect(try await connection.query("select \(index)::int + $1::int", [1]).scalar(Int.self) == index + 1)
+        }
+        let prepared = try await connection.query("select count(*)::int from pg_prepared_statements").scalar(Int.self)
+        #expect(prepared == 256)
+    }
 }

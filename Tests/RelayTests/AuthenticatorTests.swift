@@ -40,6 +40,27 @@ import Testing
         }
     }
 
+    /// Verified tokens are remembered (no second signature check) only until their `exp`
+    /// — a remembered token expires like any other — and at most `maximumVerifiedTokens`.
+    @Test func verifiedTokensAreBoundedAndExpire() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let clock = Clock()
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                                     sessionCacheTTL: 3_600, now: clock.now)
+        let first = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-0")
+        _ = try await auth.agent(first)
+        #expect(await auth.verifiedTokenCount == 1)
+        for index in 1...Authenticator.maximumVerifiedTokens {
+            _ = try await auth.agent("Bearer " + token(user: ada.user, session: ada.session, clientID: "client-\(index)"))
+            #expect(await auth.verifiedTokenCount <= Authenticator.maximumVerifiedTokens)
+        }
+        _ = try await auth.agent(first)  // still good while unexpired
+        clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
+        await #expect(throws: AuthError.expired) { try await auth.agent(first) }
+    }
+
     /// A signed-out session (its auth.sessions row deleted) is refused once the cache expires.
     @Test func signedOutSessionIsRevoked() async throws {
         let admin = try await TestDatabase.admin()

@@ -74,21 +74,39 @@ import Testing
         #expect(LocationFix(sealedJSON: #"{"latitude":"1"}"#) == nil)
     }
 
-    /// The ping written by hand is what JSONEncoder wrote, and decodes back to itself.
-    @Test func pingMatchesItsCodableForm() throws {
-        let ping = LocateMessage(id: UUID(), clientID: "agent-key", agentName: "Claude \"2\"", expiresMs: 1_796_000_000_000,
-                                 requester: Person(userID: UUID(), name: "Bob", email: "bob@example.com"),
+    /// The ping is the phone's documented form (SPEC §5) without the reply key, and reads
+    /// back (with the key the database adds) as itself.
+    @Test func pingIsThePhonesForm() throws {
+        let requester = UUID(), id = UUID()
+        let ping = LocateMessage(id: id, clientID: "agent-key", agentName: "Claude \"2\"", expiresMs: 1_796_000_000_000,
+                                 requester: Person(userID: requester, name: "Bob", email: "bob@example.com"),
                                  replyKey: Array(repeating: 7, count: 32))
-        let encoded = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(ping)) as? NSDictionary)
         let written = try #require(try JSONSerialization.jsonObject(with: Data(ping.phoneJSON.utf8)) as? NSDictionary)
-        #expect(encoded == written)
-        #expect(!ping.phoneJSON.contains("reply_key"))
+        let expected: NSDictionary = [
+            "type": "locate", "id": id.uuidString.lowercased(), "client_id": "agent-key", "agent_name": "Claude \"2\"",
+            "expires_ms": 1_796_000_000_000,
+            "requester": ["user_id": requester.uuidString.lowercased(), "name": "Bob", "email": "bob@example.com"],
+        ]
+        #expect(written == expected)
+        let own = LocateMessage(id: id, clientID: "c", expiresMs: 1, requester: nil)
+        #expect((try JSONSerialization.jsonObject(with: Data(own.phoneJSON.utf8)) as? [String: Any])?["requester"] is NSNull)
         var withKey = try #require(JSONValue.parse(ping.phoneJSON))
         if case .object(var members) = withKey {
             members["reply_key"] = .string(Data(repeating: 7, count: 32).base64EncodedString())
             withKey = .object(members)
         }
         #expect(LocateMessage(json: withKey) == ping)
+    }
+
+    /// Pings that arrive while a user's hello is in the database are kept for it, up to
+    /// `HelloInFlight.maximumPings`.
+    @Test func pingsKeptDuringAHelloAreBounded() {
+        var hello = DeviceHub.HelloInFlight()
+        for index in 0..<(DeviceHub.HelloInFlight.maximumPings + 10) {
+            hello.keep(LocateMessage(id: UUID(), clientID: "c\(index)", expiresMs: 1, requester: nil))
+        }
+        #expect(hello.pings.count == DeviceHub.HelloInFlight.maximumPings)
+        #expect(hello.pings.first?.clientID == "c0")
     }
 
     /// Whether our value and Foundation's mean the same.

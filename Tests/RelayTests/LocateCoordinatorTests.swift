@@ -49,7 +49,7 @@ import Testing
                             switch phone {
                             case .fix(let fix):
                                 let key = try #require(ping.replyKey)
-                                let sealed = try Sealing.seal(Array(try JSONEncoder().encode(fix)), to: key, requestID: ping.id)
+                                let sealed = try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: ping.id)
                                 _ = try await db.settle(id: ping.id, user: owner, device: device, answer: .location(sealed: sealed),
                                                         instance: holder)
                             case .answer(let answer):

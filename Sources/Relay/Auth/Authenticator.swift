@@ -107,6 +107,9 @@ public actor Authenticator {
         max(1, limiter.retryAfter(client, now: now().timeIntervalSince1970))
     }
 
+    /// Verified tokens remembered now (bounded by `maximumVerifiedTokens`).
+    var verifiedTokenCount: Int { verifiedTokens.count }
+
     /// Requests refused with 429 so far (for /metrics).
     public var rateLimited: Int { rateLimitedCount }
 

@@ -3,7 +3,7 @@ import Foundation
 /// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the locate
 /// notification and `relay.pending_locates` carry it (those add the waiter's reply key,
 /// which the holder seals a fix to and never sends to the phone).
-public struct LocateMessage: Codable, Sendable, Equatable {
+public struct LocateMessage: Sendable, Equatable {
     /// The request id; answers carry it.
     public let id: UUID
     /// The asking agent's OAuth client id (`agent-key` for agent keys).
@@ -17,45 +17,8 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     /// The waiter's X25519 public key for this request (32 bytes), when the database sent it.
     public let replyKey: [UInt8]?
 
-    enum CodingKeys: String, CodingKey {
-        case type
-        case replyKey = "reply_key"
-        case id
-        case clientID = "client_id"
-        case agentName = "agent_name"
-        case expiresMs = "expires_ms"
-        case requester
-    }
-
-    /// Decodes the notification, table or phone form (`type` and `owner` are ignored).
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        id = try container.decode(UUID.self, forKey: .id)
-        clientID = try container.decode(String.self, forKey: .clientID)
-        agentName = try container.decodeIfPresent(String.self, forKey: .agentName).map { DisplayText.clean($0, maximumLength: 200) }
-        expiresMs = try container.decode(Int64.self, forKey: .expiresMs)
-        requester = try container.decodeIfPresent(Person.self, forKey: .requester)
-        replyKey = try container.decodeIfPresent(String.self, forKey: .replyKey).map { text in
-            guard let key = Data(base64Encoded: text), key.count == 32 else {
-                throw DecodingError.dataCorruptedError(forKey: .replyKey, in: container, debugDescription: "not a 32-byte key")
-            }
-            return Array(key)
-        }
-    }
-
-    /// Encodes the phone's form, `{"type":"locate",...}`, with `requester` null for the
-    /// owner's own agents, and never the reply key.
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode("locate", forKey: .type)
-        try container.encode(id.uuidString.lowercased(), forKey: .id)  // as Postgres writes it, and as `cancel` carries it
-        try container.encode(clientID, forKey: .clientID)
-        try container.encode(agentName, forKey: .agentName)
-        try container.encode(expiresMs, forKey: .expiresMs)
-        try container.encode(requester, forKey: .requester)
-    }
-
-    /// The phone's form as text (what `encode(to:)` writes, without an encoder per ping).
+    /// The phone's form, `{"type":"locate",...}`, with `requester` null for the owner's own
+    /// agents and never the reply key.
     public var phoneJSON: String {
         var json = JSONText()
         json.string("type", "locate")
@@ -79,8 +42,9 @@ public struct LocateMessage: Codable, Sendable, Equatable {
     }
 }
 
-/// A user as shown to others: in pings and in sharing lists.
-public struct Person: Codable, Sendable, Equatable {
+/// A user as shown to others: in pings and in sharing lists (decoded from the user cards
+/// `relay.claim_push` returns; written with `json`).
+public struct Person: Decodable, Sendable, Equatable {
     /// The user's id.
     public let userID: UUID?
     /// Display name.
@@ -94,15 +58,7 @@ public struct Person: Codable, Sendable, Equatable {
         case email
     }
 
-    /// Encodes with the user id in lowercase, as Postgres writes UUIDs.
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(userID?.uuidString.lowercased(), forKey: .userID)
-        try container.encode(name, forKey: .name)
-        try container.encode(email, forKey: .email)
-    }
-
-    /// The person as JSON text (what `encode(to:)` writes).
+    /// The person as JSON text, with the user id in lowercase as Postgres writes UUIDs.
     var json: String {
         var json = JSONText()
         if let userID { json.string("user_id", UUIDText.lowercase(userID)) }
@@ -171,8 +127,8 @@ public enum PhoneAnswer: Sendable, Equatable {
 }
 
 extension LocateMessage {
-    /// Decodes the notification, table or phone form from parsed JSON, as `init(from:)`
-    /// does (`type` and `owner` are ignored); nil when a field is missing or malformed.
+    /// Decodes the notification, table or phone form from parsed JSON (`type` and `owner`
+    /// are ignored); nil when a field is missing or malformed.
     init?(json: JSONValue) {
         guard let id = json["id"]?.uuid, let clientID = json["client_id"]?.string,
               let expiresMs = json["expires_ms"]?.integer else { return nil }

@@ -76,13 +76,18 @@ public actor DeviceHub {
 
     /// Hellos of one user in the database now, and the pings that arrived meanwhile: the
     /// socket is not indexed yet, so they are sent when its hello returns.
-    private struct HelloInFlight {
-        var count = 0
-        var pings: [LocateMessage] = []
-    }
+    struct HelloInFlight {
+        /// The most pings kept (a user's waiting requests are capped far lower).
+        static let maximumPings = 64
 
-    /// The most pings kept for a user while a hello is in flight (the waiting cap is far lower).
-    static let maxPingsDuringHello = 64
+        var count = 0
+        private(set) var pings: [LocateMessage] = []
+
+        /// Keeps `ping` for the hello, unless `maximumPings` are kept already.
+        mutating func keep(_ ping: LocateMessage) {
+            if pings.count < Self.maximumPings { pings.append(ping) }
+        }
+    }
 
     /// An answer the database could not take yet.
     private struct HeldAnswer {
@@ -285,9 +290,7 @@ public actor DeviceHub {
     /// A new request for `owner` (its notification, or the waiter here): ping every phone
     /// of the owner connected here, and keep it for a hello of theirs still in flight.
     public func locate(_ ping: LocateMessage, owner: UUID) {
-        if helloing[owner] != nil, helloing[owner]!.pings.count < Self.maxPingsDuringHello {
-            helloing[owner]!.pings.append(ping)
-        }
+        helloing[owner]?.keep(ping)
         for connection in byUser[owner] ?? [] {
             if let session = phones[connection]?.session { send(ping, to: session) }
         }

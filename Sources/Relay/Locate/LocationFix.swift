@@ -124,7 +124,7 @@ public enum LocateOutcome: Sendable, Equatable {
 }
 
 /// An answer notification's payload: a settled request, addressed to its waiter.
-public struct AnswerNotification: Decodable, Sendable, Equatable {
+public struct AnswerNotification: Sendable, Equatable {
     /// The request.
     public let id: UUID
     /// The waiting instance.
