@@ -382,15 +382,18 @@ async def connect_many(port, users, on_ping, answer):
 async def storm(relay, users):
     """Restarts `relay`, opens one pending request per user while it is down, and times
     the phones' way back."""
-    pinged = set()
+    pinged = {}  # request id → seconds after the restarted instance started
     hellos = 0
+
+    def ping_arrived(request):
+        pinged.setdefault(request, time.monotonic() - relay.started)
 
     async def keep_connected(phone_token, host):
         nonlocal hellos
         while True:
             socket = None
             try:
-                socket, task = await asyncio.wait_for(phone(relay.port, phone_token, pinged.add, host, answer=False), 10)
+                socket, task = await asyncio.wait_for(phone(relay.port, phone_token, ping_arrived, host, answer=False), 10)
                 hellos += 1
                 await task
             except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
@@ -412,6 +415,7 @@ async def storm(relay, users):
                         from unnest(%s::uuid[]) u""", ([user for user, _, _ in users],))
     relay.start()
     await relay.ready()
+    progress(f"storm: the restarted instance was ready {time.monotonic() - relay.started:.1f} s after it started")
     deadline = time.monotonic() + 120
     with psycopg.connect(RELAY_URL, autocommit=True) as conn:
         while len(pinged) < len(users) and time.monotonic() < deadline:
@@ -428,6 +432,8 @@ async def storm(relay, users):
         raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s"
                            f" ({hellos} hellos since the restart, {connected:.0f} connected)")
     done = time.monotonic()
+    arrivals = sorted(pinged.values())
+    progress("storm pings after the start: " + ", ".join(f"{q:.0%} {percentile(arrivals, q):.1f} s" for q in (0.01, 0.1, 0.5, 0.9, 0.99, 1.0)))
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)

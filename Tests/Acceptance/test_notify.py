@@ -28,6 +28,8 @@ def drain(conn, timeout):
 def bus(relay_connect):
     """A listener on every channel and a second session whose transactions we control."""
     listener = relay_connect()
+    for instance in INSTANCES:  # a hello never creates its instance's row; a heartbeat does
+        listener.execute("select relay.heartbeat(%s)", (instance,))
     for name in [channel(instance) for instance in INSTANCES] + BROADCAST:
         listener.execute(f'listen "{name}"')
     actor = relay_connect(autocommit=False)
@@ -110,12 +112,15 @@ def test_rolled_back_open_request_notifies_nothing(bus, make_user):
     assert drain(listener, 0.5) == []
 
 
-def test_device_hello_notifies_device(bus, make_user):
-    (owner, session, _), device, connection = make_user(with_session=True), uuid.uuid4(), uuid.uuid4()
-    result, notes = after_commit(bus, lambda c: hello(c, owner, session, "relay-b", device, connection))
+def test_device_hello_notifies_only_when_it_replaces_a_socket(bus, make_user):
+    (owner, session, _), device, first, second = make_user(with_session=True), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    result, notes = after_commit(bus, lambda c: hello(c, owner, session, "relay-a", device, first))
+    assert result == {"status": "ok", "pending": []}
+    assert notes == []  # no older socket of the device anywhere: nobody to tell
+    result, notes = after_commit(bus, lambda c: hello(c, owner, session, "relay-b", device, second))
     assert result == {"status": "ok", "pending": []}
     assert notes == [("whereabot_device", {
-        "device": str(device), "event": "hello", "instance": "relay-b", "connection": str(connection)})]
+        "device": str(device), "event": "hello", "instance": "relay-b", "connection": str(second)})]
 
 
 def test_device_hello_returns_pending_pings_with_their_reply_key(make_user, admin, relay_connect):

@@ -61,7 +61,9 @@ import Testing
         await #expect(throws: AuthError.expired) { try await auth.agent(first) }
     }
 
-    /// A signed-out session (its auth.sessions row deleted) is refused once the cache expires.
+    /// A signed-out session (its auth.sessions row deleted) is refused to an agent once the
+    /// cache expires, and to a phone at once: a phone's session is checked once per socket,
+    /// so no socket leaves a cached session behind.
     @Test func signedOutSessionIsRevoked() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
@@ -70,11 +72,14 @@ import Testing
         let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
                                      now: clock.now)
         let header = "Bearer " + token(user: ada.user, session: ada.session)
+        let agent = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-7")
         _ = try await auth.phone(header)
+        _ = try await auth.agent(agent)
         try await admin.query("delete from auth.sessions where id = $1", [ada.session])
-        _ = try await auth.phone(header)  // still cached
-        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        _ = try await auth.agent(agent)  // still cached
         await #expect(throws: AuthError.revoked) { try await auth.phone(header) }
+        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        await #expect(throws: AuthError.revoked) { try await auth.agent(agent) }
         await #expect(throws: AuthError.revoked) {
             try await auth.phone("Bearer " + token(user: ada.user, session: UUID()))
         }

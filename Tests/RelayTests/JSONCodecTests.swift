@@ -98,17 +98,6 @@ import Testing
         #expect(LocateMessage(json: withKey) == ping)
     }
 
-    /// Pings that arrive while a user's hello is in the database are kept for it, up to
-    /// `HelloInFlight.maximumPings`.
-    @Test func pingsKeptDuringAHelloAreBounded() {
-        var hello = DeviceHub.HelloInFlight()
-        for index in 0..<(DeviceHub.HelloInFlight.maximumPings + 10) {
-            hello.keep(LocateMessage(id: UUID(), clientID: "c\(index)", expiresMs: 1, requester: nil))
-        }
-        #expect(hello.pings.count == DeviceHub.HelloInFlight.maximumPings)
-        #expect(hello.pings.first?.clientID == "c0")
-    }
-
     /// Whether our value and Foundation's mean the same.
     static func same(_ ours: JSONValue, _ theirs: Any) -> Bool {
         switch ours {

@@ -25,6 +25,7 @@ import Testing
                                 _ body: @escaping @Sendable (LocateCoordinator) async throws -> R) async throws -> R {
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
+        try await db.registerInstance(holder)  // a hello never creates its instance's row
         let device = UUID(), holder = self.holder, instance = self.instance
         if case .absent = phone {} else {
             _ = try await db.deviceHello(instance: holder, connection: UUID(), user: owner, session: session, device: device,

@@ -8,6 +8,7 @@ create temp table stash (k text primary key, v tid);
 grant all on stash to public;
 
 select tests.authenticate_as_relay();
+select relay.register_instance('relay-a'), relay.register_instance('relay-b');
 select relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now());
 reset role;

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// - JWTs verify with `JWTVerifier`; an unknown `kid` refetches the JWKS at most once per
 ///   `jwksRefetchInterval`. The token's session must still exist (checked in
-///   `auth.sessions`, cached for `sessionCacheTTL`).
+///   `auth.sessions`, cached for `sessionCacheTTL` for agents; a phone's session is
+///   checked once per socket and not cached).
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
@@ -171,7 +172,9 @@ public actor Authenticator {
             if verifiedTokens.count >= Self.maximumVerifiedTokens { verifiedTokens.removeAll() }
             verifiedTokens[token] = claims
         }
-        switch try await sessionState(claims.sessionID, user: claims.userID) {
+        // Agents repeat their token and their session check is cached; a phone's is made once
+        // per socket, so caching it would only keep an entry per connected phone.
+        switch try await sessionState(claims.sessionID, user: claims.userID, cached: claims.clientID != nil) {
         case "alive": break
         case "device_removed": throw .deviceRemoved
         default: throw .revoked
@@ -204,14 +207,15 @@ public actor Authenticator {
         verifiedTokens.removeAll()  // a key may have been withdrawn
     }
 
-    private func sessionState(_ session: UUID, user: UUID) async throws(AuthError) -> String {
-        if let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
+    private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> String {
+        if useCache, let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
         let state: String
         do {
             state = try await database.sessionState(session: session, user: user)
         } catch {
             throw .unavailable
         }
+        guard useCache else { return state }
         if sessions.count >= Self.maximumCacheEntries { sessions.removeAll() }
         sessions[session] = (state, now())
         return state

@@ -52,37 +52,6 @@ public struct RelayDatabase: Sendable {
             .scalar(PGJSON.self).decode(ReapReport.self)
     }
 
-    // MARK: Devices
-
-    /// The outcome of a device's hello.
-    public struct Hello: Sendable, Equatable {
-        /// ok: registered; revoked: close 4000 "revoked"; forbidden: another user's device;
-        /// replaced: a newer socket of the device is live; too_many: the user's socket cap.
-        public let status: String
-        /// Pings waiting for the user's phones.
-        public let pending: [LocateMessage]
-    }
-
-    /// Device sockets one user may hold across all instances.
-    public static let maxSocketsPerUser = 20
-
-    /// Registers a device socket after its hello.
-    public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
-                            name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
-        let json = try await pool.send("select relay.device_hello($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                                        [instance, connection, user, session, device, name, platform, appVersion, openedAt,
-                                         Self.maxSocketsPerUser])
-            .scalar(PGJSON.self).parsed()
-        guard let status = json["status"]?.string, case .array(let pending)? = json["pending"] else { throw Self.malformed("device_hello") }
-        return Hello(status: status, pending: try pending.map { try LocateMessage(json: $0) ?? { throw Self.malformed("device_hello") }() })
-    }
-
-    /// Forgets a closed socket; false when it was already replaced or reaped.
-    @discardableResult
-    public func deviceDisconnect(_ connection: UUID) async throws -> Bool {
-        try await pool.send("select relay.device_disconnect($1)", [connection]).scalar(Bool.self)
-    }
-
     // MARK: Requests
 
     /// What `openRequest` did.

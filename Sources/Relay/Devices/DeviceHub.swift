@@ -5,6 +5,12 @@ import Synchronization
 /// The holder side of the device protocol on one instance: which phones are connected
 /// here, pings out, answers in (sealed to the waiter), cancels, replacement and revocation.
 ///
+/// The hub performs I/O; what it decides is kept in small I/O-free parts: `PhoneDirectory`
+/// (compact records and their indexes), `PingLedger` (who got which ping),
+/// `HellosInFlight` (pings for phones whose hello is in the database) and three
+/// `CallBatcher`s, so that hellos, disconnects and delivered marks of many sockets go to
+/// the database as one set-based call each (a reconnect storm costs O(batches)).
+///
 /// Nothing a phone said is lost to a database outage: an answer that cannot be settled is
 /// held and settled again at every resync until its request expires.
 ///
@@ -25,6 +31,17 @@ public actor DeviceHub {
     static let sweepInterval: Duration = .seconds(1)
     /// How long an answer to a ping this hub never sent is held (longer than any request).
     static let heldAnswerFallbackLifetime: TimeInterval = 130
+    /// How long hellos are collected before they go to the database together.
+    static let helloWindow: Duration = .milliseconds(5)
+    /// Hellos per `relay.device_hellos` call from sockets (re-registration sends the most
+    /// the function takes).
+    static let helloBatch = 250
+    /// How long closed sockets are collected before they are forgotten together.
+    static let disconnectWindow: Duration = .milliseconds(50)
+    /// How long sent pings wait before they are marked delivered together: most are
+    /// answered sooner (and settling marks them), and only the 503/504 choice at a deadline
+    /// (seconds later) reads the mark.
+    static let deliveredMarkDelay: Duration = .milliseconds(200)
 
     private let instance: String
     private let database: RelayDatabase
@@ -35,64 +52,44 @@ public actor DeviceHub {
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
     private let timers: RelayTimers
-    /// How long sent pings wait before they are marked delivered together: most are
-    /// answered sooner (and settling marks them), and only the 503/504 choice at a deadline
-    /// (seconds later) reads the mark.
-    static let deliveredMarkDelay: Duration = .milliseconds(200)
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
-    private var phones: [UUID: Phone] = [:]             // by connection, after hello
-    private var byUser: [UUID: Set<UUID>] = [:]         // user → connections (pings)
-    private var byDevice: [UUID: Set<UUID>] = [:]       // device → connections (replaced, revoked)
-    private var pinged: [UUID: Ping] = [:]              // by request
-    private var held: [UUID: HeldAnswer] = [:]          // by request
-    private var helloing: [UUID: HelloInFlight] = [:]   // by user, while a hello is in the database
-    private var undelivered: [UUID] = []                // pings sent, not yet marked delivered
-    private var markingDelivered = false
+    private var phones = PhoneDirectory<DeviceSession>()
+    private var pings = PingLedger()
+    private var held: [UUID: HeldAnswer] = [:]           // by request
+    private var hellosInFlight = HellosInFlight()
+    /// Sockets whose hello is waiting for or inside a batch, with what resumes the socket's
+    /// event queue when it is done (its next messages are handled after its hello).
+    private var helloing: [UUID: CheckedContinuation<Void, Never>] = [:]
+    /// Hellos refused because this instance's row was gone: said again at re-registration.
+    private var unregistered: [UUID: Hello] = [:]
+    private var hellos = CallBatcher<Hello>(window: helloWindow, maximumBatch: helloBatch, maximumInFlight: 2)
+    private var disconnects = CallBatcher<UUID>(window: disconnectWindow, maximumBatch: RelayDatabase.maxDisconnectsPerBatch)
+    private var delivered = CallBatcher<UUID>(window: deliveredMarkDelay, maximumBatch: RelayDatabase.maxDelivered)
+    /// Asks the instance's maintenance for a heartbeat and a re-registration (set at start).
+    private var reregistrationNeeded: @Sendable () -> Void = {}
+    /// Whether it was asked since the last re-registration (a storm of refused hellos asks once).
+    private var reregistrationRequested = false
 
-    /// A socket whose phone said hello.
-    private struct Phone {
+    /// A hello to register: the socket and what its phone said (no app version at
+    /// re-registration: the relay keeps none, and the database leaves it unchanged).
+    struct Hello: Sendable {
         let session: DeviceSession
-        let device: Device
-    }
-
-    /// What a phone said of itself in its hello.
-    private struct Device {
-        let id: UUID
+        let device: UUID
         let name: String
-        let platform: String
-        let appVersion: String
-    }
+        let platform: PhoneDirectory<DeviceSession>.Platform
+        let appVersion: String?
 
-    /// Which sockets got a ping (each gets it once) and which answered it (they need no
-    /// cancel), until it expires or is cancelled.
-    private struct Ping {
-        let expires: Date
-        /// The waiter's key to seal a fix to (from the database with the ping).
-        let replyKey: [UInt8]?
-        var connections: Set<UUID> = []
-        var answered: Set<UUID> = []
-    }
-
-    /// Hellos of one user in the database now, and the pings that arrived meanwhile: the
-    /// socket is not indexed yet, so they are sent when its hello returns.
-    struct HelloInFlight {
-        /// The most pings kept (a user's waiting requests are capped far lower).
-        static let maximumPings = 64
-
-        var count = 0
-        private(set) var pings: [LocateMessage] = []
-
-        /// Keeps `ping` for the hello, unless `maximumPings` are kept already.
-        mutating func keep(_ ping: LocateMessage) {
-            if pings.count < Self.maximumPings { pings.append(ping) }
+        var database: RelayDatabase.SocketHello {
+            .init(connection: session.connection, user: session.user, session: session.sessionID, device: device,
+                  name: name, platform: platform.text, appVersion: appVersion, openedAt: session.openedAt)
         }
     }
 
     /// An answer the database could not take yet.
     private struct HeldAnswer {
         let user: UUID
-        let device: Device
+        let record: PhoneDirectory<DeviceSession>.Record
         let reply: PhoneMessage.PhoneReply
         let expires: Date
     }
@@ -108,6 +105,12 @@ public actor DeviceHub {
         self.settler = settler
         self.authenticator = authenticator
         self.logger = logger
+    }
+
+    /// What to call when a hello finds this instance's row gone (reaped, or lost in a
+    /// crash): the maintenance beats now, which re-creates the row, and re-registers.
+    func onReregistrationNeeded(_ request: @escaping @Sendable () -> Void) {
+        reregistrationNeeded = request
     }
 
     /// Closes silent newcomers and sockets with expired credentials every second, until
@@ -129,12 +132,14 @@ public actor DeviceHub {
         let silent = newcomers.withLock { newcomers -> [DeviceSession] in
             let late = newcomers.values.filter { now.timeIntervalSince($0.openedAt) >= Self.helloTimeout }
             for session in late { newcomers[session.connection] = nil }
+            if newcomers.isEmpty { newcomers = [:] }  // a surge's table is given back
             return late
         }
-        for session in silent { session.close(code: WebSocketCloseCode.policyViolation, reason: "hello timeout") }
-        for phone in phones.values
-        where now.timeIntervalSince(phone.session.credentialExpiresAt) > JWTVerifier.defaultLeeway {
-            phone.session.close(code: Self.tokenExpiredCode, reason: "token_expired")
+        for session in silent where helloing[session.connection] == nil {
+            session.close(code: WebSocketCloseCode.policyViolation, reason: "hello timeout")
+        }
+        for phone in phones.all where now.timeIntervalSince(phone.handle.credentialExpiresAt) > JWTVerifier.defaultLeeway {
+            phone.handle.close(code: Self.tokenExpiredCode, reason: "token_expired")
         }
     }
 
@@ -142,9 +147,9 @@ public actor DeviceHub {
     /// device was removed (4000 "revoked"); called at every heartbeat.
     func closeRevoked() async throws {
         for connection in try await database.revokedConnections(on: instance) {
-            guard let session = phones[connection]?.session else { continue }
+            guard let session = phones[connection]?.handle else { continue }
             session.close(code: Self.replacedCode, reason: "revoked")
-            await authenticator.forgetSession(session.phone.sessionID)
+            await authenticator.forgetSession(session.sessionID)
         }
     }
 
@@ -165,19 +170,25 @@ public actor DeviceHub {
         switch event {
         case .closed:
             newcomers.withLock { $0[session.connection] = nil }
-            guard forget(session) else { return }  // never registered: no row to remove
-            await disconnect(session)
+            unregistered[session.connection] = nil
+            // Never registered: no row to remove (a hello still in flight removes its own).
+            guard phones.remove(session.connection) != nil else { return }
+            perform(disconnects.add(session.connection), .disconnects)
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
-                guard phones[session.connection] == nil else { return }  // one hello per socket
-                await hello(session, Device(id: device, name: name, platform: platform, appVersion: version))
-                // The browser phone keeps its always-allowed list from the relay (APP.md §A.3).
-                if platform == "web", phones[session.connection] != nil,
-                   let list = await account.alwaysAllowed(user: session.phone.userID) { session.send(list) }
+                // One hello per socket.
+                guard phones[session.connection] == nil, helloing[session.connection] == nil,
+                      unregistered[session.connection] == nil else { return }
+                let hello = Hello(session: session, device: device, name: name, platform: .init(platform), appVersion: version)
+                await withCheckedContinuation { done in
+                    helloing[session.connection] = done
+                    hellosInFlight.begin(session.user)
+                    perform(hellos.add(hello))
+                }
             case .account(let request):
                 guard let device = phones[session.connection]?.device else { return }  // no hello yet
-                session.send(await account.handle(request, user: session.phone.userID, device: device.id))
+                session.send(await account.handle(request, user: session.user, device: device))
             case .answer(let id, let reply):
                 await answer(session, id: id, reply: reply)
             case .token(let token):
@@ -190,54 +201,66 @@ public actor DeviceHub {
         }
     }
 
-    /// Registers the socket (at hello, and again at resync) and sends the pending pings.
-    private func hello(_ session: DeviceSession, _ device: Device) async {
+    /// Registers `batch` in one call and acts on each socket's status; false when the
+    /// database could not be reached (the sockets that are not registered yet are closed
+    /// 1011 "try again", registered ones stay).
+    @discardableResult
+    private func register(_ batch: [Hello]) async -> Bool {
         // A hello that arrives after its socket closed must not replace a live socket.
-        guard !session.isClosed else { return }
-        let user = session.phone.userID
-        helloing[user, default: HelloInFlight()].count += 1
-        let result: RelayDatabase.Hello
-        defer {
-            helloing[user]?.count -= 1
-            if helloing[user]?.count == 0 { helloing[user] = nil }
-        }
-        do {
-            result = try await database.deviceHello(instance: instance, connection: session.connection, user: session.phone.userID,
-                                                    session: session.phone.sessionID, device: device.id, name: device.name,
-                                                    platform: device.platform, appVersion: device.appVersion,
-                                                    openedAt: session.openedAt)
-        } catch {
-            logger.failure("device_hello_failed", error, ["connection": session.connection.uuidString])
-            if phones[session.connection] == nil { session.close(code: WebSocketCloseCode.internalError, reason: "try again") }
-            return
-        }
-        newcomers.withLock { $0[session.connection] = nil }
-        switch result.status {
-        case "ok":
-            guard !session.isClosed else {  // closed while hello ran: forget the row just made
-                await disconnect(session)
-                return
+        let live = batch.filter { !$0.session.isClosed }
+        var result: RelayDatabase.HelloBatch?
+        if !live.isEmpty {
+            do {
+                result = try await database.deviceHellos(instance: instance, live.map(\.database))
+            } catch {
+                logger.failure("device_hello_failed", error, ["sockets": String(live.count)])
             }
-            remember(session, device)
-            for ping in result.pending + (helloing[user]?.pings ?? []) { send(ping, to: session) }
-        case "revoked":
-            session.close(code: Self.replacedCode, reason: "revoked")
-        case "replaced":
-            session.close(code: Self.replacedCode, reason: "replaced")
-        case "too_many":
-            session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
-        default:
-            session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
         }
-    }
-
-    /// Removes a closed socket's row (the reaper or the device's next hello would too).
-    private func disconnect(_ session: DeviceSession) async {
-        do {
-            try await database.deviceDisconnect(session.connection)
-        } catch {
-            logger.failure("device_disconnect_failed", error, ["connection": session.connection.uuidString])
+        var pending: [UUID: [LocateMessage]] = [:]
+        for (owner, ping) in result?.pending ?? [] { pending[owner, default: []].append(ping) }
+        for hello in batch {
+            let session = hello.session, connection = session.connection
+            let kept = hellosInFlight.end(session.user)
+            defer { helloing.removeValue(forKey: connection)?.resume() }
+            newcomers.withLock { $0[connection] = nil }
+            guard let status = result?.statuses[connection] else {
+                if result == nil, !live.isEmpty, phones[connection] == nil {
+                    session.close(code: WebSocketCloseCode.internalError, reason: "try again")
+                }
+                continue
+            }
+            switch status {
+            case "ok":
+                guard !session.isClosed else {  // closed while the hello ran: forget the row just made
+                    perform(disconnects.add(connection), .disconnects)
+                    continue
+                }
+                phones.insert(.init(handle: session, user: session.user, device: hello.device, platform: hello.platform,
+                                    name: hello.name), connection: connection)
+                for ping in (pending[session.user] ?? []) + kept { send(ping, to: session) }
+                // The browser phone keeps its always-allowed list from the relay (APP.md §A.3),
+                // sent after its own hello (a re-registration carries no app version).
+                if hello.platform == .web, hello.appVersion != nil {
+                    let account = self.account, user = session.user
+                    Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: user) { session.send(list) } }
+                }
+            case "unregistered":
+                unregistered[connection] = hello
+                if !reregistrationRequested {
+                    reregistrationRequested = true
+                    reregistrationNeeded()
+                }
+            case "revoked":
+                session.close(code: Self.replacedCode, reason: "revoked")
+            case "replaced":
+                session.close(code: Self.replacedCode, reason: "replaced")
+            case "too_many":
+                session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
+            default:
+                session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
+            }
         }
+        return result != nil || live.isEmpty
     }
 
     /// A `token` message: a fresh access token for the same user and session, without
@@ -246,7 +269,7 @@ public actor DeviceHub {
     private func renew(_ session: DeviceSession, with token: String) async {
         do {
             let fresh = try await authenticator.phone("Bearer " + token)
-            guard fresh.userID == session.phone.userID, fresh.sessionID == session.phone.sessionID else {
+            guard fresh.userID == session.user, fresh.sessionID == session.sessionID else {
                 session.close(code: Self.tokenExpiredCode, reason: "token_expired")
                 return
             }
@@ -261,16 +284,14 @@ public actor DeviceHub {
     }
 
     private func answer(_ session: DeviceSession, id: UUID, reply: PhoneMessage.PhoneReply) async {
-        guard let device = phones[session.connection]?.device else { return }  // no hello yet
-        // The answering phone needs no cancel for its own answer; the others get one.
-        pinged[id]?.answered.insert(session.connection)
-        // The key came with this socket's own ping; for any other id the database is asked.
-        let replyKey = pinged[id].flatMap { $0.connections.contains(session.connection) ? $0.replyKey : nil }
+        guard let record = phones[session.connection] else { return }  // no hello yet
+        // The answering phone needs no cancel for its own answer; the key came with this
+        // socket's own ping (for any other id the database is asked).
+        let replyKey = pings.answered(id, by: session.connection)
         let settled: RelayDatabase.Settled?
         do {
-            settled = try await settler.settle(id: id, user: session.phone.userID, device: device.id,
-                                               deviceName: device.name, platform: device.platform, reply: reply,
-                                               replyKey: replyKey)
+            settled = try await settler.settle(id: id, user: session.user, device: record.device, deviceName: record.name,
+                                               platform: record.platform.text, reply: reply, replyKey: replyKey)
             if settled == .settled { cancel(request: id) }  // the database does not notify this instance
         } catch {
             logger.failure("answer_held", error, ["request": id.uuidString])
@@ -279,9 +300,9 @@ public actor DeviceHub {
         // Held until the database takes it: after an error, and after `gone` for a ping that
         // was not cancelled (its row may be waiting to be re-created after a crash; the
         // cancel that follows a normal settle by another phone drops it).
-        if settled == nil || (settled == .gone && pinged[id] != nil) {
-            let expires = pinged[id]?.expires ?? Date().addingTimeInterval(Self.heldAnswerFallbackLifetime)
-            held[id] = HeldAnswer(user: session.phone.userID, device: device, reply: reply, expires: expires)
+        if settled == nil || (settled == .gone && pings.contains(id)) {
+            let expires = pings.expiry(of: id) ?? Date().addingTimeInterval(Self.heldAnswerFallbackLifetime)
+            held[id] = HeldAnswer(user: session.user, record: record, reply: reply, expires: expires)
         }
     }
 
@@ -290,9 +311,9 @@ public actor DeviceHub {
     /// A new request for `owner` (its notification, or the waiter here): ping every phone
     /// of the owner connected here, and keep it for a hello of theirs still in flight.
     public func locate(_ ping: LocateMessage, owner: UUID) {
-        helloing[owner]?.keep(ping)
-        for connection in byUser[owner] ?? [] {
-            if let session = phones[connection]?.session { send(ping, to: session) }
+        hellosInFlight.keep(ping, for: owner)
+        for connection in phones.connections(ofUser: owner) ?? .many([]) {
+            if let session = phones[connection]?.handle { send(ping, to: session) }
         }
     }
 
@@ -300,40 +321,47 @@ public actor DeviceHub {
     /// phone that got the ping.
     public func cancel(request: UUID) {
         held[request] = nil
-        guard let ping = pinged.removeValue(forKey: request) else { return }
-        for connection in ping.connections.subtracting(ping.answered) {
-            phones[connection]?.session.send(#"{"type":"cancel","id":"\#(UUIDText.lowercase(request))"}"#)
+        for connection in pings.end(request) {
+            phones[connection]?.handle.send(#"{"type":"cancel","id":"\#(UUIDText.lowercase(request))"}"#)
         }
     }
 
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     public func deviceEvent(device: UUID, event: String, connection: UUID?) async {
-        for id in byDevice[device] ?? [] where id != connection {
-            guard let session = phones[id]?.session else { continue }
+        for id in phones.connections(ofDevice: device) ?? .many([]) where id != connection {
+            guard let session = phones[id]?.handle else { continue }
             session.close(code: Self.replacedCode, reason: event == "revoked" ? "revoked" : "replaced")
             // A removed device revokes its session: no cached "alive" may outlast that here.
-            if event == "revoked" { await authenticator.forgetSession(session.phone.sessionID) }
+            if event == "revoked" { await authenticator.forgetSession(session.sessionID) }
         }
     }
 
     // MARK: Resync and drain
 
     /// Catches up with the tables: re-registers every socket when `reregister` (after a
-    /// reconnect or a crash that emptied relay.connections), sends pings whose
-    /// notification was missed, settles held answers, and forgets expired pings.
+    /// reconnect, or when this instance's row was gone), in calls of up to
+    /// `RelayDatabase.maxHellosPerBatch`; sends pings whose notification was missed,
+    /// settles held answers, and forgets expired pings.
     public func resync(reregister: Bool) async throws {
         let now = Date()
-        pinged = pinged.filter { $0.value.expires > now }
+        pings.forgetExpired(now: now)
         held = held.filter { $0.value.expires > now }
         if reregister {
-            for phone in Array(phones.values) { await hello(phone.session, phone.device) }
+            reregistrationRequested = false
+            let all = phones.all.map { Hello(session: $0.handle, device: $0.device, name: $0.name, platform: $0.platform,
+                                             appVersion: nil) } + unregistered.values
+            unregistered = [:]
+            for batch in all.chunks(of: RelayDatabase.maxHellosPerBatch) {
+                for hello in batch { hellosInFlight.begin(hello.session.user) }
+                guard await register(batch) else { throw DeviceHubError.reregistrationFailed }
+            }
         }
         for (owner, ping) in try await database.pendingLocates(on: instance) { locate(ping, owner: owner) }
         for (id, answer) in held {
-            let settled = try await settler.settle(id: id, user: answer.user, device: answer.device.id,
-                                                   deviceName: answer.device.name, platform: answer.device.platform,
-                                                   reply: answer.reply, replyKey: pinged[id]?.replyKey)
+            let settled = try await settler.settle(id: id, user: answer.user, device: answer.record.device,
+                                                   deviceName: answer.record.name, platform: answer.record.platform.text,
+                                                   reply: answer.reply, replyKey: pings.replyKey(of: id))
             if settled == .settled { cancel(request: id) }
             // `gone` may mean the waiter has not re-created the row after a crash yet: keep
             // trying until the request expires (a cancel drops it sooner).
@@ -341,54 +369,96 @@ public actor DeviceHub {
         }
     }
 
-    /// Closes every device socket (drain): the phones reconnect to another instance.
-    public func closeAll(code: UInt16, reason: String) {
-        for phone in phones.values { phone.session.close(code: code, reason: reason) }
+    /// Drain: forgets every socket of this instance in one call, then closes them (the
+    /// phones reconnect to another instance).
+    public func closeAll(code: UInt16, reason: String) async {
+        do { try await database.drainConnections(on: instance) } catch {
+            logger.failure("drain_connections_failed", error)  // each socket's close forgets it then
+        }
+        for phone in phones.all { phone.handle.close(code: code, reason: reason) }
     }
 
-    /// Indexes a socket that said hello (by connection, user and device).
-    private func remember(_ session: DeviceSession, _ device: Device) {
-        phones[session.connection] = Phone(session: session, device: device)
-        byUser[session.phone.userID, default: []].insert(session.connection)
-        byDevice[device.id, default: []].insert(session.connection)
-    }
-
-    /// Drops a closed socket from every index; false when it never said hello.
-    private func forget(_ session: DeviceSession) -> Bool {
-        guard let device = phones.removeValue(forKey: session.connection)?.device else { return false }
-        byUser[session.phone.userID]?.remove(session.connection)
-        if byUser[session.phone.userID]?.isEmpty == true { byUser[session.phone.userID] = nil }
-        byDevice[device.id]?.remove(session.connection)
-        if byDevice[device.id]?.isEmpty == true { byDevice[device.id] = nil }
-        return true
-    }
+    // MARK: Pings out, batched calls
 
     private func send(_ ping: LocateMessage, to session: DeviceSession) {
-        let expires = Date(timeIntervalSince1970: TimeInterval(ping.expiresMs) / 1000)
-        guard !(pinged[ping.id]?.connections.contains(session.connection) ?? false) else { return }  // each id once
-        if pinged[ping.id] == nil {
-            pinged[ping.id] = Ping(expires: expires, replyKey: ping.replyKey)
-            undelivered.append(ping.id)
-        }
-        pinged[ping.id]!.connections.insert(session.connection)
+        let sent = pings.send(ping, to: session.connection)
+        guard sent.send else { return }  // each id once per socket
         session.send(ping.phoneJSON)
-        if !markingDelivered {
-            markingDelivered = true
-            _ = timers.after(Self.deliveredMarkDelay) { await self.markDelivered() }
+        if sent.firstForRequest { perform(delivered.add(ping.id), .deliveredMarks) }
+    }
+
+    /// The three batched calls.
+    private enum Call: Sendable {
+        case hellos, disconnects, deliveredMarks
+    }
+
+    /// What happened to a batcher.
+    private enum BatchEvent: Sendable {
+        case windowEnded, sent
+    }
+
+    private func perform(_ actions: [CallBatcher<Hello>.Action]) {
+        for action in actions {
+            switch action {
+            case .armTimer(let delay): arm(.hellos, after: delay)
+            case .send(let batch):
+                Task(executorPreference: executor) {
+                    await self.register(batch)
+                    await self.batcher(.hellos, .sent)
+                }
+            }
         }
     }
 
-    /// Records the pings sent in the last `deliveredMarkDelay` as delivered, off the
-    /// locate's path and in one call; pings answered or cancelled meanwhile need no mark.
-    private func markDelivered() async {
-        while !undelivered.isEmpty {
-            let batch = Array(undelivered.prefix(RelayDatabase.maxDelivered)).filter { pinged[$0] != nil }
-            undelivered.removeFirst(min(undelivered.count, RelayDatabase.maxDelivered))
-            if batch.isEmpty { continue }
-            do { try await database.markDelivered(batch) } catch {
-                logger.failure("mark_delivered_failed", error, ["requests": String(batch.count)])
+    private func perform(_ actions: [CallBatcher<UUID>.Action], _ call: Call) {
+        for action in actions {
+            switch action {
+            case .armTimer(let delay): arm(call, after: delay)
+            case .send(let batch):
+                Task(executorPreference: executor) {
+                    await self.make(call, batch)
+                    await self.batcher(call, .sent)
+                }
             }
         }
-        markingDelivered = false
     }
+
+    private func arm(_ call: Call, after delay: Duration) {
+        _ = timers.after(delay) { await self.batcher(call, .windowEnded) }
+    }
+
+    private func batcher(_ call: Call, _ event: BatchEvent) {
+        switch (call, event) {
+        case (.hellos, .windowEnded): perform(hellos.windowEnded())
+        case (.hellos, .sent): perform(hellos.sent())
+        case (.disconnects, .windowEnded): perform(disconnects.windowEnded(), call)
+        case (.disconnects, .sent): perform(disconnects.sent(), call)
+        case (.deliveredMarks, .windowEnded): perform(delivered.windowEnded(), call)
+        case (.deliveredMarks, .sent): perform(delivered.sent(), call)
+        }
+    }
+
+    /// One disconnects or delivered-marks call (hellos go through `register`).
+    private func make(_ call: Call, _ batch: [UUID]) async {
+        do {
+            switch call {
+            case .disconnects:
+                try await database.deviceDisconnects(batch)
+            case .deliveredMarks:
+                // Pings answered or cancelled meanwhile need no mark.
+                let waiting = batch.filter(pings.contains)
+                if !waiting.isEmpty { try await database.markDelivered(waiting) }
+            case .hellos:
+                break
+            }
+        } catch {
+            logger.failure(call == .disconnects ? "device_disconnect_failed" : "mark_delivered_failed", error,
+                           ["count": String(batch.count)])
+        }
+    }
+}
+
+/// Why a re-registration stopped (the maintenance retries at the next beat).
+enum DeviceHubError: Error {
+    case reregistrationFailed
 }

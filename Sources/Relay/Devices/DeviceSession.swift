@@ -20,8 +20,9 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
 
     /// This socket's id (relay.connections.id).
     let connection = UUID()
-    /// The phone's verified identity when the socket opened (user and session never change).
-    let phone: PhoneIdentity
+    /// The phone's verified user and session when the socket opened (they never change).
+    let user: UUID
+    let sessionID: UUID
     /// When the socket was opened: of two sockets of one device, the later one wins.
     let openedAt = Date()
     private let hub: DeviceHub
@@ -35,7 +36,8 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub) {
-        self.phone = phone
+        self.user = phone.userID
+        self.sessionID = phone.sessionID
         self.hub = hub
         self.state = Mutex(State(credentialExpiresAt: phone.expiresAt))
     }
@@ -94,6 +96,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         while let event = state.withLock({ state -> Event? in
             if state.queue.isEmpty {
                 state.draining = false
+                state.queue = []  // an idle socket keeps no queue buffer
                 return nil
             }
             return state.queue.removeFirst()

@@ -65,19 +65,18 @@ final class RelayMaintenance: Sendable {
         var reregister = false
         for await event in events {
             if Task.isCancelled { return }
-            switch event {
-            case .resync:
-                reregister = true
-            case .beat:
-                beats += 1
-                do {
-                    if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
-                    health.databaseReachable(true)
-                } catch {
-                    logger.failure("heartbeat_failed", error, ["instance": instance])
-                    health.databaseReachable(false)
-                    continue
-                }
+            // A resync beats too: a hello that found this instance's row gone asks for one,
+            // and the beat re-creates the row before the sockets say hello again.
+            if event == .resync { reregister = true } else { beats += 1 }
+            do {
+                if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
+                health.databaseReachable(true)
+            } catch {
+                logger.failure("heartbeat_failed", error, ["instance": instance])
+                health.databaseReachable(false)
+                continue
+            }
+            if event == .beat {
                 do {
                     try await hub.closeRevoked()  // signed-out sessions, removed devices: within one beat
                 } catch {

@@ -148,6 +148,8 @@ public final class RelayService: Sendable {
     @discardableResult
     public func start() async throws -> Int {
         await coordinator.attach(hub)
+        let maintenance = self.maintenance
+        await hub.onReregistrationNeeded { maintenance.requestResync() }
         let left = try await database.registerInstance(configuration.instanceID)
         if left.connections > 0 || left.abandoned > 0 {
             configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
@@ -163,7 +165,7 @@ public final class RelayService: Sendable {
         }
         push.transport?.start()
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, maintenance = self.maintenance, hub = self.hub
+        let listener = self.listener, bus = self.bus, hub = self.hub
         let logger = configuration.logger
         let task = Task(executorPreference: loop) {
             await withTaskGroup(of: Void.self) { group in

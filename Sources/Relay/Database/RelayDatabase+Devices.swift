@@ -1,0 +1,125 @@
+import Foundation
+import PGBus
+
+extension RelayDatabase {
+    /// One socket's hello, as `relay.device_hellos` takes it.
+    public struct SocketHello: Sendable, Equatable {
+        /// The socket (relay.connections.id).
+        public let connection: UUID
+        /// Its verified user and session.
+        public let user: UUID, session: UUID
+        /// What the phone said of itself (no app version: the database keeps its own).
+        public let device: UUID, name: String, platform: String, appVersion: String?
+        /// When the socket opened: of two sockets of one device, the later one wins.
+        public let openedAt: Date
+
+        /// Creates a hello.
+        public init(connection: UUID, user: UUID, session: UUID, device: UUID, name: String, platform: String,
+                    appVersion: String?, openedAt: Date) {
+            self.connection = connection
+            self.user = user
+            self.session = session
+            self.device = device
+            self.name = name
+            self.platform = platform
+            self.appVersion = appVersion
+            self.openedAt = openedAt
+        }
+
+        /// The element of `relay.device_hellos`' argument.
+        var json: String {
+            var object = JSONText()
+            object.string("connection", UUIDText.lowercase(connection))
+            object.string("user", UUIDText.lowercase(user))
+            object.string("session", UUIDText.lowercase(session))
+            object.string("device", UUIDText.lowercase(device))
+            object.string("name", name)
+            object.string("platform", platform)
+            object.string("app_version", appVersion)
+            object.string("opened_at", JSONText.timestamp(milliseconds: Int64((openedAt.timeIntervalSince1970 * 1000).rounded(.down))))
+            return object.object
+        }
+    }
+
+    /// What one batch of hellos did.
+    public struct HelloBatch: Sendable {
+        /// Each socket's status by connection: ok, revoked (close 4000 "revoked"), forbidden
+        /// (another user's device), replaced (a newer socket of the device is live), too_many
+        /// (the user's cap) or unregistered (this instance's row is gone: say hello again
+        /// after the heartbeat has re-created it).
+        public let statuses: [UUID: String]
+        /// The pings waiting for the users of the registered sockets, oldest first.
+        public let pending: [(owner: UUID, ping: LocateMessage)]
+    }
+
+    /// Hellos one `deviceHellos` call takes (the function's own limit).
+    public static let maxHellosPerBatch = 1000
+
+    /// Registers up to `maxHellosPerBatch` sockets in one call, with the pings waiting for their users.
+    public func deviceHellos(instance: String, _ hellos: [SocketHello]) async throws -> HelloBatch {
+        precondition((1...Self.maxHellosPerBatch).contains(hellos.count), "1 to \(Self.maxHellosPerBatch) hellos per batch")
+        let argument = "[" + hellos.map(\.json).joined(separator: ",") + "]"
+        let json = try await pool.send("select relay.device_hellos($1, $2::jsonb, $3)",
+                                        [instance, argument, Self.maxSocketsPerUser]).scalar(PGJSON.self).parsed()
+        guard case .array(let results)? = json["results"], case .array(let pending)? = json["pending"] else {
+            throw Self.malformed("device_hellos")
+        }
+        var statuses: [UUID: String] = [:]
+        for result in results {
+            guard let connection = result["connection"]?.uuid, let status = result["status"]?.string else {
+                throw Self.malformed("device_hellos")
+            }
+            statuses[connection] = status
+        }
+        return HelloBatch(statuses: statuses, pending: try pending.map {
+            guard let owner = $0["owner"]?.uuid, let message = $0["message"], let ping = LocateMessage(json: message) else {
+                throw Self.malformed("device_hellos")
+            }
+            return (owner, ping)
+        })
+    }
+
+    /// The outcome of one device's hello.
+    public struct Hello: Sendable, Equatable {
+        /// As `HelloBatch.statuses`.
+        public let status: String
+        /// Pings waiting for the user's phones.
+        public let pending: [LocateMessage]
+    }
+
+    /// Device sockets one user may hold across all instances.
+    public static let maxSocketsPerUser = 20
+
+    /// Registers one device socket after its hello (`deviceHellos` with one element).
+    public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
+                            name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
+        let batch = try await deviceHellos(instance: instance, [SocketHello(
+            connection: connection, user: user, session: session, device: device, name: name, platform: platform,
+            appVersion: appVersion, openedAt: openedAt)])
+        guard let status = batch.statuses[connection] else { throw Self.malformed("device_hellos") }
+        return Hello(status: status, pending: batch.pending.map(\.ping))
+    }
+
+    /// Sockets one `deviceDisconnects` call forgets (the function's own limit).
+    public static let maxDisconnectsPerBatch = 10_000
+
+    /// Forgets closed sockets (those already replaced or reaped are skipped); returns how
+    /// many were registered.
+    @discardableResult
+    public func deviceDisconnects(_ connections: [UUID]) async throws -> Int {
+        precondition(connections.count <= Self.maxDisconnectsPerBatch, "at most \(Self.maxDisconnectsPerBatch) per call")
+        return try await pool.send("select relay.device_disconnects($1)", [connections]).scalar(Int.self)
+    }
+
+    /// Forgets a closed socket; false when it was already replaced or reaped.
+    @discardableResult
+    public func deviceDisconnect(_ connection: UUID) async throws -> Bool {
+        try await deviceDisconnects([connection]) == 1
+    }
+
+    /// A draining instance forgets all of its sockets at once (before it closes them).
+    @discardableResult
+    public func drainConnections(on instance: String) async throws -> Int {
+        try await pool.send("select relay.drain_connections($1)", [instance]).scalar(Int.self)
+    }
+}

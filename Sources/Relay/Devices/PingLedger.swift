@@ -1,0 +1,60 @@
+import Foundation
+
+/// Which sockets got which ping, which of them answered, and which pings still need their
+/// delivered mark — until the ping expires or is cancelled. No I/O: the hub asks it what to
+/// send and whom to cancel.
+struct PingLedger {
+    private struct Entry {
+        let expires: Date
+        /// The waiter's key to seal a fix to (from the database with the ping).
+        let replyKey: [UInt8]?
+        var connections: Set<UUID> = []
+        var answered: Set<UUID> = []
+    }
+
+    private var entries: [UUID: Entry] = [:]
+
+    /// Pings being tracked.
+    var count: Int { entries.count }
+
+    /// Records that `ping` goes to `connection`: true the first time (send it), false when
+    /// that socket got it already (each socket gets each id once). `firstForRequest` is true
+    /// when no socket here had it yet (it needs a delivered mark).
+    mutating func send(_ ping: LocateMessage, to connection: UUID) -> (send: Bool, firstForRequest: Bool) {
+        if entries[ping.id] == nil {
+            entries[ping.id] = Entry(expires: Date(timeIntervalSince1970: TimeInterval(ping.expiresMs) / 1000),
+                                     replyKey: ping.replyKey, connections: [connection])
+            return (true, true)
+        }
+        return (entries[ping.id]!.connections.insert(connection).inserted, false)
+    }
+
+    /// `connection` answered `request`: it needs no cancel. The reply key comes back when
+    /// that socket got the ping here (else the database is asked).
+    mutating func answered(_ request: UUID, by connection: UUID) -> [UInt8]? {
+        guard entries[request] != nil else { return nil }
+        entries[request]!.answered.insert(connection)
+        return entries[request]!.connections.contains(connection) ? entries[request]!.replyKey : nil
+    }
+
+    /// The request ended: the sockets that got its ping and did not answer it (they get a
+    /// cancel); the ping is forgotten.
+    mutating func end(_ request: UUID) -> Set<UUID> {
+        guard let entry = entries.removeValue(forKey: request) else { return [] }
+        return entry.connections.subtracting(entry.answered)
+    }
+
+    /// Whether `request`'s ping is tracked here.
+    func contains(_ request: UUID) -> Bool { entries[request] != nil }
+
+    /// When `request`'s ping expires, if tracked.
+    func expiry(of request: UUID) -> Date? { entries[request]?.expires }
+
+    /// The reply key that came with `request`'s ping.
+    func replyKey(of request: UUID) -> [UInt8]? { entries[request]?.replyKey }
+
+    /// Forgets pings past their expiry.
+    mutating func forgetExpired(now: Date) {
+        entries = entries.filter { $0.value.expires > now }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+@testable import Relay
+import Testing
+
+/// The hub's I/O-free parts, driven without sockets or a database: the compact phone
+/// directory, the ping ledger, the pings kept during hellos, and the call batcher.
+@Suite struct DeviceHubPartsTests {
+    final class Handle {}
+
+    static func ping(_ id: UUID = UUID(), expiresIn seconds: Double = 60, key: [UInt8]? = nil) -> LocateMessage {
+        LocateMessage(id: id, clientID: "c", expiresMs: Int64((Date().timeIntervalSince1970 + seconds) * 1000), requester: nil,
+                      replyKey: key)
+    }
+
+    /// One phone per user and one socket per device are held inline; a second socket of a
+    /// user (or of a device, while a replacement is under way) makes a set, which shrinks
+    /// back; forgetting the last socket empties every index.
+    @Test func theDirectoryIndexesByUserAndDevice() {
+        var directory = PhoneDirectory<Handle>()
+        let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()
+        directory.insert(.init(handle: Handle(), user: user, device: phone, platform: .ios, name: "Ada's iPhone"), connection: first)
+        guard case .one(first)? = directory.connections(ofUser: user) else { Issue.record("one inline"); return }
+        directory.insert(.init(handle: Handle(), user: user, device: tablet, platform: .init("android"), name: "Tab"), connection: second)
+        directory.insert(.init(handle: Handle(), user: user, device: phone, platform: .init("nokia"), name: "New"), connection: third)
+        #expect(Set(directory.connections(ofUser: user) ?? .many([])) == [first, second, third])
+        #expect(Set(directory.connections(ofDevice: phone) ?? .many([])) == [first, third])
+        #expect(directory[third]?.platform == .web && directory[second]?.platform.text == "android")
+        #expect(directory.remove(first)?.name == "Ada's iPhone")
+        guard case .one(third)? = directory.connections(ofDevice: phone) else { Issue.record("back inline"); return }
+        #expect(directory.remove(first) == nil, "a socket is forgotten once")
+        directory.remove(second)
+        directory.remove(third)
+        #expect(directory.count == 0 && directory.connections(ofUser: user) == nil && directory.connections(ofDevice: phone) == nil)
+    }
+
+    /// A socket gets each ping once; the first socket of a request asks for a delivered
+    /// mark; the answering socket gets no cancel and its reply key back; an ended request
+    /// is forgotten; expired pings go.
+    @Test func theLedgerSendsEachPingOnceAndCancelsTheOthers() {
+        var ledger = PingLedger()
+        let key: [UInt8] = Array(repeating: 9, count: 32)
+        let ping = Self.ping(key: key), a = UUID(), b = UUID(), stranger = UUID()
+        #expect(ledger.send(ping, to: a) == (true, true))
+        #expect(ledger.send(ping, to: a) == (false, false))
+        #expect(ledger.send(ping, to: b) == (true, false))
+        #expect(ledger.answered(ping.id, by: stranger) == nil, "a socket that never got the ping gets no key")
+        #expect(ledger.answered(ping.id, by: a) == key)
+        #expect(ledger.end(ping.id) == [b])
+        #expect(ledger.end(ping.id).isEmpty && !ledger.contains(ping.id))
+        _ = ledger.send(Self.ping(expiresIn: -1), to: a)
+        _ = ledger.send(Self.ping(expiresIn: 60), to: a)
+        ledger.forgetExpired(now: Date())
+        #expect(ledger.count == 1)
+    }
+
+    /// Pings that arrive while a user's hello is in the database are kept for it, up to
+    /// `maximumPings`, for every hello of theirs in flight; nobody else's are kept.
+    @Test func pingsKeptDuringAHelloAreBounded() {
+        var inFlight = HellosInFlight()
+        let user = UUID(), other = UUID()
+        inFlight.begin(user)
+        inFlight.begin(user)
+        for index in 0..<(HellosInFlight.maximumPings + 10) {
+            inFlight.keep(LocateMessage(id: UUID(), clientID: "c\(index)", expiresMs: 1, requester: nil), for: user)
+        }
+        inFlight.keep(Self.ping(), for: other)
+        let first = inFlight.end(user)
+        #expect(first.count == HellosInFlight.maximumPings && first.first?.clientID == "c0")
+        #expect(inFlight.contains(user), "the second hello still waits")
+        #expect(inFlight.end(user).count == HellosInFlight.maximumPings)
+        #expect(!inFlight.contains(user) && inFlight.end(other).isEmpty)
+    }
+
+    /// The first item arms the window; items inside it wait; the window's end sends them
+    /// together; a full batch goes at once; at most `maximumInFlight` calls run, and what
+    /// waits for a slot goes when one is free.
+    @Test func theBatcherCollectsAWindowAndBoundsCallsInFlight() {
+        var batcher = CallBatcher<Int>(window: .milliseconds(5), maximumBatch: 3, maximumInFlight: 1)
+        guard case .armTimer(.milliseconds(5)) = batcher.add(1).first else { Issue.record("window armed"); return }
+        #expect(batcher.add(2).isEmpty)
+        guard case .send([1, 2]) = batcher.windowEnded().first else { Issue.record("window sent"); return }
+        // One call in flight: a full batch waits for it, and goes when it returns.
+        _ = batcher.add(3)
+        _ = batcher.add(4)
+        #expect(batcher.add(5).isEmpty, "the slot is taken")
+        #expect(batcher.add(6).isEmpty)
+        guard case .send([3, 4, 5])? = batcher.sent().first else { Issue.record("sent after the slot freed"); return }
+        #expect(batcher.waiting == [6])
+        #expect(batcher.windowEnded().isEmpty, "the window ends while the slot is taken")
+        guard case .send([6])? = batcher.sent().first else { Issue.record("the rest when the slot frees"); return }
+        #expect(batcher.sent().isEmpty && batcher.waiting.isEmpty)
+    }
+
+    /// A storm of 10,000 items costs 10,000 / maximumBatch calls, never more.
+    @Test func aStormCostsBatchesNotItems() {
+        var batcher = CallBatcher<Int>(window: .milliseconds(5), maximumBatch: 250, maximumInFlight: 2)
+        var calls = 0, sentItems = 0
+        func apply(_ actions: [CallBatcher<Int>.Action]) {
+            for case .send(let batch) in actions {
+                calls += 1
+                sentItems += batch.count
+            }
+        }
+        for item in 0..<10_000 {
+            apply(batcher.add(item))
+            if batcher.inFlight == 2 { apply(batcher.sent()) }
+        }
+        apply(batcher.windowEnded())
+        while batcher.inFlight > 0 { apply(batcher.sent()) }
+        #expect(sentItems == 10_000 && calls == 40)
+    }
+}
