@@ -47,7 +47,7 @@ public struct WebSocketFrameDecoder: Sendable {
     /// Adds received bytes.
     public mutating func append(_ bytes: UnsafeRawBufferPointer) {
         if start == buffer.count {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= 4096)
+            buffer = []  // nothing kept between messages: an idle socket holds no buffer
             start = 0
         }
         buffer.append(contentsOf: bytes)
@@ -102,7 +102,7 @@ public struct WebSocketFrameDecoder: Sendable {
                 for index in payload.indices { payload[index] ^= key[index & 3] }
             }
             start += offset + length
-            if start == buffer.count { buffer.removeAll(keepingCapacity: buffer.capacity <= 4096); start = 0 }
+            if start == buffer.count { buffer = []; start = 0 }  // released between messages
 
             switch opcode {
             case .ping: return .ping(payload)

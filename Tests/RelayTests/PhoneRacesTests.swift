@@ -1,0 +1,70 @@
+import Foundation
+import PGBus
+import Relay
+import Testing
+
+/// The races of issue 14 that would leave a connected phone without its ping, each made
+/// deterministic with a real relay and Postgres (race 3, a stale hello, is SQL only:
+/// supabase/tests/33-relay-batched-hellos.test.sql).
+@Suite(.serialized) struct PhoneRacesTests {
+    /// Race 1: a ping that arrives while the phone's hello waits in the database (here: the
+    /// test holds the owner's lock, as a concurrent `open_request` would) is sent when the
+    /// hello returns, although the hello's pending list does not hold it.
+    @Test func aPingArrivingDuringTheHelloReachesThePhone() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start()  // heartbeat 10 s: no backstop poll within the test
+        let lock = "select pg_advisory_lock(hashtextextended('whereabot_open_request:' || $1::text, 0))"
+        _ = try await admin.query(lock, [ada.user])
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let registered = "select count(*)::int from relay.connections where user_id = $1"
+        #expect(try await admin.query(registered, [ada.user]).scalar(Int.self) == 0, "the hello waits for the lock")
+        // The request's notification reaches the holder now; its row is gone again, so the
+        // hello's pending list cannot hold it.
+        let request = UUID()
+        _ = try await admin.query("""
+            with r as (insert into relay.pending_requests (id, owner_id, client_id, waiter_instance, reply_key, expires_at)
+                       values ($1, $2, 'c', 'elsewhere', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')
+                       returning *)
+            select private.notify_instances(array[$3], private.locate_ping(r) || '{"kind":"locate"}') from r
+            """, [request, ada.user, relay.instance])
+        _ = try await admin.query("delete from relay.pending_requests where id = $1", [request])
+        try await Task.sleep(for: .milliseconds(300))  // the notification is in the hub before the hello returns
+        _ = try await admin.query("select pg_advisory_unlock(hashtextextended('whereabot_open_request:' || $1::text, 0))", [ada.user])
+        #expect(await nextMessage(phone, type: "locate", within: 3)?["id"] as? String == request.uuidString.lowercased())
+        #expect(try await admin.query(registered, [ada.user]).scalar(Int.self) == 1)
+        await relay.stop()
+    }
+
+    /// Race 2: the instance's row vanished (reaped while it was stalled, or lost in a
+    /// crash). The next hello does not re-create it: it is refused as unregistered, the
+    /// instance beats at once (re-creating the row) and says hello again for every socket —
+    /// the old phone's too, which a silently re-created row would have left unregistered.
+    @Test func aReapedInstanceReregistersEverySocket() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin), bob = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start()  // heartbeat 10 s: only the refused hello can trigger the beat
+        let old = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let sockets = "select count(*)::int from relay.connections where instance_id = $1"
+        #expect(try await admin.query(sockets, [relay.instance]).scalar(Int.self) == 1)
+        _ = try await admin.query("delete from relay.instances where id = $1", [relay.instance])  // its sockets go with it
+        _ = try await relay.phone(RelayHarness.token(user: bob.user, session: bob.session, email: bob.email))
+        var count = 0
+        for _ in 0..<30 where count < 2 {
+            try await Task.sleep(for: .milliseconds(100))
+            count = try await admin.query(sockets, [relay.instance]).scalar(Int.self)
+        }
+        #expect(count == 2, "both sockets registered again")
+        #expect(try await admin.query("select count(*)::int from relay.instances where id = $1", [relay.instance])
+            .scalar(Int.self) == 1)
+        // And the old phone is reachable again.
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        async let located = relay.request("POST", "/v1/locate?timeout_secs=5", authorization: agent)
+        let id = try #require(await nextMessage(old, type: "locate")?["id"] as? String)
+        old.send(ResyncAndDrainTests.fix(id))
+        #expect(try await located.status == 200)
+        await relay.stop()
+    }
+}
