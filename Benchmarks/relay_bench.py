@@ -109,7 +109,7 @@ class Socket:
         self.writer.write(header + mask + masked)
 
     async def receive(self):
-        """The next text message; answers pings; raises ConnectionError on close."""
+        """The next text message; answers pings; answers a close and raises ConnectionError."""
         while True:
             first, second = await self.reader.readexactly(2)
             length = second & 0x7F
@@ -123,7 +123,9 @@ class Socket:
                 return payload.decode()
             if opcode == 9:
                 self.send(payload, opcode=10)
-            elif opcode == 8:
+            elif opcode == 8:  # the closing handshake, as a real client completes it (RFC 6455 §5.5.1)
+                self.send(payload[:2], opcode=8)
+                self.writer.close()
                 raise ConnectionError("closed")
 
     def close(self):
@@ -381,8 +383,8 @@ async def connect_many(port, users, on_ping, answer):
 
 
 async def storm(relay, users):
-    """Restarts `relay`, opens one pending request per user while it is down, and times
-    the phones' way back. The phones reconnect as the app does (APP.md): at once after
+    """Opens one request per phone (each phone gets its ping and leaves it unanswered),
+    restarts `relay`, and times the phones' way back to their pending pings. The phones reconnect as the app does (APP.md): at once after
     1012 "restart", then after 1 s, 2 s, 4 s … (at most 30 s) with ±50% jitter."""
     pinged = {}  # request id → seconds after the restarted instance started
     phones = {user: {"open": False, "hello_at": None, "attempts": 0} for user, _, _ in users}
@@ -415,16 +417,23 @@ async def storm(relay, users):
     tasks = [asyncio.ensure_future(keep_connected(user, phone_token, f"127.0.0.{2 + i % 200}"))
              for i, (user, phone_token, _) in enumerate(users)]
     await metric_reaches(relay, "whereabot_device_connections", len(users), 120, "phones before the storm")
+    # Every phone gets a ping it does not answer; the restarted instance must send it again.
+    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+        conn.execute("select relay.register_instance('bench-waiter')")
+        requests = {request: user for _, request, user in conn.execute("""
+            with ids as (select gen_random_uuid() as id, u from unnest(%s::uuid[]) u)
+            select relay.open_request(id, u, null, 'bench-agent', null, 'bench-waiter',
+                                      decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5), id, u
+            from ids""", ([user for user, _, _ in users],)).fetchall()}
+    while len(pinged) < len(users):
+        await asyncio.sleep(0.05)
     hellos = 0
     killed = time.monotonic()
     relay.stop()
-    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
-        conn.execute("select relay.register_instance('bench-waiter')")
-        requests = dict(conn.execute("""
-            select (relay.open_request(gen_random_uuid(), u, null, 'bench-agent', null, 'bench-waiter',
-                                       decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5) ->> 'id')::uuid, u
-            from unnest(%s::uuid[]) u""", ([user for user, _, _ in users],)).fetchall())
+    stopped = time.monotonic() - killed
+    pinged.clear()  # from now on only the restarted instance's pings count
     postgres_cpu = cpu_seconds(postgres_pids())
+    progress(f"storm: the instance stopped {stopped:.1f} s after SIGTERM, {len(requests):,} pings pending")
     relay.start()
     await relay.ready()
     ready = time.monotonic() - relay.started
