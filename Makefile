@@ -9,7 +9,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-pgbus bench-http bench-push audit fuzz clean
+.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -73,10 +73,13 @@ test-faults: deps ## Fault tests: two relays behind HAProxy; rolling restart, ki
 cluster: deps db ## Two relays behind HAProxy on 127.0.0.1:8080 against the local database
 	@scripts/cluster.sh
 
-bench: bench-pgbus bench-http bench-relay bench-push ## Every benchmark (prints numbers, asserts nothing)
+bench: bench-pgbus bench-http bench-relay bench-push bench-scale ## Every benchmark (prints numbers, asserts nothing)
 
 bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance with CPU per locate, notifications per locate at 2/4/8 instances, memory per idle phone, reconnect storm
 	@scripts/bench-relay.sh
+
+bench-scale: deps db ## The curves of docs/scaling.md: NOTIFY/s against 1-128 listeners, an instance's heartbeat against 0-100,000 sockets, re-registration, CPU per idle phone
+	@scripts/bench-scale.sh
 
 bench-push: deps db ## Push: APNs pushes/s over one connection to the fake APNs, and a request's start to the wake push
 	@scripts/bench-push.sh
