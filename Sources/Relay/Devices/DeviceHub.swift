@@ -245,7 +245,8 @@ public actor DeviceHub {
                     Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: user) { session.send(list) } }
                 }
             case "unregistered":
-                unregistered[connection] = hello
+                // Said again at the re-registration (a registered socket is in it anyway).
+                if phones[connection] == nil { unregistered[connection] = hello }
                 if !reregistrationRequested {
                     reregistrationRequested = true
                     reregistrationNeeded()
@@ -260,6 +261,7 @@ public actor DeviceHub {
                 session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
             }
         }
+        if helloing.isEmpty { helloing = [:] }  // a storm's table is given back
         return result != nil || live.isEmpty
     }
 
@@ -350,7 +352,7 @@ public actor DeviceHub {
         if reregister {
             reregistrationRequested = false
             let all = phones.all.map { Hello(session: $0.handle, device: $0.device, name: $0.name, platform: $0.platform,
-                                             appVersion: nil) } + unregistered.values
+                                             appVersion: nil) } + unregistered.values.filter { phones[$0.session.connection] == nil }
             unregistered = [:]
             for batch in all.chunks(of: RelayDatabase.maxHellosPerBatch) {
                 for hello in batch { hellosInFlight.begin(hello.session.user) }
