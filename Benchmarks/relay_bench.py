@@ -595,9 +595,10 @@ async def phone_rows(relays, rows):
         rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
 
 
-def print_table(rows):
-    print(f"Relay benchmark (release build, 2 instances, loopback, {os.cpu_count()} cores shared by client, relays and Postgres;"
-          f" {SAMPLES} sequential locates per latency row)")
+def print_table(rows, title=None):
+    """Prints `rows` (measure, result, beside) under `title` as the benchmark tables are."""
+    print(title or f"Relay benchmark (release build, 2 instances, loopback, {os.cpu_count()} cores shared by client, relays"
+                   f" and Postgres; {SAMPLES} sequential locates per latency row)")
     width = max(len(row[0]) for row in rows) + 2
     value_width = max(len(row[1]) for row in rows) + 2
     print(f"{'measure':<{width}}{'result':<{value_width}}beside")

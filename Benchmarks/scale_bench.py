@@ -15,6 +15,7 @@
 usage: scale_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES)
 """
 import asyncio
+import json
 import os
 import resource
 import statistics
@@ -115,7 +116,6 @@ def upkeep_rows(rows):
                                       ([u for u, _, _ in users],)).fetchall())
         for hello in hellos:
             hello["session"] = str(sessions[uuid.UUID(hello["user"])])
-        import json
         started = time.perf_counter()
         for _ in range(10):
             for hello in hellos:
@@ -163,12 +163,7 @@ def main():
     rb.progress("3. idle phones")
     import uvloop
     uvloop.run(idle_rows(rows))
-    print(f"Scale benchmark ({os.cpu_count()} cores shared by client, relay and Postgres)")
-    width = max(len(row[0]) for row in rows) + 2
-    value_width = max(len(row[1]) for row in rows) + 2
-    print(f"{'measure':<{width}}{'result':<{value_width}}beside")
-    for name, value, beside in rows:
-        print(f"{name:<{width}}{value:<{value_width}}{beside}")
+    rb.print_table(rows, f"Scale benchmark ({os.cpu_count()} cores shared by client, relay and Postgres)")
 
 
 if __name__ == "__main__":

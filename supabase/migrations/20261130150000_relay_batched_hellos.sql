@@ -238,6 +238,23 @@ comment on function relay.device_hello(text, uuid, uuid, uuid, uuid, text, text,
 -- -----------------------------------------------------------------------------
 -- relay.device_disconnects(connections) and relay.device_disconnect(connection)
 -- -----------------------------------------------------------------------------
+-- The devices of closed sockets were seen now (written at most every 30 s per device);
+-- returns how many sockets closed.
+create or replace function private.devices_seen(p_devices uuid[])
+returns int
+language plpgsql
+set search_path = ''
+as $$
+begin
+  update public.devices set last_seen_at = now()
+  where id = any (p_devices) and (last_seen_at is null or last_seen_at < now() - interval '30 seconds');
+  return cardinality(p_devices);
+end;
+$$;
+comment on function private.devices_seen(uuid[]) is
+  'The devices of sockets that just closed were seen now (at most every 30 s per device); returns how many.';
+revoke execute on function private.devices_seen(uuid[]) from public, anon, authenticated;
+
 create or replace function relay.device_disconnects(p_connections uuid[])
 returns int
 language plpgsql
@@ -252,9 +269,7 @@ begin
   end if;
   with gone as (delete from relay.connections where id = any (p_connections) returning device_id)
   select coalesce(array_agg(device_id), '{}') into v_devices from gone;
-  update public.devices set last_seen_at = now()
-  where id = any (v_devices) and (last_seen_at is null or last_seen_at < now() - interval '30 seconds');
-  return cardinality(v_devices);
+  return private.devices_seen(v_devices);
 end;
 $$;
 comment on function relay.device_disconnects(uuid[]) is
@@ -293,9 +308,7 @@ begin
   perform private.check_instance_id(p_instance);
   with gone as (delete from relay.connections where instance_id = p_instance returning device_id)
   select coalesce(array_agg(device_id), '{}') into v_devices from gone;
-  update public.devices set last_seen_at = now()
-  where id = any (v_devices) and (last_seen_at is null or last_seen_at < now() - interval '30 seconds');
-  return cardinality(v_devices);
+  return private.devices_seen(v_devices);
 end;
 $$;
 comment on function relay.drain_connections(text) is
