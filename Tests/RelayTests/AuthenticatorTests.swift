@@ -57,8 +57,33 @@ import Testing
             #expect(await auth.verifiedTokenCount <= Authenticator.maximumVerifiedTokens)
         }
         _ = try await auth.agent(first)  // still good while unexpired
+        // A phone's token is verified once per socket and not remembered.
+        let count = await auth.verifiedTokenCount
+        _ = try await auth.phone("Bearer " + token(user: ada.user, session: ada.session))
+        #expect(await auth.verifiedTokenCount == count)
         clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
         await #expect(throws: AuthError.expired) { try await auth.agent(first) }
+    }
+
+    /// Phones connecting together (a reconnect storm) have their sessions checked in
+    /// batches; each still gets its own answer.
+    @Test func sessionChecksMadeTogetherEachGetTheirOwnAnswer() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        var users: [(user: UUID, session: UUID, email: String)] = []
+        for _ in 0..<60 { users.append(try await TestDatabase.makeUser(admin)) }
+        let signedOut = users.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.session)
+        try await admin.query("delete from auth.sessions where id = any($1)", [signedOut])
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let outcomes = await withTaskGroup(of: (UUID, Bool).self) { group in
+            for user in users {
+                let header = "Bearer " + token(user: user.user, session: user.session)
+                group.addTask { (user.session, (try? await auth.phone(header)) != nil) }
+            }
+            return await group.reduce(into: [UUID: Bool]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(outcomes.count == 60)
+        for user in users { #expect(outcomes[user.session] == !signedOut.contains(user.session)) }
     }
 
     /// A signed-out session (its auth.sessions row deleted) is refused to an agent once the

@@ -5,7 +5,10 @@ import Testing
 /// The hub's I/O-free parts, driven without sockets or a database: the compact phone
 /// directory, the ping ledger, the pings kept during hellos, and the call batcher.
 @Suite struct DeviceHubPartsTests {
-    final class Handle {}
+    final class Handle: PhoneHandle {
+        let user: UUID
+        init(_ user: UUID) { self.user = user }
+    }
 
     static func ping(_ id: UUID = UUID(), expiresIn seconds: Double = 60, key: [UInt8]? = nil) -> LocateMessage {
         LocateMessage(id: id, clientID: "c", expiresMs: Int64((Date().timeIntervalSince1970 + seconds) * 1000), requester: nil,
@@ -18,10 +21,10 @@ import Testing
     @Test func theDirectoryIndexesByUserAndDevice() {
         var directory = PhoneDirectory<Handle>()
         let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()
-        directory.insert(.init(handle: Handle(), user: user, device: phone, platform: .ios, name: "Ada's iPhone"), connection: first)
+        directory.insert(.init(handle: Handle(user), device: phone, platform: .ios, name: "Ada's iPhone"), connection: first)
         guard case .one(first)? = directory.connections(ofUser: user) else { Issue.record("one inline"); return }
-        directory.insert(.init(handle: Handle(), user: user, device: tablet, platform: .init("android"), name: "Tab"), connection: second)
-        directory.insert(.init(handle: Handle(), user: user, device: phone, platform: .init("nokia"), name: "New"), connection: third)
+        directory.insert(.init(handle: Handle(user), device: tablet, platform: .init("android"), name: "Tab"), connection: second)
+        directory.insert(.init(handle: Handle(user), device: phone, platform: .init("nokia"), name: "New"), connection: third)
         #expect(Set(directory.connections(ofUser: user) ?? .many([])) == [first, second, third])
         #expect(Set(directory.connections(ofDevice: phone) ?? .many([])) == [first, third])
         #expect(directory[third]?.platform == .web && directory[second]?.platform.text == "android")
@@ -88,6 +91,16 @@ import Testing
         #expect(batcher.waiting == [6])
         #expect(batcher.windowEnded().isEmpty, "the window ends while the slot is taken")
         guard case .send([6])? = batcher.sent().first else { Issue.record("the rest when the slot frees"); return }
+        #expect(batcher.sent().isEmpty && batcher.waiting.isEmpty)
+    }
+
+    /// With a window of zero the first item goes at once; what arrives while its call runs
+    /// goes together when it returns.
+    @Test func aZeroWindowSendsAtOnceAndBatchesWhileBusy() {
+        var batcher = CallBatcher<Int>(window: .zero, maximumBatch: 100, maximumInFlight: 1)
+        guard case .send([1])? = batcher.add(1).first else { Issue.record("sent at once"); return }
+        #expect(batcher.add(2).isEmpty && batcher.add(3).isEmpty)
+        guard case .send([2, 3])? = batcher.sent().first else { Issue.record("the rest together"); return }
         #expect(batcher.sent().isEmpty && batcher.waiting.isEmpty)
     }
 

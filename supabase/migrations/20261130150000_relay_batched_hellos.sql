@@ -350,7 +350,8 @@ $$;
 -- relay.revoked_connections(instance): set-based, as relay.session_state decides
 -- -----------------------------------------------------------------------------
 -- The heartbeat's revocation check called relay.session_state once per socket (77 ms per
--- beat for 10,000 sockets, measured by make bench-scale); the same conditions as joins.
+-- beat for 10,000 sockets, measured by make bench-scale); the conditions of
+-- relay.session_states (below), as joins.
 create or replace function relay.revoked_connections(p_instance text)
 returns setof uuid
 language plpgsql
@@ -389,3 +390,56 @@ comment on index relay.connections_user_id_instance_id_idx is
   'relay.open_request (live sockets of the owner), the 20-sockets cap in device_hellos, and relay.pending_locates_on (is the owner on this instance).';
 alter function relay.pending_locates_on(text) set enable_seqscan = off;
 alter function private.owner_instances(uuid) set enable_seqscan = off;
+
+-- -----------------------------------------------------------------------------
+-- relay.session_states(sessions, users) → relay.session_state of each pair, in order
+-- -----------------------------------------------------------------------------
+-- The relay checks a token's session before a phone's socket opens; in a reconnect storm
+-- the checks of many sockets go as one call (at most 1000 pairs).
+create or replace function relay.session_states(p_sessions uuid[], p_users uuid[])
+returns text[]
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_sessions is null or p_users is null or cardinality(p_sessions) <> cardinality(p_users)
+     or cardinality(p_sessions) > 1000 then
+    raise exception 'session_states needs as many users as sessions, at most 1000' using errcode = '22023';
+  end if;
+  if array_position(p_sessions, null) is not null or array_position(p_users, null) is not null then
+    raise exception 'session_states needs session and user ids' using errcode = '22004';
+  end if;
+  return array(
+    select case
+             when not exists (select from auth.sessions s
+                              where s.id = x.session_id and s.user_id = x.user_id
+                                and (s.not_after is null or s.not_after > now())) then 'signed_out'
+             when exists (select from private.revoked_sessions r where r.session_id = x.session_id) then 'device_removed'
+             else 'alive'
+           end
+    from unnest(p_sessions, p_users) with ordinality as x(session_id, user_id, n)
+    order by x.n);
+end;
+$$;
+comment on function relay.session_states(uuid[], uuid[]) is
+  'relay.session_state of each (session, user) pair, in order: alive, signed_out or device_removed.';
+revoke execute on function relay.session_states(uuid[], uuid[]) from public, anon, authenticated, service_role;
+grant execute on function relay.session_states(uuid[], uuid[]) to whereabot_relay;
+
+-- relay.session_state is relay.session_states of one pair (one place decides).
+create or replace function relay.session_state(p_session uuid, p_user uuid)
+returns text
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_session is null or p_user is null then
+    raise exception 'session_state needs a session id and a user id' using errcode = '22004';
+  end if;
+  return (relay.session_states(array[p_session], array[p_user]))[1];
+end;
+$$;

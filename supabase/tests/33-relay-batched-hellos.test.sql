@@ -2,7 +2,7 @@
 -- relay.drain_connections, and the races of issue 14: a reaped instance is never re-created
 -- by a hello (2), and a stale hello never displaces a newer socket, batched or not (3).
 begin;
-select plan(27);
+select plan(31);
 
 select tests.create_supabase_user('ada');
 select tests.create_supabase_user('bob');
@@ -105,6 +105,16 @@ select is((select count(*)::int from relay.instances where id = 'relay-b'), 0, '
 select is((select count(*)::int from relay.connections where instance_id = 'relay-b'), 0, 'nor registered a socket');
 select tests.authenticate_as_relay();
 select ok(relay.heartbeat('relay-b'), 'so the reaped instance''s heartbeat finds its row gone (and it re-registers its sockets)');
+
+-- relay.session_states: the session checks of many sockets in one call.
+select is(relay.session_states(array[tests.get_session_id('ada'), tests.get_session_id('bob'), gen_random_uuid()],
+                               array[tests.get_supabase_uid('ada'), tests.get_supabase_uid('ada'), tests.get_supabase_uid('bob')]),
+  array['alive', 'signed_out', 'signed_out'], 'session_states answers each pair in order (another user''s session is not alive)');
+select is(relay.session_states('{}', '{}'), '{}'::text[], 'no pairs, no states');
+select throws_ok($$ select relay.session_states(array[gen_random_uuid()], '{}') $$, '22023', null,
+  'session_states needs as many users as sessions');
+select throws_ok($$ select relay.session_states(array(select gen_random_uuid() from generate_series(1, 1001)),
+  array(select gen_random_uuid() from generate_series(1, 1001))) $$, '22023', null, 'session_states takes at most 1000 pairs');
 
 select * from finish();
 rollback;

@@ -33,14 +33,15 @@ public actor Authenticator {
     private let issuer: String?
     private let jwksSource: JWKSSource
     private let database: RelayDatabase
+    private let sessionChecker: SessionChecker
     private let sessionCacheTTL: TimeInterval
     private let keyCacheTTL: TimeInterval
     private let now: @Sendable () -> Date
     private var lastJWKSFetch: Date
     private var sessions: [UUID: (state: String, at: Date)] = [:]
     private var keys: [String: (owner: RelayDatabase.AgentKeyOwner?, at: Date)] = [:]
-    /// Tokens whose signature and claims verified, until their `exp` (past it a token is
-    /// verified again, with the leeway): an agent or phone reusing its token costs no
+    /// Agents' tokens whose signature and claims verified, until their `exp` (past it a
+    /// token is verified again, with the leeway): an agent reusing its token costs no
     /// signature check. Emptied when the JWKS changes.
     private var verifiedTokens: [String: JWTClaims] = [:]
     private var limiter = FailedAuthLimiter()
@@ -61,6 +62,7 @@ public actor Authenticator {
         self.issuer = issuer
         self.jwksSource = jwks
         self.database = database
+        self.sessionChecker = SessionChecker(database: database)
         self.sessionCacheTTL = sessionCacheTTL
         self.keyCacheTTL = keyCacheTTL
         self.now = now
@@ -169,8 +171,12 @@ public actor Authenticator {
                 try await refetchJWKS(for: token)
                 claims = try verifier.verify(token, now: now())
             }
-            if verifiedTokens.count >= Self.maximumVerifiedTokens { verifiedTokens.removeAll() }
-            verifiedTokens[token] = claims
+            // Agents repeat their token; a phone's is verified once per socket (remembering it
+            // would only keep a token per connected phone).
+            if claims.clientID != nil {
+                if verifiedTokens.count >= Self.maximumVerifiedTokens { verifiedTokens.removeAll() }
+                verifiedTokens[token] = claims
+            }
         }
         // Agents repeat their token and their session check is cached; a phone's is made once
         // per socket, so caching it would only keep an entry per connected phone.
@@ -209,12 +215,8 @@ public actor Authenticator {
 
     private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> String {
         if useCache, let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
-        let state: String
-        do {
-            state = try await database.sessionState(session: session, user: user)
-        } catch {
-            throw .unavailable
-        }
+        // Checks of many sockets and requests go to the database together (a storm).
+        guard let state = await sessionChecker.state(session: session, user: user) else { throw .unavailable }
         guard useCache else { return state }
         if sessions.count >= Self.maximumCacheEntries { sessions.removeAll() }
         sessions[session] = (state, now())

@@ -231,6 +231,18 @@ public struct RelayDatabase: Sendable {
         try await pool.send("select relay.session_state($1, $2)", [session, user]).scalar(String.self)
     }
 
+    /// Session checks one `sessionStates` call takes (the function's own limit).
+    public static let maxSessionChecks = 1000
+
+    /// The state of each (session, user) pair, in order (as `sessionState`).
+    public func sessionStates(_ pairs: [(session: UUID, user: UUID)]) async throws -> [String] {
+        precondition(pairs.count <= Self.maxSessionChecks, "at most \(Self.maxSessionChecks) pairs per call")
+        let states = try await pool.send("select relay.session_states($1, $2)", [pairs.map(\.session), pairs.map(\.user)])
+            .scalar([String].self)
+        guard states.count == pairs.count else { throw Self.malformed("session_states") }
+        return states
+    }
+
     /// Removes and returns this instance's sockets whose session is gone or revoked or
     /// whose device was removed (asked at every heartbeat).
     public func revokedConnections(on instance: String) async throws -> [UUID] {

@@ -1,6 +1,8 @@
 /// Collects items for one set-based database call: the first item opens a window of
 /// `window`; when it ends (or `maximumBatch` items are waiting) they go out together. At
 /// most `maximumInFlight` calls run at once; items arriving meanwhile wait for the next.
+/// With a window of zero an item goes at once when a call slot is free, and what arrives
+/// while the calls run goes together when one returns (no added latency when idle).
 ///
 /// A state machine without I/O: every event returns the actions to perform (arm the
 /// window's timer, send a batch). Hellos, disconnects and delivered marks use one each, so
@@ -31,7 +33,7 @@ struct CallBatcher<Item> {
     /// An item to send.
     mutating func add(_ item: Item) -> [Action] {
         waiting.append(item)
-        if waiting.count >= maximumBatch { return sendable() }
+        if waiting.count >= maximumBatch || window == .zero { return sendable() }
         if timerArmed { return [] }
         timerArmed = true
         return [.armTimer(window)]

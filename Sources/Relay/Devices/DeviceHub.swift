@@ -31,8 +31,9 @@ public actor DeviceHub {
     static let sweepInterval: Duration = .seconds(1)
     /// How long an answer to a ping this hub never sent is held (longer than any request).
     static let heldAnswerFallbackLifetime: TimeInterval = 130
-    /// How long hellos are collected before they go to the database together.
-    static let helloWindow: Duration = .milliseconds(5)
+    /// Hellos go at once when a call slot is free; those arriving while calls run go
+    /// together when one returns (a storm's batches form by themselves).
+    static let helloWindow: Duration = .zero
     /// Hellos per `relay.device_hellos` call from sockets (re-registration sends the most
     /// the function takes).
     static let helloBatch = 250
@@ -235,8 +236,8 @@ public actor DeviceHub {
                     perform(disconnects.add(connection), .disconnects)
                     continue
                 }
-                phones.insert(.init(handle: session, user: session.user, device: hello.device, platform: hello.platform,
-                                    name: hello.name), connection: connection)
+                phones.insert(.init(handle: session, device: hello.device, platform: hello.platform, name: hello.name),
+                              connection: connection)
                 for ping in (pending[session.user] ?? []) + kept { send(ping, to: session) }
                 // The browser phone keeps its always-allowed list from the relay (APP.md §A.3),
                 // sent after its own hello (a re-registration carries no app version).

@@ -6,14 +6,12 @@ import Foundation
 /// one phone per user and one socket per device allocates no set.
 ///
 /// No I/O: the hub owns one and asks it; tests drive it directly. `Handle` is what the hub
-/// sends through (a `DeviceSession`; anything in tests).
-struct PhoneDirectory<Handle> {
+/// sends through (a `DeviceSession`; anything in tests); it knows its user.
+struct PhoneDirectory<Handle: PhoneHandle> {
     /// What the relay keeps of a phone that said hello (no email, no app version).
     struct Record {
-        /// Where messages to the phone go.
+        /// Where messages to the phone go (it knows the phone's verified user).
         let handle: Handle
-        /// Its verified user.
-        let user: UUID
         /// The device it said it is.
         let device: UUID
         /// Its platform, as one byte.
@@ -101,7 +99,7 @@ struct PhoneDirectory<Handle> {
     /// Remembers a socket that said hello (again: replaces its record).
     mutating func insert(_ record: Record, connection: UUID) {
         if records.updateValue(record, forKey: connection) != nil { return }
-        byUser[record.user] = byUser[record.user]?.inserting(connection) ?? .one(connection)
+        byUser[record.handle.user] = byUser[record.handle.user]?.inserting(connection) ?? .one(connection)
         byDevice[record.device] = byDevice[record.device]?.inserting(connection) ?? .one(connection)
     }
 
@@ -109,7 +107,7 @@ struct PhoneDirectory<Handle> {
     @discardableResult
     mutating func remove(_ connection: UUID) -> Record? {
         guard let record = records.removeValue(forKey: connection) else { return nil }
-        byUser[record.user] = byUser[record.user]?.removing(connection)
+        byUser[record.handle.user] = byUser[record.handle.user]?.removing(connection)
         byDevice[record.device] = byDevice[record.device]?.removing(connection)
         if records.isEmpty { self = PhoneDirectory() }  // a surge's tables are given back
         return record
@@ -121,3 +119,11 @@ struct PhoneDirectory<Handle> {
     /// The connections of `device` here (more than one only while a replacement is under way).
     func connections(ofDevice device: UUID) -> Connections? { byDevice[device] }
 }
+
+/// What the directory keeps a phone by: a reference that knows the phone's user.
+protocol PhoneHandle: AnyObject {
+    /// The verified user of the socket.
+    var user: UUID { get }
+}
+
+extension DeviceSession: PhoneHandle {}
