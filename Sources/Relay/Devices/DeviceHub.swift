@@ -45,18 +45,18 @@ public actor DeviceHub {
     static let deliveredMarkDelay: Duration = .milliseconds(200)
 
     private let instance: String
-    private let database: RelayDatabase
+    let database: RelayDatabase
     private let settler: AnswerSettler
     private let authenticator: Authenticator
-    private let logger: Logger
+    let logger: Logger
     private let account: PhoneAccount
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
-    private let timers: RelayTimers
+    let timers: RelayTimers
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones = PhoneDirectory<DeviceSession>()
-    private var pings = PingLedger()
+    var pings = PingLedger()
     private var held: [UUID: HeldAnswer] = [:]           // by request
     private var hellosInFlight = HellosInFlight()
     /// Sockets whose hello is waiting for or inside a batch, with what resumes the socket's
@@ -64,9 +64,9 @@ public actor DeviceHub {
     private var helloing: [UUID: CheckedContinuation<Void, Never>] = [:]
     /// Hellos refused because this instance's row was gone: said again at re-registration.
     private var unregistered: [UUID: Hello] = [:]
-    private var hellos = CallBatcher<Hello>(window: helloWindow, maximumBatch: helloBatch, maximumInFlight: 2)
-    private var disconnects = CallBatcher<UUID>(window: disconnectWindow, maximumBatch: RelayDatabase.maxDisconnectsPerBatch)
-    private var delivered = CallBatcher<UUID>(window: deliveredMarkDelay, maximumBatch: RelayDatabase.maxDelivered)
+    var hellos = CallBatcher<Hello>(window: helloWindow, maximumBatch: helloBatch, maximumInFlight: 2)
+    var disconnects = CallBatcher<UUID>(window: disconnectWindow, maximumBatch: RelayDatabase.maxDisconnectsPerBatch)
+    var delivered = CallBatcher<UUID>(window: deliveredMarkDelay, maximumBatch: RelayDatabase.maxDelivered)
     /// Asks the instance's maintenance for a heartbeat and a re-registration (set at start).
     private var reregistrationNeeded: @Sendable () -> Void = {}
     /// Whether it was asked since the last re-registration (a storm of refused hellos asks once).
@@ -206,7 +206,7 @@ public actor DeviceHub {
     /// database could not be reached (the sockets that are not registered yet are closed
     /// 1011 "try again", registered ones stay).
     @discardableResult
-    private func register(_ batch: [Hello]) async -> Bool {
+    func register(_ batch: [Hello]) async -> Bool {
         // A hello that arrives after its socket closed must not replace a live socket.
         let live = batch.filter { !$0.session.isClosed }
         var result: RelayDatabase.HelloBatch?
@@ -381,83 +381,13 @@ public actor DeviceHub {
         for phone in phones.all { phone.handle.close(code: code, reason: reason) }
     }
 
-    // MARK: Pings out, batched calls
+    // MARK: Pings out (the batched calls are in DeviceHub+Calls.swift)
 
     private func send(_ ping: LocateMessage, to session: DeviceSession) {
         let sent = pings.send(ping, to: session.connection)
         guard sent.send else { return }  // each id once per socket
         session.send(ping.phoneJSON)
         if sent.firstForRequest { perform(delivered.add(ping.id), .deliveredMarks) }
-    }
-
-    /// The three batched calls.
-    private enum Call: Sendable {
-        case hellos, disconnects, deliveredMarks
-    }
-
-    /// What happened to a batcher.
-    private enum BatchEvent: Sendable {
-        case windowEnded, sent
-    }
-
-    private func perform(_ actions: [CallBatcher<Hello>.Action]) {
-        for action in actions {
-            switch action {
-            case .armTimer(let delay): arm(.hellos, after: delay)
-            case .send(let batch):
-                Task(executorPreference: executor) {
-                    await self.register(batch)
-                    await self.batcher(.hellos, .sent)
-                }
-            }
-        }
-    }
-
-    private func perform(_ actions: [CallBatcher<UUID>.Action], _ call: Call) {
-        for action in actions {
-            switch action {
-            case .armTimer(let delay): arm(call, after: delay)
-            case .send(let batch):
-                Task(executorPreference: executor) {
-                    await self.make(call, batch)
-                    await self.batcher(call, .sent)
-                }
-            }
-        }
-    }
-
-    private func arm(_ call: Call, after delay: Duration) {
-        _ = timers.after(delay) { await self.batcher(call, .windowEnded) }
-    }
-
-    private func batcher(_ call: Call, _ event: BatchEvent) {
-        switch (call, event) {
-        case (.hellos, .windowEnded): perform(hellos.windowEnded())
-        case (.hellos, .sent): perform(hellos.sent())
-        case (.disconnects, .windowEnded): perform(disconnects.windowEnded(), call)
-        case (.disconnects, .sent): perform(disconnects.sent(), call)
-        case (.deliveredMarks, .windowEnded): perform(delivered.windowEnded(), call)
-        case (.deliveredMarks, .sent): perform(delivered.sent(), call)
-        }
-    }
-
-    /// One disconnects or delivered-marks call (hellos go through `register`).
-    private func make(_ call: Call, _ batch: [UUID]) async {
-        do {
-            switch call {
-            case .disconnects:
-                try await database.deviceDisconnects(batch)
-            case .deliveredMarks:
-                // Pings answered or cancelled meanwhile need no mark.
-                let waiting = batch.filter(pings.contains)
-                if !waiting.isEmpty { try await database.markDelivered(waiting) }
-            case .hellos:
-                break
-            }
-        } catch {
-            logger.failure(call == .disconnects ? "device_disconnect_failed" : "mark_delivered_failed", error,
-                           ["count": String(batch.count)])
-        }
     }
 }
 
