@@ -39,8 +39,8 @@ import Testing
         let stolen = try await db.deviceHello(instance: instance, connection: UUID(), user: bob.user, session: bob.session, device: device,
                                               name: "x", platform: "ios", appVersion: "1", openedAt: Date())
         #expect(stolen.status == "forbidden")
-        #expect(try await db.deviceDisconnect(connection) == true)
-        #expect(try await db.deviceDisconnect(connection) == false)
+        #expect(try await db.deviceDisconnects([connection]) == 1)
+        #expect(try await db.deviceDisconnects([connection]) == 0, "a socket is forgotten once")
     }
 
     @Test func firstAnswerWinsAndTheWaiterLearnsIt() async throws {
@@ -103,8 +103,7 @@ import Testing
         _ = try await admin.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [owner.keyID]) }
         #expect(try await db.agentKeyOwner(keyHash: AgentKey.hash(key)) == nil)
 
-        #expect(try await db.sessionState(session: ada.session, user: ada.user) == "alive")
-        #expect(try await db.sessionState(session: ada.session, user: UUID()) == "signed_out")
+        #expect(try await db.sessionStates([(ada.session, ada.user), (ada.session, UUID())]) == ["alive", "signed_out"])
         let client = UUID()
         try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1, 'Claude Desktop')", [client])
         #expect(try await db.clientName(client.uuidString.lowercased()) == "Claude Desktop")

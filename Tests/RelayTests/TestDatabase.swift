@@ -33,3 +33,16 @@ enum TestDatabase {
         return (user, session, email)
     }
 }
+
+extension RelayDatabase {
+    /// One socket's hello in tests (`deviceHellos` with one element): its status and the
+    /// pings waiting for its user.
+    func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID, name: String,
+                     platform: String, appVersion: String, openedAt: Date) async throws -> (status: String, pending: [LocateMessage]) {
+        let batch = try await deviceHellos(instance: instance, [SocketHello(
+            connection: connection, user: user, session: session, device: device, name: name, platform: platform,
+            appVersion: appVersion, openedAt: openedAt)])
+        guard let status = batch.statuses[connection] else { throw PGError(.decoding, detail: "relay.device_hellos returned no status for the socket") }
+        return (status, batch.pending.map(\.ping))
+    }
+}

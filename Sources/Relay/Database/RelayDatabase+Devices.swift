@@ -79,26 +79,8 @@ extension RelayDatabase {
         })
     }
 
-    /// The outcome of one device's hello.
-    public struct Hello: Sendable, Equatable {
-        /// As `HelloBatch.statuses`.
-        public let status: String
-        /// Pings waiting for the user's phones.
-        public let pending: [LocateMessage]
-    }
-
     /// Device sockets one user may hold across all instances.
     public static let maxSocketsPerUser = 20
-
-    /// Registers one device socket after its hello (`deviceHellos` with one element).
-    public func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID,
-                            name: String, platform: String, appVersion: String, openedAt: Date) async throws -> Hello {
-        let batch = try await deviceHellos(instance: instance, [SocketHello(
-            connection: connection, user: user, session: session, device: device, name: name, platform: platform,
-            appVersion: appVersion, openedAt: openedAt)])
-        guard let status = batch.statuses[connection] else { throw Self.malformed("device_hellos") }
-        return Hello(status: status, pending: batch.pending.map(\.ping))
-    }
 
     /// Sockets one `deviceDisconnects` call forgets (the function's own limit).
     public static let maxDisconnectsPerBatch = 10_000
@@ -109,12 +91,6 @@ extension RelayDatabase {
     public func deviceDisconnects(_ connections: [UUID]) async throws -> Int {
         precondition(connections.count <= Self.maxDisconnectsPerBatch, "at most \(Self.maxDisconnectsPerBatch) per call")
         return try await pool.send("select relay.device_disconnects($1)", [connections]).scalar(Int.self)
-    }
-
-    /// Forgets a closed socket; false when it was already replaced or reaped.
-    @discardableResult
-    public func deviceDisconnect(_ connection: UUID) async throws -> Bool {
-        try await deviceDisconnects([connection]) == 1
     }
 
     /// A draining instance forgets all of its sockets at once (before it closes them).

@@ -226,15 +226,10 @@ public struct RelayDatabase: Sendable {
                              keyName: try row.decode("key_name", as: String.self), email: try row.decode("email", as: String?.self))
     }
 
-    /// A JWT's session: `alive`, `signed_out` or `device_removed`.
-    public func sessionState(session: UUID, user: UUID) async throws -> String {
-        try await pool.send("select relay.session_state($1, $2)", [session, user]).scalar(String.self)
-    }
-
     /// Session checks one `sessionStates` call takes (the function's own limit).
     public static let maxSessionChecks = 1000
 
-    /// The state of each (session, user) pair, in order (as `sessionState`).
+    /// The state of each (session, user) pair, in order: `alive`, `signed_out` or `device_removed`.
     public func sessionStates(_ pairs: [(session: UUID, user: UUID)]) async throws -> [String] {
         precondition(pairs.count <= Self.maxSessionChecks, "at most \(Self.maxSessionChecks) pairs per call")
         let states = try await pool.send("select relay.session_states($1, $2)", [pairs.map(\.session), pairs.map(\.user)])

@@ -89,7 +89,6 @@ public actor DeviceHub {
 
     /// An answer the database could not take yet.
     private struct HeldAnswer {
-        let user: UUID
         let record: PhoneDirectory<DeviceSession>.Record
         let reply: PhoneMessage.PhoneReply
         let expires: Date
@@ -305,7 +304,7 @@ public actor DeviceHub {
         // cancel that follows a normal settle by another phone drops it).
         if settled == nil || (settled == .gone && pings.contains(id)) {
             let expires = pings.expiry(of: id) ?? Date().addingTimeInterval(Self.heldAnswerFallbackLifetime)
-            held[id] = HeldAnswer(user: session.user, record: record, reply: reply, expires: expires)
+            held[id] = HeldAnswer(record: record, reply: reply, expires: expires)
         }
     }
 
@@ -362,7 +361,7 @@ public actor DeviceHub {
         }
         for (owner, ping) in try await database.pendingLocates(on: instance) { locate(ping, owner: owner) }
         for (id, answer) in held {
-            let settled = try await settler.settle(id: id, user: answer.user, device: answer.record.device,
+            let settled = try await settler.settle(id: id, user: answer.record.handle.user, device: answer.record.device,
                                                    deviceName: answer.record.name, platform: answer.record.platform.text,
                                                    reply: answer.reply, replyKey: pings.replyKey(of: id))
             if settled == .settled { cancel(request: id) }
