@@ -67,8 +67,8 @@ reset role;
 select is((select count(*)::int from relay.connections), 1, 'forbidden and revoked sockets are not registered');
 
 select tests.authenticate_as_relay();
-select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
-  gen_random_uuid(), 'x', 'nokia', '1', now()) $$, '22023', null, 'hello refuses an unknown platform');
+select is(relay.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+  gen_random_uuid(), 'x', 'nokia', '1', now()) ->> 'status', 'invalid', 'hello refuses an unknown platform (status invalid)');
 select throws_ok($$ select relay.device_hello('relay-a', null, tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   gen_random_uuid(), 'x', 'ios', '1', now()) $$, '22004', null, 'hello refuses a null connection id');
 select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),

@@ -1,4 +1,5 @@
 import Foundation
+import PGBus
 
 /// The hub's three batched database calls — hellos (`relay.device_hellos`), disconnects
 /// (`relay.device_disconnects`) and delivered marks (`relay.mark_delivered`) — performed as
@@ -73,6 +74,38 @@ extension DeviceHub {
         } catch {
             logger.failure(call == .disconnects ? "device_disconnect_failed" : "mark_delivered_failed", error,
                            ["count": String(batch.count)])
+        }
+    }
+
+    /// `relay.device_hellos` of `batch`, with one element's failure kept to itself: when
+    /// the database refuses the call (a server error, such as a device row inserted past the
+    /// cap through the API at the same moment), the batch is halved until the hello that
+    /// fails stands alone, and only that socket gets status "error" (1011 "try again").
+    /// Nil when the database could not be reached at all.
+    func helloStatuses(_ batch: [Hello]) async -> RelayDatabase.HelloBatch? {
+        do {
+            return try await database.deviceHellos(instance: instance, batch.map(\.database))
+        } catch let error as PGError where error.code == .server {
+            guard batch.count > 1 else {
+                logger.failure("device_hello_refused", error, ["connection": batch[0].session.connection.uuidString])
+                return RelayDatabase.HelloBatch(statuses: [batch[0].session.connection: "error"], pending: [])
+            }
+            logger.warning("device_hello_batch_split", ["sockets": String(batch.count), "sqlstate": error.sqlState ?? ""])
+            var statuses: [UUID: String] = [:]
+            var pending: [(owner: UUID, ping: LocateMessage)] = []
+            var sent = Set<UUID>()  // a user's waiting pings come back from each half that holds the user
+            for half in [Array(batch[..<(batch.count / 2)]), Array(batch[(batch.count / 2)...])] {
+                guard let part = await helloStatuses(half) else {
+                    for hello in half { statuses[hello.session.connection] = "error" }
+                    continue
+                }
+                statuses.merge(part.statuses) { first, _ in first }
+                for entry in part.pending where sent.insert(entry.ping.id).inserted { pending.append(entry) }
+            }
+            return RelayDatabase.HelloBatch(statuses: statuses, pending: pending)
+        } catch {
+            logger.failure("device_hello_failed", error, ["sockets": String(batch.count)])
+            return nil
         }
     }
 }

@@ -44,7 +44,7 @@ public actor DeviceHub {
     /// (seconds later) reads the mark.
     static let deliveredMarkDelay: Duration = .milliseconds(200)
 
-    private let instance: String
+    let instance: String
     let database: RelayDatabase
     private let settler: AnswerSettler
     private let authenticator: Authenticator
@@ -208,14 +208,7 @@ public actor DeviceHub {
     func register(_ batch: [Hello]) async -> Bool {
         // A hello that arrives after its socket closed must not replace a live socket.
         let live = batch.filter { !$0.session.isClosed }
-        var result: RelayDatabase.HelloBatch?
-        if !live.isEmpty {
-            do {
-                result = try await database.deviceHellos(instance: instance, live.map(\.database))
-            } catch {
-                logger.failure("device_hello_failed", error, ["sockets": String(live.count)])
-            }
-        }
+        let result = live.isEmpty ? nil : await helloStatuses(live)
         var pending: [UUID: [LocateMessage]] = [:]
         for (owner, ping) in result?.pending ?? [] { pending[owner, default: []].append(ping) }
         for hello in batch {
@@ -255,8 +248,12 @@ public actor DeviceHub {
                 session.close(code: Self.replacedCode, reason: "revoked")
             case "replaced":
                 session.close(code: Self.replacedCode, reason: "replaced")
-            case "too_many":
+            case "too_many", "too_many_devices":
                 session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
+            case "invalid":
+                session.close(code: WebSocketCloseCode.policyViolation, reason: "invalid hello")
+            case "error":
+                session.close(code: WebSocketCloseCode.internalError, reason: "try again")
             default:
                 session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
             }
