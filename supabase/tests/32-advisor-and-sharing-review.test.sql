@@ -1,7 +1,7 @@
 -- What a database admin's advisor and a security review of the SQL check: whole policy
 -- names, initplan-wrapped auth calls, and the sharing and presence findings.
 begin;
-select plan(20);
+select plan(21);
 
 -- ---------------------------------------------------------------- policies
 -- Postgres cuts names at 63 bytes without an error: the names must be exactly the sentences
@@ -53,6 +53,7 @@ select hasnt_index('relay', 'pending_requests', 'pending_requests_waiter_idx',
 -- ---------------------------------------------------------------- presence
 select tests.create_supabase_user('ada', 'ada@test.example', 'Ada');
 select tests.create_supabase_user('bob', 'bob@test.example', 'Bob');
+update auth.users set email_confirmed_at = now() where email in ('ada@test.example', 'bob@test.example');
 insert into public.devices (id, user_id, name, platform) values ('00000000-0000-4000-8000-00000000000a', tests.get_supabase_uid('ada'), 'Phone', 'ios');
 select tests.authenticate_as_agent('ada');
 select is_empty($$ select last_seen_at from public.devices $$, 'an agent token reads no device of its user, so no last_seen_at');
@@ -74,8 +75,13 @@ select results_eq($$ select viewer_email from public.location_shares order by vi
 reset role;
 select tests.create_supabase_user('carol', 'carol@later.example', 'Carol');
 select tests.authenticate_as_relay();
+select is_empty($$ select name from relay.people_sharing_with(tests.get_supabase_uid('carol')) $$,
+  'the waiting share does not reach Carol''s account before she confirms the address');
+reset role;
+update auth.users set email_confirmed_at = now() where id = tests.get_supabase_uid('carol');
+select tests.authenticate_as_relay();
 select results_eq($$ select name from relay.people_sharing_with(tests.get_supabase_uid('carol')) $$, array['Ada'],
-  'the waiting share reaches Carol when she signs up with that address');
+  'the waiting share reaches Carol when she confirms that address');
 select tests.authenticate_as('carol');
 select results_eq($$ select id from public.location_shares $$, array[(select v from stash where k = 'unknown')],
   'Carol reads the share made to her address');
