@@ -23,6 +23,9 @@ public enum PushResult: String, Sendable, CaseIterable {
     case skipped
     /// Not sent: the service is not configured.
     case disabled
+    /// Not sent: the account's or the target's push budget for the hour is spent, or the
+    /// account's share of the push queue is full.
+    case limited
 }
 
 /// The outcome of one push to one target.

@@ -1,7 +1,7 @@
 -- The shape of the schema: RLS everywhere, UNLOGGED relay state without coordinates,
 -- security-definer functions only where the API cannot reach them.
 begin;
-select plan(15);
+select plan(16);
 
 select tables_are('public',
   array['agent_keys', 'devices', 'push_tokens', 'web_push_subscriptions',
@@ -18,8 +18,8 @@ select is_empty($$
   where n.nspname = 'relay' and c.relkind = 'r' and c.relpersistence <> 'u'
 $$, 'every relay table is UNLOGGED');
 
-select tables_are('relay', array['instances', 'connections', 'pending_requests'],
-  'relay holds instances, connections and pending_requests');
+select tables_are('relay', array['instances', 'connections', 'pending_requests', 'push_budgets'],
+  'relay holds instances, connections, pending_requests and push_budgets');
 
 select columns_are('relay', 'pending_requests',
   array['id', 'owner_id', 'requester_id', 'client_id', 'client_name', 'waiter_instance',
@@ -33,6 +33,9 @@ select columns_are('relay', 'connections',
 
 select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at'],
   'relay.instances has exactly these columns');
+
+select columns_are('relay', 'push_budgets', array['scope', 'key', 'sent_at', 'last_at'],
+  'relay.push_budgets has exactly these columns: hashed targets and times, no token, endpoint or coordinate');
 
 -- No column anywhere in our schemas is shaped to hold a coordinate.
 select is_empty($$

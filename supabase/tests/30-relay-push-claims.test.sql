@@ -57,7 +57,7 @@ select throws_ok($$ select pg_temp.claim('r1', 'wake', 'bad instance!') $$, '220
 select is(relay.claim_push(gen_random_uuid(), 'relay-a', 'wake') ->> 'status', 'gone', 'an unknown request is gone');
 
 -- ---------------------------------------------------------------- wake: alert
-select is(pg_temp.claim('r1', 'wake') - 'expires_ms',
+select is(pg_temp.claim('r1', 'wake') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'alert',
     'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
@@ -77,7 +77,7 @@ reset role;
 select results_eq($$ select wake_kind from relay.pending_requests where id = pg_temp.rid('r2') $$, array['silent'],
   'the wake kind is recorded');
 select tests.authenticate_as_relay();
-select is(pg_temp.claim('r2', 'checking') - 'expires_ms',
+select is(pg_temp.claim('r2', 'checking') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking',
     'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
@@ -95,7 +95,7 @@ select is(pg_temp.claim('r5', 'wake') ->> 'kind', 'alert',
   'always-allow for the owner''s own requests does not cover Bob''s requests with the same agent');
 
 -- ---------------------------------------------------------------- always allowed, no APNs token
-select is(pg_temp.claim('r3', 'wake') - 'expires_ms' - 'client_name' - 'client_id' - 'requester',
+select is(pg_temp.claim('r3', 'wake') - 'expires_ms' - 'client_name' - 'client_id' - 'requester' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking', 'apns', '[]'::jsonb,
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/cy', 'p256dh', repeat('C', 87), 'auth', repeat('A', 22)))),
   'always allowed without an APNs token: the checking Web Push goes out at wake');

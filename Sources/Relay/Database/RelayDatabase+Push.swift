@@ -3,9 +3,11 @@ import PGBus
 
 extension RelayDatabase {
     /// Claims push stage `stage` (wake or checking) of request `id` for its waiter
-    /// `instance`: once per stage across instances (PUSH.md §2).
-    func claimPush(id: UUID, instance: String, stage: PushPlan.Stage) async throws -> PushClaim {
-        try await pool.send("select relay.claim_push($1, $2, $3)", [id, instance, stage.rawValue])
+    /// `instance`: once per stage across instances (PUSH.md §2), with the targets `budgets`
+    /// still pay for.
+    func claimPush(id: UUID, instance: String, stage: PushPlan.Stage, budgets: PushBudgets) async throws -> PushClaim {
+        try await pool.send("select relay.claim_push($1, $2, $3, $4, $5)",
+                            [id, instance, stage.rawValue, budgets.perTargetPerHour, budgets.perAccountPerHour])
             .scalar(PGJSON.self).decode(PushClaim.self)
     }
 

@@ -20,6 +20,16 @@ struct PushClaim: Decodable, Sendable, Equatable {
     let clientName: String?
     let requester: Person?
     let expiresMs: Int64?
+    /// The account whose phones are pushed (the fair queue's key).
+    let owner: UUID?
+    /// Targets the hourly budgets held back (claimed only).
+    let limited: Limited?
+
+    /// How many targets of each service a claim left out.
+    struct Limited: Decodable, Sendable, Equatable {
+        let apns: Int
+        let web: Int
+    }
 
     /// A Web Push subscription as stored.
     struct WebTarget: Decodable, Sendable, Equatable {
@@ -31,7 +41,7 @@ struct PushClaim: Decodable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, kind, apns, web, requester
+        case status, kind, apns, web, requester, owner, limited
         case clientID = "client_id"
         case clientName = "client_name"
         case expiresMs = "expires_ms"

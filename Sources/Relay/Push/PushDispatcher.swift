@@ -2,9 +2,10 @@ import Foundation
 import Push
 import Synchronization
 
-/// Sends one claimed push stage to each of its targets at once, deletes targets the
-/// services call dead, counts and logs every push. A log line names a target only by its
-/// fingerprint — never a device token, an endpoint, a JWT or a coordinate.
+/// Sends one claimed push stage to each of its targets, through a queue shared fairly
+/// between accounts (`FairPushQueue`), deletes targets the services call dead, counts and
+/// logs every push. A log line names a target only by its fingerprint — never a device
+/// token, an endpoint, a JWT or a coordinate.
 final class PushDispatcher: Sendable {
     private let services: PushServices
     private let database: RelayDatabase
@@ -13,6 +14,8 @@ final class PushDispatcher: Sendable {
     /// Credential errors already logged at error level (one per service, reason and token
     /// generation); bounded.
     private let loggedAuthErrors = Mutex<Set<String>>([])
+    /// Pushes waiting for a slot, per account (each waiter resumes true to send, false when refused).
+    private let queue = Mutex(FairPushQueue<CheckedContinuation<Bool, Never>, UUID>())
 
     init(services: PushServices, database: RelayDatabase, metrics: PushMetrics, logger: Logger) {
         self.services = services
@@ -30,6 +33,11 @@ final class PushDispatcher: Sendable {
         let requestID = id.uuidString.lowercased()
         let apnsBody = payload.apns()
         let webBody = payload.webPush()
+        let account = claim.owner ?? Self.unknownAccount
+        for (service, count) in [("apns", claim.limited?.apns ?? 0), ("webpush", claim.limited?.web ?? 0)] where count > 0 {
+            for _ in 0..<count { metrics.push(service: service, kind: kind.rawValue, delivery: PushDelivery(result: .limited), seconds: nil) }
+            logger.info("push_limited", ["request": requestID, "service": service, "count": String(count)])
+        }
         await withTaskGroup(of: Void.self) { group in
             for target in claim.apns ?? [] {
                 group.addTask {
@@ -39,7 +47,7 @@ final class PushDispatcher: Sendable {
                         collapseID: kind == .silent ? nil : requestID,
                         id: APNsSender.notificationID(requestID, stage.rawValue, target.token), payload: apnsBody, deadline: deadline)
                     await self.deliver(service: "apns", kind: kind, request: requestID, target: target.token,
-                                       extra: ["apns_id": notification.id]) {
+                                       account: account, extra: ["apns_id": notification.id]) {
                         await self.services.apns?.send(notification)
                     }
                 }
@@ -48,7 +56,8 @@ final class PushDispatcher: Sendable {
                 group.addTask {
                     let message = WebPushSender.Message(subscription: target.subscription, payload: webBody,
                                                         topic: requestID.replacingOccurrences(of: "-", with: ""), deadline: deadline)
-                    await self.deliver(service: "webpush", kind: kind, request: requestID, target: target.endpoint, extra: [:]) {
+                    await self.deliver(service: "webpush", kind: kind, request: requestID, target: target.endpoint,
+                                       account: account, extra: [:]) {
                         await self.services.webPush?.send(message)
                     }
                 }
@@ -56,14 +65,22 @@ final class PushDispatcher: Sendable {
         }
     }
 
-    /// Sends through `push` (nil: the service is off), then counts, logs and drops dead targets.
-    private func deliver(service: String, kind: PushPlan.Kind, request: String, target: String, extra: [String: String],
-                         _ push: () async -> PushDelivery?) async {
+    /// Sends through `push` (nil: the service is off) when `account`'s turn comes, then
+    /// counts, logs and drops dead targets.
+    private func deliver(service: String, kind: PushPlan.Kind, request: String, target: String, account: UUID,
+                         extra: [String: String], _ push: () async -> PushDelivery?) async {
         let started = ContinuousClock.now
-        let sent = await push()
+        let sent: PushDelivery??
+        if await turn(of: account) {
+            sent = await push()
+            perform(queue.withLock { $0.finished(account: account) })
+        } else {
+            sent = .some(PushDelivery(result: .limited, reason: "queue_full"))
+        }
         let elapsed = ContinuousClock.now - started
-        let delivery = sent ?? PushDelivery(result: .disabled)
-        let seconds = sent == nil ? nil : Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let delivery = sent.flatMap { $0 } ?? PushDelivery(result: .disabled)
+        let seconds = sent.flatMap { $0 } == nil || delivery.result == .limited
+            ? nil : Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.push(service: service, kind: kind.rawValue, delivery: delivery, seconds: seconds)
         var fields = extra.merging(["request": request, "service": service, "kind": kind.rawValue,
                                     "result": delivery.result.rawValue, "target": pushTargetFingerprint(target)]) { $1 }
@@ -91,10 +108,29 @@ final class PushDispatcher: Sendable {
         }
     }
 
+    /// Waits for a slot of `account` in the fair queue; false when its queue is full.
+    private func turn(of account: UUID) async -> Bool {
+        await withCheckedContinuation { waiter in
+            perform(queue.withLock { $0.submit(waiter, account: account) })
+        }
+    }
+
+    private func perform(_ actions: [FairPushQueue<CheckedContinuation<Bool, Never>, UUID>.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let waiter): waiter.resume(returning: true)
+            case .refuse(let waiter): waiter.resume(returning: false)
+            }
+        }
+    }
+
     private func firstAuthError(service: String, reason: String) -> Bool {
         let generation = (try? services.apns?.providerToken.current().generation).map(String.init) ?? "-"
         return loggedAuthErrors.withLock { Self.firstTime("\(service)|\(generation)|\(reason)", in: &$0) }
     }
+
+    /// The queue's account for a claim without an owner (a database older than the budgets).
+    private static let unknownAccount = UUID()
 
     /// Credential errors remembered at most (then forgotten, so each may be logged again).
     static let maximumLoggedAuthErrors = 1_000

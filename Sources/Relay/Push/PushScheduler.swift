@@ -14,6 +14,7 @@ actor PushScheduler {
     private let database: RelayDatabase
     private let dispatcher: PushDispatcher
     private let timing: PushTiming
+    private let budgets: PushBudgets
     private let metrics: PushMetrics
     private let logger: Logger
     private let clock: @Sendable () -> Date
@@ -22,9 +23,11 @@ actor PushScheduler {
     private var sends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
     private var sendNumber = 0
 
-    init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming, metrics: PushMetrics,
-         logger: Logger, clock: @escaping @Sendable () -> Date = Date.init, timers: RelayTimers = RelayTimers(loop: nil)) {
+    init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming,
+         budgets: PushBudgets = PushBudgets(), metrics: PushMetrics, logger: Logger,
+         clock: @escaping @Sendable () -> Date = Date.init, timers: RelayTimers = RelayTimers(loop: nil)) {
         self.timers = timers
+        self.budgets = budgets
         self.instance = instance
         self.database = database
         self.dispatcher = dispatcher
@@ -66,11 +69,12 @@ actor PushScheduler {
             }
         case .claim(let stage):
             let database = self.database, instance = self.instance, logger = self.logger, metrics = self.metrics
+            let budgets = self.budgets
             Task { [weak self] in
                 let result: PushPlan.ClaimResult
                 var claim: PushClaim?
                 do {
-                    claim = try await database.claimPush(id: id, instance: instance, stage: stage)
+                    claim = try await database.claimPush(id: id, instance: instance, stage: stage, budgets: budgets)
                     result = claim!.result
                     metrics.claim(stage: stage.rawValue, status: claim!.status)
                 } catch {

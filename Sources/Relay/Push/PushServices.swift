@@ -12,6 +12,8 @@ public struct PushServices: Sendable {
     let transport: CurlTransport?
     /// When stages go out.
     public let timing: PushTiming
+    /// How many pushes an hour each target and account may get.
+    public let budgets: PushBudgets
     /// WEB_PUSH_ALLOWED_ORIGINS: origins a browser may subscribe with besides the known
     /// push services (tests).
     public let webPushOrigins: [String]
@@ -24,8 +26,9 @@ public struct PushServices: Sendable {
 
     /// The services built from settings (see `PushSettings`).
     public init(apns: APNsSender?, webPush: WebPushSender?, transport: CurlTransport?, timing: PushTiming = PushTiming(),
-                webPushOrigins: [String] = []) {
+                budgets: PushBudgets = PushBudgets(), webPushOrigins: [String] = []) {
         self.webPushOrigins = webPushOrigins
+        self.budgets = budgets
         self.apns = apns
         self.webPush = webPush
         self.transport = transport

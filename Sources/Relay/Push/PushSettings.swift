@@ -32,7 +32,10 @@ public enum PushSettings {
             }
             return origin
         }
-        guard apns != nil || vapid != nil else { return PushServices(apns: nil, webPush: nil, transport: nil, timing: timing) }
+        let budgets = try PushBudgets.from(environment)
+        guard apns != nil || vapid != nil else {
+            return PushServices(apns: nil, webPush: nil, transport: nil, timing: timing, budgets: budgets)
+        }
         let transport: CurlTransport
         do { transport = try CurlTransport(caFile: caFile) } catch {
             throw Invalid(variable: "APNS_KEY_ID", problem: "the push transport cannot start")
@@ -40,7 +43,7 @@ public enum PushSettings {
         return PushServices(
             apns: apns.map { APNsSender(configuration: $0, transport: transport, minimumLeft: timing.minimumLeft) },
             webPush: vapid.map { WebPushSender(vapid: $0, transport: transport, extraOrigins: origins, minimumLeft: timing.minimumLeft) },
-            transport: transport, timing: timing, webPushOrigins: origins.map { $0.lowercased() })
+            transport: transport, timing: timing, budgets: budgets, webPushOrigins: origins.map { $0.lowercased() })
     }
 
     private static func apnsConfiguration(_ value: (String) -> String?) throws -> APNsSender.Configuration? {

@@ -100,7 +100,7 @@ public final class RelayService: Sendable {
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
         let pushes = PushScheduler(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
-                                   timing: configuration.push.timing, metrics: pushMetrics, logger: logger, timers: timers)
+                                   timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics, logger: logger, timers: timers)
         self.pushes = pushes
         let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes,
                                             timers: timers)

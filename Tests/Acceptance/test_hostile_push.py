@@ -1,0 +1,96 @@
+"""Issue 22, finding 2: pushes cannot be amplified, and a flood delays nobody else's push.
+
+An account with ten Web Push subscriptions and ten APNs tokens loops "locate, hang up after
+150 ms" from 5 threads against two relay instances: no phone is connected, so each request's
+wake push goes out at once and the hang-up frees the waiting slot. Before: 333 locates sent
+11,719 pushes in 10 s (~1,170/s) and filled the push queue that every user shares. Now each
+target gets at most 30 pushes an hour and the account at most its budget (100), and a quiet
+account's push, asked in the middle of the flood, goes out as if nothing happened. Fakes of
+APNs and of a push service (Tests/Acceptance/fake_*.py) check every push strictly.
+"""
+import socket
+import threading
+import time
+
+import pytest
+
+from push_kit import Locate, Push, hex_token, wait_for
+from relay_server import RelayServer
+from test_push import Owner
+
+FLOOD_SECONDS = 10
+PER_TARGET, PER_ACCOUNT = 30, 100
+
+
+@pytest.fixture
+def push():
+    kit = Push()
+    yield kit
+    kit.stop()
+
+
+@pytest.fixture
+def two_relays(push):
+    servers = [RelayServer(**push.env), RelayServer(**push.env)]
+    yield servers
+    for server in servers:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def ask_and_hang_up(base, credential):
+    """POST /v1/locate and close the connection 150 ms later, as the attacker's agent did."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=2) as conn:
+        conn.sendall((f"POST /v1/locate?timeout_secs=30 HTTP/1.1\r\nHost: {host}\r\n"
+                      f"Authorization: Bearer {credential}\r\nContent-Length: 0\r\n\r\n").encode())
+        time.sleep(0.15)
+
+
+def test_a_flooding_account_gets_its_budget_and_a_quiet_account_its_push_at_once(two_relays, push, admin, make_user):
+    flood = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(10)],
+                  paths=[f"/flood/{n}" for n in range(10)])
+    quiet = Owner(admin, make_user, push, paths=["/quiet/0"])
+    stop = threading.Event()
+    asked = [0]
+
+    def agent(n):
+        while not stop.is_set():
+            ask_and_hang_up(two_relays[n % 2].base, flood.agent)
+            asked[0] += 1
+
+    threads = [threading.Thread(target=agent, args=(n,)) for n in range(5)]
+    started = time.time()
+    for thread in threads:
+        thread.start()
+    time.sleep(FLOOD_SECONDS / 2)
+    # The quiet account's agent asks in the middle of the flood, on either instance.
+    quiet_locate = Locate(two_relays[1].base, quiet.agent, 5).begin()
+    quiet_push = wait_for(lambda: push.web_for(["/quiet/0"]), 5)
+    time.sleep(max(0, started + FLOOD_SECONDS - time.time()))
+    stop.set()
+    for thread in threads:
+        thread.join()
+    quiet_locate.join()
+    time.sleep(1)  # pushes already claimed finish
+
+    flood_web = push.web_for(flood.paths)
+    flood_apns = push.apns_for(flood.tokens)
+    sent = len(flood_web) + len(flood_apns)
+    print(f"flooding account: {asked[0]} locates, {sent} pushes in {FLOOD_SECONDS} s "
+          f"(its budget: {PER_ACCOUNT} an hour; before the fix ~1,170 a second)")
+    assert asked[0] > 100, "the flood really ran"
+    assert sent <= PER_ACCOUNT, "the account's hourly budget holds across both instances"
+    for target in flood.paths:
+        assert len([p for p in flood_web if p["path"] == target]) <= PER_TARGET
+    for target in flood.tokens:
+        assert len([p for p in flood_apns if p.get("token") == target]) <= PER_TARGET
+    assert all(200 <= p["status"] < 300 for p in flood_web), "what was sent was well-formed"
+
+    assert quiet_push, "the quiet account's push went out during the flood"
+    delay = quiet_push[0]["time"] - quiet_locate.started
+    print(f"quiet account's push {delay * 1000:.0f} ms after its locate")
+    assert delay < 2, "at once (no phone connected), not after the flood's backlog"
+    assert quiet_locate.status == 503
+    for server in two_relays:
+        assert server.process.poll() is None
