@@ -15,7 +15,7 @@ stop() { kill -TERM "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; 
 trap stop EXIT INT TERM
 
 start_relay() {  # name port
-  PORT=$2 INSTANCE_ID=$1 "$bin" serve >>".local/cluster/$1.log" 2>&1 &
+  PORT=$2 INSTANCE_ID=$1 TRUSTED_PROXIES=127.0.0.1 "$bin" serve >>".local/cluster/$1.log" 2>&1 &
   pids+=($!)
   echo "  $1 on 127.0.0.1:$2, pid $!, log .local/cluster/$1.log"
 }

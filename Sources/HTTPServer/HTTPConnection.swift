@@ -24,8 +24,13 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     }
 
     let fd: Int32
-    /// The peer's IP address (for the handler, e.g. rate limits per client).
-    let remoteAddress: String
+    /// The client's IP address (for the handler, e.g. rate limits per client): the peer's,
+    /// or the one a trusted proxy's PROXY header names.
+    private(set) var remoteAddress: String
+    /// Until the first bytes show whether a PROXY header comes: what arrived so far.
+    private var proxyPrelude: [UInt8]? = []
+    /// Whether the peer is a trusted proxy (its PROXY header is believed).
+    private let viaTrustedProxy: Bool
     private(set) var token: UInt64 = 0
     private unowned let server: HTTPServerCore
     private var mode = Mode.http(inFlight: nil)
@@ -53,8 +58,9 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         if case .webSocket(let session) = mode { session } else { nil }
     }
 
-    init(fd: Int32, remoteAddress: String, server: HTTPServerCore, now: ContinuousClock.Instant) {
+    init(fd: Int32, remoteAddress: String, server: HTTPServerCore, now: ContinuousClock.Instant, viaTrustedProxy: Bool = false) {
         self.fd = fd
+        self.viaTrustedProxy = viaTrustedProxy
         self.remoteAddress = remoteAddress
         self.server = server
         self.parser = HTTPRequestParser(limits: server.limits)
@@ -93,14 +99,46 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
             switch mode {
             case .http:
-                parser.append(bytes)
                 if requestStartedAt == nil { requestStartedAt = server.now }
+                if proxyPrelude != nil {
+                    guard takeProxyHeader(bytes) else { return }
+                } else {
+                    parser.append(bytes)
+                }
                 parseRequests()
             case .webSocket(let session):
                 session.received(bytes)
             case .closed:
                 break
             }
+        }
+    }
+
+    /// Looks for a PROXY header before the first request; true once HTTP bytes follow
+    /// (handed to the parser). A header from a peer that is not a trusted proxy, or one
+    /// that breaks the protocol, is answered 400 and the connection closes.
+    private func takeProxyHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        proxyPrelude!.append(contentsOf: bytes)
+        let prelude = proxyPrelude!
+        switch ProxyHeader.parse(prelude) {
+        case .needMore:
+            return false
+        case .notProxy:
+            proxyPrelude = nil
+            prelude.withUnsafeBytes { parser.append($0) }
+            return true
+        case .header(let source, let length) where viaTrustedProxy:
+            proxyPrelude = nil
+            if let source { remoteAddress = source }
+            prelude[length...].withUnsafeBytes { parser.append($0) }
+            return true
+        case .header, .invalid:
+            proxyPrelude = nil
+            pending.append(.failure(status: 400))
+            requestStartedAt = nil
+            pauseReading()
+            dispatchNext()
+            return false
         }
     }
 

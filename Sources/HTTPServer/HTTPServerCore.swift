@@ -25,9 +25,13 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     let maxConnections: Int
     /// Where failures of the server's own system calls are reported.
     let log: HTTPServerLog
+    /// Peers whose PROXY protocol header names the client.
+    let trustedProxies: TrustedProxies
 
-    init(loop: EventLoop, limits: HTTPServerLimits, log: @escaping HTTPServerLog, handler: @escaping HTTPHandler) {
+    init(loop: EventLoop, limits: HTTPServerLimits, trustedProxies: TrustedProxies = .none, log: @escaping HTTPServerLog,
+         handler: @escaping HTTPHandler) {
         self.loop = loop
+        self.trustedProxies = trustedProxies
         self.limits = limits
         self.handler = handler
         self.log = log
@@ -96,7 +100,8 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
             }
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
-            let connection = HTTPConnection(fd: fd, remoteAddress: Self.text(of: address.sin_addr), server: self, now: now)
+            let connection = HTTPConnection(fd: fd, remoteAddress: Self.text(of: address.sin_addr), server: self, now: now,
+                                            viaTrustedProxy: trustedProxies.contains(networkOrder: address.sin_addr.s_addr))
             do {
                 try connection.register()
                 connections[connection.token] = connection

@@ -36,6 +36,9 @@ enum ServeCommand {
             configuration.mcpProgressInterval = .seconds(number)
         }
         configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
+        do { configuration.trustedProxies = try TrustedProxies(value("TRUSTED_PROXIES") ?? "") } catch {
+            throw CommandError.usage("TRUSTED_PROXIES: \(error) (a comma-separated list such as 10.0.0.0/8, 127.0.0.1)")
+        }
         let levelName = value("LOG_LEVEL") ?? "info"
         guard let level = Logger.Level(name: levelName) else {
             throw CommandError.usage("LOG_LEVEL must be debug, info, warning or error")

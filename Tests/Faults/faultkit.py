@@ -117,7 +117,7 @@ class Relay:
     def start(self):
         LOGS.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "DATABASE_URL": self.database_url, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
-               "PUBLIC_URL": self.base, "INSTANCE_ID": self.name, **self.environment}
+               "PUBLIC_URL": self.base, "INSTANCE_ID": self.name, "TRUSTED_PROXIES": "127.0.0.1", **self.environment}
         log = open(LOGS / f"{self.name}.log", "a")
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=log, stderr=log)
         wait_until(self.ready, 20, f"{self.name} ready")

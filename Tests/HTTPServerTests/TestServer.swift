@@ -7,9 +7,9 @@ final class TestServer: Sendable {
     let server: HTTPServer
     let port: Int
 
-    init(limits: HTTPServerLimits = HTTPServerLimits()) throws {
+    init(limits: HTTPServerLimits = HTTPServerLimits(), trustedProxies: TrustedProxies = .none) throws {
         let box = CounterBox()
-        server = HTTPServer(port: 0, limits: limits) { request in
+        server = HTTPServer(port: 0, limits: limits, trustedProxies: trustedProxies) { request in
             box.handled.add(1, ordering: .relaxed)
             switch request.path {
             case "/echo":
@@ -30,6 +30,8 @@ final class TestServer: Sendable {
                         try? await Task.sleep(for: .milliseconds(50))
                     }
                 }
+            case "/client":
+                return .text(200, request.remoteAddress)
             case "/ws-deny":
                 return .text(401, "no", headers: ["WWW-Authenticate": "Bearer realm=\"test\""])
             case "/ws":

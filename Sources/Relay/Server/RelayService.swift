@@ -37,6 +37,9 @@ public final class RelayService: Sendable {
         public var supabaseAnonKey: String?
         /// Browser origins allowed on /mcp besides the public URL.
         public var allowedOrigins: [String] = []
+        /// Load balancers whose PROXY protocol header names the client (TRUSTED_PROXIES):
+        /// per-client limits then count the real client, not the balancer.
+        public var trustedProxies: TrustedProxies = .none
         /// Time between heartbeats (which also keep connected devices' last_seen_at fresh
         /// and run the backstop resync).
         public var heartbeatInterval: Duration = RelayMaintenance.defaultInterval
@@ -139,7 +142,7 @@ public final class RelayService: Sendable {
                                                 supabaseAnonKey: configuration.supabaseAnonKey,
                                                 vapidPublicKey: configuration.push.vapidPublicKey))
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
-                                 log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
+                                 trustedProxies: configuration.trustedProxies, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
         self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
                             maintenance: maintenance, logger: logger)
     }
