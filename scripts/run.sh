@@ -12,7 +12,8 @@ cat <<HELP
 
 Whereabot relay on $PUBLIC_URL (Ctrl-C stops it).
 
-Open your phone in a browser (signed in as you@example.com for 24 hours):
+Open your phone in a browser; it asks "Sign in as you@example.com on this browser?":
+tap Sign in (the session lasts 24 hours; the header shows the signed-in address):
 
   $link
 

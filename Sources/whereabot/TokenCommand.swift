@@ -67,10 +67,12 @@ enum TokenCommand {
             let token = try JWTSigner.hs256(claims: claims, secret: secret)
             if options["app-link"] != nil, clientID == nil {
                 // The browser phone signs in from the same fragment Supabase Auth returns (APP.md §A.2).
+                // `whereabot_link=1` marks it as this command's link: the page started no sign-in
+                // for it, so it signs in only after a confirmation naming the account (SPEC §8).
                 let relay = (options["relay"] ?? environment["PUBLIC_URL"] ?? "http://127.0.0.1:8080")
                     .trimmingCharacters(in: CharacterSet(charactersIn: "/"))
                 let lifetime = Int(claims["exp"] as! Int) - now
-                print("\(relay)/app/#access_token=\(token)&token_type=bearer&expires_in=\(lifetime)&sb")
+                print("\(relay)/app/#access_token=\(token)&token_type=bearer&expires_in=\(lifetime)&sb&whereabot_link=1")
             } else {
                 print(token)
             }

@@ -55,7 +55,8 @@ def relay(push):
 
 
 class Person:
-    """A user with a session, an agent called Claude, and an --app-link style link."""
+    """A user with a session, an agent called Claude, and an --app-link style link (marked
+    `whereabot_link=1`: the page signs in with it after the confirmation naming the account)."""
 
     def __init__(self, admin, make_user, relay, agent_name="Claude"):
         self.user, self.session, self.email = make_user(name="Grace Hopper", with_session=True)
@@ -63,7 +64,7 @@ class Person:
         admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, %s)", (self.client_id, agent_name))
         self.agent = token(self.user, self.session, self.email, client_id=self.client_id)
         self.phone = token(self.user, self.session, self.email)
-        self.link = f"{relay.base}/app/#access_token={self.phone}&token_type=bearer&expires_in=3600&sb"
+        self.link = f"{relay.base}/app/#access_token={self.phone}&token_type=bearer&expires_in=3600&sb&whereabot_link=1"
 
 
 def new_page(browser, geolocation=True, init_script=None):
@@ -74,10 +75,18 @@ def new_page(browser, geolocation=True, init_script=None):
     return context, context.new_page()
 
 
+def confirm_sign_in(page, email):
+    """An --app-link link signs in only after the confirmation that names the account (SPEC §8)."""
+    expect(page.locator("#confirm-text")).to_have_text(f"Sign in as {email} on this browser?", timeout=10000)
+    page.click("#confirm-signin")
+
+
 def signed_in(browser, person, **options):
     context, page = new_page(browser, **options)
     page.goto(person.link)
+    confirm_sign_in(page, person.email)
     expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+    expect(page.locator("#account")).to_have_text(person.email)
     return context, page
 
 
@@ -139,11 +148,17 @@ def test_a2_sign_in_link(browser, admin, relay):
     env = {**os.environ, "ADMIN_DATABASE_URL": ADMIN_URL, "SUPABASE_JWT_SECRET": SECRET}
     link = subprocess.run([str(BINARY), "token", "--email", email, "--app-link", "--relay", relay.base], env=env,
                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    assert link.startswith(f"{relay.base}/app/#access_token=ey") and link.endswith("&token_type=bearer&expires_in=86400&sb")
+    assert link.startswith(f"{relay.base}/app/#access_token=ey")
+    assert link.endswith("&token_type=bearer&expires_in=86400&sb&whereabot_link=1")
     context, page = new_page(browser)
     try:
         page.goto(link)
+        expect(page.locator("#confirm-text")).to_have_text(f"Sign in as {email} on this browser?", timeout=10000)
+        assert page.evaluate("location.hash") == ""
+        assert page.evaluate("localStorage.getItem('whereabot.session')") is None, "nothing stored before the confirmation"
+        page.click("#confirm-signin")
         expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        expect(page.locator("#account")).to_have_text(email)
         assert page.evaluate("location.hash") == ""
         stored = page.evaluate("JSON.parse(localStorage.getItem('whereabot.session'))")
         assert link.split("access_token=")[1].startswith(stored["access_token"])

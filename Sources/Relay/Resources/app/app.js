@@ -1,11 +1,14 @@
 // The browser phone (APP.md): sign in, hold the phone socket, ask the person on every
 // locate, answer with the browser's position, keep a local history without coordinates.
 // Names from agents and people are only ever inserted as text (textContent), never HTML.
+// The signed-in account's email is always in the header; a token from a URL is taken only
+// for a sign-in this page started, or after a confirmation naming the account (and, when
+// another account is signed in, naming both) — SPEC §8.
 import * as session from "./session.js";
-import { PhoneSocket } from "./socket.js";
+import { PhoneSocket, sendOnce } from "./socket.js";
 import { History } from "./history.js";
 import { locateOnce } from "./position.js";
-import { enablePush, storedSubscription, closeNotifications } from "./push.js";
+import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
 
 const $ = (id) => document.getElementById(id);
 const history = new History();
@@ -15,6 +18,7 @@ let current = null;          // the locate being asked
 let countdown = null;
 let alwaysAllowed = [];
 let socket = null;
+let socketAccount = null;    // the account whose token the socket holds
 let config = {};
 
 function deviceID() {
@@ -24,6 +28,25 @@ function deviceID() {
     localStorage.setItem("whereabot.device_id", id);
   }
   return id;
+}
+
+/**
+ * The device id belongs to one account (the relay refuses another user's device): when a
+ * different account signs in, this browser becomes a new device and forgets the previous
+ * account's history and always-allowed list.
+ */
+function claimDevice(account) {
+  const owner = localStorage.getItem("whereabot.device_user");
+  if (owner && owner !== account.sub) {
+    localStorage.removeItem("whereabot.device_id");
+    localStorage.removeItem("whereabot.always_allowed");
+    history.clear();
+  }
+  localStorage.setItem("whereabot.device_user", account.sub);
+}
+
+function hello() {
+  return { type: "hello", app_version: "web-1", device_id: deviceID(), device_name: deviceName(), platform: "web" };
 }
 
 function deviceName() {
@@ -37,9 +60,11 @@ function deviceName() {
 
 function show(id, visible) { $(id).hidden = !visible; }
 
-function notice(text) {
+let noticeKind = null;   // "connection": cleared when the socket connects again
+function notice(text, kind = null) {
   $("notice").textContent = text;
   show("notice", Boolean(text));
+  noticeKind = text ? kind : null;
 }
 
 /** "Your agent X", "R's agent X", "An agent" — the who of every text. */
@@ -193,6 +218,7 @@ function renderDevices(devices) {
 
 // ---------------------------------------------------------------------------- socket
 function onMessage(message) {
+  if (!socket) return;  // signing out
   switch (message.type) {
     case "locate": onLocate(message); break;
     case "cancel": onCancel(message); break;
@@ -206,19 +232,20 @@ function onMessage(message) {
 }
 
 function onState(state) {
+  if (!socket) return;  // signing out: the old socket's states no longer count
   const labels = { connecting: "Connecting…", connected: "Connected", disconnected: "Reconnecting…", expired: "Session expired",
                    replaced: "Opened elsewhere", revoked: "Signed out" };
   $("status").textContent = labels[state] || state;
   if (state === "connected") {
-    notice("");
+    if (noticeKind === "connection") notice("");
     socket.send({ type: "devices" });
     const subscription = storedSubscription();
     if (subscription) socket.send({ type: "push_subscription", ...subscription });
   } else if (state === "replaced") {
-    notice("Whereabot is open in another tab or browser with this device. Close this one.");
+    notice("Whereabot is open in another tab or browser with this device. Close this one.", "connection");
   } else if (state === "revoked") {
     localStorage.removeItem("whereabot.device_id");
-    signOut("This device was removed. Sign in again.");
+    signOut("This device was removed. Sign in again.", false);
   } else if (state === "expired") {
     renewOrSignOut();
   }
@@ -239,20 +266,89 @@ function scheduleRefresh(current) {
                             current.refresh_token ? wait : session.secondsLeft(current) * 1000);
 }
 
-function signOut(text) {
-  if (socket) {
-    socket.send({ type: "push_subscription", endpoint: null });
-    socket.close();
-  }
-  session.clear();
-  notice(text || "");
-  start();
+/** Stops the phone socket (no reconnect); the session stays. */
+function stopSocket() {
+  clearTimeout(refreshTimer);
+  if (socket) socket.close();
+  socket = null;
+  socketAccount = null;
 }
 
-// ---------------------------------------------------------------------------- start
-function start() {
-  const current = session.takeFragment() || session.load();
-  if (!current || session.secondsLeft(current) <= 0) {
+// ---------------------------------------------------------------------------- sign-out
+const isDeleted = (message) => message.type === "push_subscription" && message.status === "deleted";
+
+/**
+ * The relay deletes this device's Web Push subscriptions (over the phone socket when it is
+ * up, else over a socket of its own while the token is valid), then the browser unsubscribes
+ * at the push service. Returns whether the relay confirmed the delete.
+ */
+async function forgetPush(phone, signedIn, tellRelay) {
+  const wanted = await hasSubscription();
+  const message = { type: "push_subscription", endpoint: null };
+  let deleted = null;
+  if (!tellRelay) {
+    // The relay removed the device (and its subscriptions) itself.
+  } else if (phone && phone.open) {
+    deleted = await phone.request(message, isDeleted, 4000);
+  } else if (wanted && signedIn && session.secondsLeft(signedIn) > 0) {
+    deleted = await sendOnce({ token: signedIn.access_token, hello: hello(), message, match: isDeleted, timeoutMs: 6000 });
+  }
+  await unsubscribe();
+  return Boolean(deleted);
+}
+
+let leaving = null;
+/**
+ * Signs out (APP.md §A.2): the push subscription deleted (before the socket closes), the
+ * socket closed with 1000, the session cleared. `tellRelay` false: the device is gone already.
+ */
+function signOut(text, tellRelay = true) {
+  if (!leaving) {
+    leaving = (async () => {
+      const phone = socket;
+      socket = null;
+      socketAccount = null;
+      clearTimeout(refreshTimer);
+      if (phone && !phone.open) phone.close();  // no reconnect meanwhile: a socket of its own tells the relay
+      $("signout").disabled = true;
+      try {
+        await forgetPush(phone, session.load(), tellRelay);
+      } finally {
+        if (phone) phone.close();
+        session.clear();
+        $("signout").disabled = false;
+        leaving = null;
+      }
+    })();
+  }
+  return leaving.then(() => {
+    notice(text || "");
+    resume();
+  });
+}
+
+// ---------------------------------------------------------------------------- sign-in
+/** The stored session while it is valid, else null. */
+function validSession() {
+  const current = session.load();
+  return current && session.secondsLeft(current) > 0 && session.accountOf(current) ? current : null;
+}
+
+function renderAccount(current) {
+  const account = session.accountOf(current);
+  $("account").textContent = account ? account.email : "";
+  $("account").title = account ? `Signed in as ${account.email}` : "";
+  show("account", Boolean(account));
+}
+
+/** Shows the stored session (connecting its socket once) or the sign-in screen. */
+function resume() {
+  if (leaving) return;
+  show("confirm", false);
+  const current = validSession();
+  renderAccount(current);
+  if (!current) {
+    stopSocket();
     session.clear();
     show("home", false);
     show("prompt", false);
@@ -262,20 +358,109 @@ function start() {
     $("status").textContent = "Signed out";
     return;
   }
+  claimDevice(session.accountOf(current));
   show("signin", false);
   show("home", true);
   show("push", Boolean(config.vapid_public_key) && "PushManager" in window);
   $("device-name").value = deviceName();
   renderHistory();
   renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+  if (socket) return;
   socket = new PhoneSocket({
-    token: () => (session.load() || current).access_token,
-    hello: () => ({ type: "hello", app_version: "web-1", device_id: deviceID(), device_name: deviceName(), platform: "web" }),
+    // A refreshed token of the same account; never another account's (another tab may switch).
+    token: () => {
+      const stored = session.load();
+      const account = session.accountOf(stored);
+      return (account && account.sub === socketAccount?.sub ? stored : current).access_token;
+    },
+    hello,
     onMessage,
     onState,
   });
+  socketAccount = session.accountOf(current);
   socket.connect();
   scheduleRefresh(current);
+}
+
+/** Makes `fresh` the session; `switching`: another account was signed in (it signs out first). */
+async function accept(fresh, switching) {
+  if (switching) await signOut("");
+  else stopSocket();  // the same account, a new token: connect again with it
+  session.save(fresh);
+  notice("");
+  resume();
+}
+
+/** A sign-in arriving in the URL (session.takeFragment). */
+function arrive(arrival) {
+  if (arrival.outcome === "refused") {
+    notice("A sign-in link this page did not ask for was ignored. " +
+           (validSession() ? "You are still signed in as before." : "Sign in below if you want to."));
+    resume();
+    return;
+  }
+  if (arrival.outcome === "failed") {
+    notice(`Sign-in failed: ${arrival.text}`);
+    resume();
+    return;
+  }
+  const current = validSession();
+  const before = session.accountOf(current);
+  const after = session.accountOf(arrival.session);
+  const switching = Boolean(before) && before.sub !== after.sub;
+  if (arrival.outcome === "started" && !switching) {
+    accept(arrival.session, false);
+    return;
+  }
+  // A link (or a sign-in that would replace another account): ask, naming the account(s).
+  // The token stays in memory only; Cancel forgets it.
+  renderAccount(current);
+  if (!current) $("status").textContent = "Signed out";
+  show("signin", false);
+  show("home", false);
+  show("confirm", true);
+  $("confirm-text").textContent = switching ? `You are signed in as ${before.email}. Switch to ${after.email}?`
+    : `Sign in as ${after.email} on this browser?`;
+  $("confirm-detail").textContent = (switching ? `${before.email} is signed out here. ` : "") +
+    `Locations you share from this browser will go to agents of ${after.email}. ` +
+    "Only continue if you made this link yourself (whereabot token --app-link).";
+  $("confirm-signin").textContent = switching ? "Switch" : "Sign in";
+  $("confirm-signin").onclick = () => {
+    $("confirm-signin").onclick = $("confirm-cancel").onclick = null;
+    accept(arrival.session, switching);
+  };
+  $("confirm-cancel").onclick = () => {
+    $("confirm-signin").onclick = $("confirm-cancel").onclick = null;
+    notice(current ? "" : "Not signed in.");
+    resume();
+  };
+}
+
+/** On load, and when only the fragment changes (a same-document navigation). */
+function start() {
+  const arrival = session.takeFragment();
+  if (arrival) arrive(arrival);
+  else resume();
+}
+
+/**
+ * Another tab signed this browser out or into another account: this tab never keeps a socket
+ * for the account it no longer holds (and does not take the device's socket from that tab).
+ */
+function onStorage(event) {
+  if (event.key !== "whereabot.session" || leaving || !socketAccount) return;
+  const now = session.accountOf(validSession());
+  if (now && now.sub === socketAccount.sub) return;
+  stopSocket();
+  if (!now) {
+    resume();
+    return;
+  }
+  renderAccount(validSession());
+  show("home", false);
+  show("prompt", false);
+  $("status").textContent = "Opened elsewhere";
+  notice(`Another tab signed this browser in as ${now.email}. Reload this tab to use it.`);
 }
 
 async function main() {
@@ -284,6 +469,8 @@ async function main() {
   $("allow").onclick = () => choose("allow");
   $("always").onclick = () => choose("always");
   $("signout").onclick = () => signOut("");
+  addEventListener("hashchange", () => { const arrival = session.takeFragment(); if (arrival) arrive(arrival); });
+  addEventListener("storage", onStorage);
   $("google").onclick = () => session.signInWithGoogle(config);
   $("email-form").onsubmit = async (event) => {
     event.preventDefault();

@@ -23,6 +23,11 @@ export class History {
     }
   }
 
+  /** Forgets every entry (another account signs in on this browser). */
+  clear() {
+    localStorage.removeItem(KEY);
+  }
+
   add({ id, agent, client_id, requester_name, outcome }) {
     const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name, outcome };
     const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);

@@ -1,6 +1,7 @@
 // Web Push on the page side (APP.md §A.5): subscribe after a user gesture with the relay's
 // VAPID key, raced against 15 s (a profile that cannot reach its push service never
-// settles), keep the subscription to send on every connect, close a request's notifications.
+// settles), keep the subscription to send on every connect, close a request's notifications,
+// and forget the subscription at sign-out.
 
 const KEY = "whereabot.push";
 
@@ -34,6 +35,43 @@ export async function enablePush(vapidPublicKey) {
     return { text: "Saving…", subscription: saved };
   } catch (error) {
     return { text: `Notifications could not be enabled (${error.message}).` };
+  }
+}
+
+/** Settles with `promise`, or with `fallback` after `ms` (a push service that never answers). */
+function within(promise, ms, fallback) {
+  return Promise.race([promise, new Promise((resolve) => setTimeout(() => resolve(fallback), ms))]);
+}
+
+/** The browser's current push subscription for /app/, or null. */
+async function browserSubscription() {
+  if (!("serviceWorker" in navigator)) return null;
+  try {
+    const registration = await within(navigator.serviceWorker.getRegistration("/app/"), 3000, null);
+    if (!registration || !registration.pushManager) return null;
+    return await within(registration.pushManager.getSubscription(), 3000, null);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether there is a subscription to delete (one sent to the relay or one the browser holds). */
+export async function hasSubscription() {
+  return Boolean(storedSubscription()) || Boolean(await browserSubscription());
+}
+
+/**
+ * Sign-out (APP.md §A.2): forgets the stored subscription and unsubscribes it at the push
+ * service, so even a relay that never heard the delete gets 404/410 and drops its row.
+ */
+export async function unsubscribe() {
+  localStorage.removeItem(KEY);
+  const subscription = await browserSubscription();
+  if (!subscription) return false;
+  try {
+    return Boolean(await within(subscription.unsubscribe(), 5000, false));
+  } catch {
+    return false;
   }
 }
 

@@ -1,8 +1,19 @@
-// The signed-in session (APP.md §A.2): read from the implicit-flow fragment that Supabase
-// Auth (or `whereabot token --app-link`) puts after /app/#, kept in localStorage, refreshed
-// 60 s before it expires when a refresh token exists. The fragment never reaches a server.
+// The signed-in session (APP.md §A.2, SPEC §8): read from the implicit-flow fragment that
+// Supabase Auth (or `whereabot token --app-link`) puts after /app/#, kept in localStorage,
+// refreshed 60 s before it expires when a refresh token exists. The fragment never reaches a
+// server.
+//
+// A token in the URL is taken only for a sign-in this page started (login CSRF): before it
+// sends the person to Supabase it stores a random `state` and puts it in redirect_to
+// (`/app/?state=…`, a query Supabase keeps); the returning fragment counts only with that
+// state, which is then consumed. A `whereabot token --app-link` link is marked
+// (`whereabot_link=1`) and is only offered, behind a confirmation naming the account. Any
+// other fragment is removed from the URL and never stored.
 
 const KEY = "whereabot.session";
+const STATES = "whereabot.signin_states";
+const STATE_LIFETIME_MS = 15 * 60 * 1000;  // a Google round trip or an email link opened soon
+const MAX_STATES = 5;                      // a few sign-ins started in parallel (tabs, resent emails)
 
 /** The JWT's claims (no verification: the relay verifies). */
 export function claimsOf(token) {
@@ -14,17 +25,69 @@ export function claimsOf(token) {
   }
 }
 
-/** Takes a session out of the URL fragment, if any, and removes the fragment. */
+/** `{sub, email}` of a session (the email falls back to the sub), or null. */
+export function accountOf(session) {
+  const claims = session && claimsOf(session.access_token);
+  if (!claims || typeof claims.sub !== "string") return null;
+  return { sub: claims.sub, email: typeof claims.email === "string" && claims.email ? claims.email : claims.sub };
+}
+
+function storedStates() {
+  try {
+    const list = JSON.parse(localStorage.getItem(STATES) || "[]");
+    return Array.isArray(list) ? list.filter((s) => s && typeof s.state === "string" && s.expires_ms > Date.now()) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** A fresh random state, stored (with its expiry) before the page leaves for Supabase. */
+export function newState() {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  const state = btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  const list = [...storedStates(), { state, expires_ms: Date.now() + STATE_LIFETIME_MS }].slice(-MAX_STATES);
+  localStorage.setItem(STATES, JSON.stringify(list));
+  return state;
+}
+
+/** Whether `state` is one this page stored and that has not expired; a match is consumed. */
+function consumeState(state) {
+  const list = storedStates();
+  const index = state ? list.findIndex((s) => s.state === state) : -1;
+  if (index >= 0) list.splice(index, 1);
+  if (list.length) localStorage.setItem(STATES, JSON.stringify(list));
+  else localStorage.removeItem(STATES);
+  return index >= 0;
+}
+
+/**
+ * Takes sign-in data out of the URL, if any, and always removes it (the fragment and the
+ * `state` query parameter); nothing is stored here. Returns null when there was none, else
+ * `{outcome: "started", session}` (a sign-in this page started: its state matched),
+ * `{outcome: "link", session}` (a marked `whereabot token --app-link` link: to confirm),
+ * `{outcome: "refused"}` (anything else) or `{outcome: "failed", text}` (Supabase's error).
+ */
 export function takeFragment() {
-  if (!location.hash.includes("access_token=")) return null;
-  const params = new URLSearchParams(location.hash.slice(1));
-  history.replaceState(null, "", location.pathname + location.search);
-  const accessToken = params.get("access_token");
-  const claims = accessToken && claimsOf(accessToken);
-  if (!claims || !claims.exp) return null;
-  const session = { access_token: accessToken, refresh_token: params.get("refresh_token"), expires_at: claims.exp };
-  save(session);
-  return session;
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const query = new URLSearchParams(location.search);
+  const error = fragment.get("error_description") || fragment.get("error") || query.get("error_description");
+  if (!fragment.has("access_token") && !error) return null;
+  const state = query.get("state");
+  query.delete("state");
+  for (const name of ["error", "error_code", "error_description"]) query.delete(name);
+  const search = query.toString();
+  history.replaceState(null, "", location.pathname + (search ? `?${search}` : ""));
+  const started = consumeState(state);
+  if (error) return started ? { outcome: "failed", text: error.slice(0, 200) } : { outcome: "refused" };
+  const accessToken = fragment.get("access_token");
+  const claims = claimsOf(accessToken);
+  if (!claims || typeof claims.sub !== "string" || !claims.exp || claims.client_id || claims.exp <= Date.now() / 1000) {
+    return { outcome: "refused" };
+  }
+  const session = { access_token: accessToken, refresh_token: fragment.get("refresh_token"), expires_at: claims.exp };
+  if (started) return { outcome: "started", session };
+  if (fragment.get("whereabot_link") === "1") return { outcome: "link", session };
+  return { outcome: "refused" };
 }
 
 export function load() {
@@ -61,7 +124,9 @@ export async function refresh(config, session) {
     if (!response.ok) return null;
     const body = await response.json();
     const claims = claimsOf(body.access_token);
-    if (!claims) return null;
+    const before = accountOf(session);
+    // A refresh never changes the account.
+    if (!claims || !before || claims.sub !== before.sub) return null;
     const fresh = { access_token: body.access_token, refresh_token: body.refresh_token, expires_at: claims.exp };
     save(fresh);
     return fresh;
@@ -70,18 +135,28 @@ export async function refresh(config, session) {
   }
 }
 
-/** Starts Supabase Auth's Google sign-in (a full-page redirect back to /app/). */
+/** Where Supabase Auth sends the person back: /app/ with a fresh stored state. */
+function redirectTo(config) {
+  return `${config.public_url}/app/?state=${newState()}`;
+}
+
+/** Starts Supabase Auth's Google sign-in (a full-page redirect back to /app/?state=…). */
 export function signInWithGoogle(config) {
-  const back = encodeURIComponent(`${config.public_url}/app/`);
+  const back = encodeURIComponent(redirectTo(config));
   location.assign(`${config.supabase_url}/auth/v1/authorize?provider=google&redirect_to=${back}`);
 }
 
-/** Asks Supabase Auth to email a sign-in link. */
+/** Asks Supabase Auth to email a sign-in link back to /app/?state=… (redirect_to is a query parameter). */
 export async function emailLink(config, email) {
-  const response = await fetch(`${config.supabase_url}/auth/v1/otp`, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", apikey: config.supabase_anon_key || "" },
-    body: JSON.stringify({ email, create_user: true, options: { email_redirect_to: `${config.public_url}/app/` } }),
-  });
-  return response.ok;
+  const back = encodeURIComponent(redirectTo(config));
+  try {
+    const response = await fetch(`${config.supabase_url}/auth/v1/otp?redirect_to=${back}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", apikey: config.supabase_anon_key || "" },
+      body: JSON.stringify({ email, create_user: true }),
+    });
+    return response.ok;
+  } catch {
+    return false;
+  }
 }

@@ -1,7 +1,12 @@
 // The phone socket (APP.md §A.3): /v1/device with the token in the subprotocol
 // `whereabot.bearer.<JWT>` beside `whereabot.v1`, hello with platform "web", reconnect with
 // backoff (1 s → 30 s, jitter), at once on 1012, when online and when the page is shown;
-// never after 4000 (replaced or revoked).
+// never after 4000 (replaced or revoked). `request` sends a message and waits for its reply;
+// `sendOnce` does the same on a socket of its own when the phone socket is down (sign-out).
+
+function deviceURL() {
+  return location.origin.replace(/^http/, "ws") + "/v1/device";
+}
 
 export class PhoneSocket {
   constructor({ token, hello, onMessage, onState }) {
@@ -13,6 +18,7 @@ export class PhoneSocket {
     this.stopped = false;
     this.timer = null;
     this.ws = null;
+    this.waiters = new Set();
     addEventListener("online", () => this.soon(0));
     document.addEventListener("visibilitychange", () => { if (!document.hidden) this.soon(0); });
   }
@@ -24,8 +30,7 @@ export class PhoneSocket {
   connect() {
     if (this.stopped || (this.ws && this.ws.readyState <= WebSocket.OPEN)) return;
     clearTimeout(this.timer);
-    const url = location.origin.replace(/^http/, "ws") + "/v1/device";
-    const ws = new WebSocket(url, ["whereabot.v1", "whereabot.bearer." + this.token()]);
+    const ws = new WebSocket(deviceURL(), ["whereabot.v1", "whereabot.bearer." + this.token()]);
     this.ws = ws;
     this.onState("connecting");
     ws.onopen = () => {
@@ -36,11 +41,14 @@ export class PhoneSocket {
     ws.onmessage = (event) => {
       let message;
       try { message = JSON.parse(event.data); } catch { return; }
-      if (message && typeof message.type === "string") this.onMessage(message);
+      if (!message || typeof message.type !== "string") return;
+      for (const waiter of [...this.waiters]) if (waiter.match(message)) waiter.done(message);
+      this.onMessage(message);
     };
     ws.onclose = (event) => {
       if (this.ws !== ws) return;
       this.ws = null;
+      for (const waiter of [...this.waiters]) waiter.done(null);
       if (event.code === 4000) {
         this.stopped = true;
         this.onState(event.reason === "revoked" ? "revoked" : "replaced");
@@ -64,9 +72,59 @@ export class PhoneSocket {
     return this.open;
   }
 
+  /** Sends `message` and resolves with the first message `match` accepts, or null (closed, timeout). */
+  request(message, match, timeoutMs) {
+    return new Promise((resolve) => {
+      if (!this.send(message)) return resolve(null);
+      const waiter = {
+        match,
+        done: (reply) => { clearTimeout(timer); this.waiters.delete(waiter); resolve(reply); },
+      };
+      const timer = setTimeout(() => waiter.done(null), timeoutMs);
+      this.waiters.add(waiter);
+    });
+  }
+
+  /** Closes with 1000 and never reconnects; the closed socket reports no more states. */
   close() {
     this.stopped = true;
     clearTimeout(this.timer);
-    if (this.ws) this.ws.close(1000, "sign out");
+    const ws = this.ws;
+    this.ws = null;
+    for (const waiter of [...this.waiters]) waiter.done(null);
+    if (ws) ws.close(1000, "sign out");
   }
+}
+
+/**
+ * On a socket of its own: hello, then `message`; resolves with the first reply `match`
+ * accepts, or null (refused, closed, timeout), and closes with 1000.
+ */
+export function sendOnce({ token, hello, message, match, timeoutMs }) {
+  return new Promise((resolve) => {
+    let ws;
+    try {
+      ws = new WebSocket(deviceURL(), ["whereabot.v1", "whereabot.bearer." + token]);
+    } catch {
+      resolve(null);
+      return;
+    }
+    const finish = (reply) => {
+      clearTimeout(timer);
+      ws.onclose = ws.onerror = ws.onmessage = null;
+      if (ws.readyState <= WebSocket.OPEN) ws.close(1000, "sign out");
+      resolve(reply);
+    };
+    const timer = setTimeout(() => finish(null), timeoutMs);
+    ws.onopen = () => {
+      ws.send(JSON.stringify(hello));
+      ws.send(JSON.stringify(message));
+    };
+    ws.onmessage = (event) => {
+      let reply;
+      try { reply = JSON.parse(event.data); } catch { return; }
+      if (reply && match(reply)) finish(reply);
+    };
+    ws.onerror = ws.onclose = () => finish(null);
+  });
 }

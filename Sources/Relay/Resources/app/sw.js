@@ -14,14 +14,16 @@ self.addEventListener("install", (event) => {
 self.addEventListener("activate", (event) => event.waitUntil(self.clients.claim()));
 
 // Network first for the app shell, so the history opens offline; config and the API never.
+// Cached by path: /app/?request=… and a sign-in's /app/?state=… are the same page (and a
+// state never stays in the cache).
 self.addEventListener("fetch", (event) => {
   const url = new URL(event.request.url);
   if (event.request.method !== "GET" || url.origin !== location.origin || !FILES.includes(url.pathname)) return;
   event.respondWith(fetch(event.request).then((response) => {
     const copy = response.clone();
-    caches.open(SHELL).then((cache) => cache.put(event.request, copy));
+    if (response.ok) caches.open(SHELL).then((cache) => cache.put(url.pathname, copy));
     return response;
-  }).catch(() => caches.match(event.request)));
+  }).catch(() => caches.match(url.pathname)));
 });
 
 self.addEventListener("push", (event) => {
