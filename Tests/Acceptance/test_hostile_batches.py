@@ -159,3 +159,45 @@ def test_revocation_checks_and_hello_batches_never_deadlock(relay_connect, admin
         thread.join()
     assert "40P01" not in errors, f"{errors.count('40P01')} deadlocks"
     assert errors == [], errors
+
+
+async def open_silent(base, credential, source="127.0.0.1"):
+    """A phone socket that never says hello; the status of a refused upgrade, or the socket."""
+    try:
+        return await websockets.connect(base.replace("http", "ws") + "/v1/device",
+                                        additional_headers={"Authorization": f"Bearer {credential}"},
+                                        local_addr=(source, 0))
+    except websockets.exceptions.InvalidStatus as refused:
+        return refused.response.status_code
+
+
+def test_sockets_waiting_for_hello_are_bounded_per_account_and_per_address(two_relays, admin):
+    """Issue 22, finding 7. Before: one token opened 300 sockets without hello, each holding
+    a slot for 10 s and costing a session check."""
+    relay = two_relays[0]
+    mallory, others = user(admin, "Mallory"), [user(admin, f"Other {n}") for n in range(3)]
+
+    async def scenario():
+        opened = [await open_silent(relay.base, phone_token(mallory)) for _ in range(5)]
+        assert all(not isinstance(ws, int) for ws in opened), "five sockets of one account may wait for their hello"
+        assert await open_silent(relay.base, phone_token(mallory)) == 429, "the sixth is refused before the upgrade"
+        # Said hello: its place is free again, and the account may open one more.
+        await opened[0].send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "device_name": "Phone",
+                                         "platform": "android", "app_version": "1"}))
+        await asyncio.sleep(0.3)
+        extra = await open_silent(relay.base, phone_token(mallory))
+        assert not isinstance(extra, int), "a socket that said hello no longer counts"
+        # Another account's sockets from the same address count against the address (10).
+        more = [await open_silent(relay.base, phone_token(others[0])) for _ in range(5)]
+        assert all(not isinstance(ws, int) for ws in more)
+        assert await open_silent(relay.base, phone_token(others[1])) == 429, "the address holds ten waiting sockets"
+        assert not isinstance(await open_silent(relay.base, phone_token(others[1]), "127.0.0.2"), int), \
+            "a client at another address is not affected"
+        # The other instance keeps its own count.
+        assert not isinstance(await open_silent(two_relays[1].base, phone_token(mallory)), int)
+        for ws in opened[1:] + more:
+            await ws.close()
+        await asyncio.sleep(0.3)
+        assert not isinstance(await open_silent(relay.base, phone_token(others[2])), int), "closed sockets free their places"
+
+    asyncio.run(scenario())

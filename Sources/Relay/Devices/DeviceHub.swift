@@ -159,9 +159,15 @@ public actor DeviceHub {
     /// Answers waiting for the database (for /metrics).
     public var heldCount: Int { held.count }
 
-    /// A new socket for a verified phone; hand the result to `HTTPResponse.webSocket(delegate:)`.
-    nonisolated func session(for phone: PhoneIdentity) -> DeviceSession {
-        DeviceSession(phone: phone, hub: self)
+    /// Sockets that have not said hello yet, per account and client address.
+    nonisolated let waitingRoom = HelloWaitingRoom()
+
+    /// A new socket for a verified phone from `address`, for
+    /// `HTTPResponse.webSocket(delegate:)`; nil when its account or address already has as
+    /// many sockets waiting for their hello as it may (answer 429).
+    nonisolated func session(for phone: PhoneIdentity, address: String) -> DeviceSession? {
+        guard let ticket = waitingRoom.admit(account: phone.userID, address: address) else { return nil }
+        return DeviceSession(phone: phone, hub: self, waiting: ticket)
     }
 
     // MARK: From the phones
@@ -169,6 +175,7 @@ public actor DeviceHub {
     func handle(_ event: DeviceSession.Event, from session: DeviceSession) async {
         switch event {
         case .closed:
+            session.leaveWaitingRoom()
             newcomers.withLock { $0[session.connection] = nil }
             unregistered[session.connection] = nil
             // Never registered: no row to remove (a hello still in flight removes its own).
@@ -177,6 +184,7 @@ public actor DeviceHub {
         case .message(let text):
             switch PhoneMessage.parse(text) {
             case .hello(let device, let name, let platform, let version):
+                session.leaveWaitingRoom()
                 // One hello per socket.
                 guard phones[session.connection] == nil, helloing[session.connection] == nil,
                       unregistered[session.connection] == nil else { return }

@@ -33,13 +33,24 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var queue: [Event] = []
         var draining = false
         var credentialExpiresAt: Date
+        /// The socket's place among those waiting for a hello, until it said one or closed.
+        var waiting: HelloWaitingRoom.Ticket?
     }
 
-    init(phone: PhoneIdentity, hub: DeviceHub) {
+    init(phone: PhoneIdentity, hub: DeviceHub, waiting: HelloWaitingRoom.Ticket?) {
         self.user = phone.userID
         self.sessionID = phone.sessionID
         self.hub = hub
-        self.state = Mutex(State(credentialExpiresAt: phone.expiresAt))
+        self.state = Mutex(State(credentialExpiresAt: phone.expiresAt, waiting: waiting))
+    }
+
+    /// The socket said hello or closed: its place in the waiting room is given back.
+    func leaveWaitingRoom() {
+        let ticket = state.withLock { state -> HelloWaitingRoom.Ticket? in
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        _ = ticket  // freed here, outside the lock
     }
 
     /// Sends a text frame (a JSON message) if the socket is open.

@@ -151,6 +151,8 @@ struct RelayRoutes: Sendable {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
             return .text(403, "Origin not allowed.")
         }
+        // An address with many sockets waiting for their hello gets no credential check.
+        if hub.waitingRoom.isFull(address: request.remoteAddress) { return Self.tooManyWaitingForHello }
         let credential = DeviceCredential.from(authorization: request.headers["Authorization"],
                                                protocols: request.headers["Sec-WebSocket-Protocol"])
         guard case .authorization(let authorization, let selectProtocol) = credential else {
@@ -163,8 +165,14 @@ struct RelayRoutes: Sendable {
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
         let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
-        return .webSocket(headers: headers, delegate: hub.session(for: phone))
+        guard let session = hub.session(for: phone, address: request.remoteAddress) else { return Self.tooManyWaitingForHello }
+        return .webSocket(headers: headers, delegate: session)
     }
+
+    /// Past the sockets an account or an address may have waiting for their hello.
+    static let tooManyWaitingForHello = HTTPResponse.text(
+        429, "Too many sockets are waiting for their hello. Say hello on the open ones, then retry.",
+        headers: ["Retry-After": String(Int(DeviceHub.helloTimeout))])
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
     /// credential and for a session revoked by removing its device, else as `AgentGate`.
