@@ -48,9 +48,7 @@ public final class VAPIDToken: Sendable {
 
     /// `scheme://host[:port]` of an endpoint, lowercased; nil when it is not an https URL.
     public static func origin(of endpoint: String) -> String? {
-        guard let url = URLComponents(string: endpoint), url.scheme?.lowercased() == "https",
-              let host = url.host?.lowercased(), !host.isEmpty, url.user == nil, url.password == nil else { return nil }
-        return "https://" + host + (url.port.map { ":\($0)" } ?? "")
+        PushEndpoint(endpoint)?.origin
     }
 
     /// Origins with a cached token now (at most `maximumOrigins`).

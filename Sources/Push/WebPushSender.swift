@@ -68,11 +68,10 @@ public final class WebPushSender: Sendable {
 
     /// Whether the relay may POST to `endpoint` (https, a known push service or an extra origin).
     public static func isAllowed(endpoint: String, extraOrigins: Set<String> = []) -> Bool {
-        guard endpoint.utf8.count <= 2048, let origin = VAPIDToken.origin(of: endpoint),
-              let host = URLComponents(string: endpoint)?.host?.lowercased() else { return false }
-        if extraOrigins.contains(origin) { return true }
-        guard URLComponents(string: endpoint)?.port == nil else { return false }
-        return allowedHostSuffixes.contains { host.hasSuffix($0) }
+        guard let parsed = PushEndpoint(endpoint) else { return false }
+        if extraOrigins.contains(parsed.origin) { return true }
+        guard parsed.port == nil else { return false }
+        return allowedHostSuffixes.contains { parsed.host.hasSuffix($0) }
     }
 
     /// Sends one message, retrying once where PUSH.md §4 says so.

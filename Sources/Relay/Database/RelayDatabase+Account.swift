@@ -3,7 +3,7 @@ import PGBus
 
 extension RelayDatabase {
     /// Saves the Web Push subscription `device` of `user` sent over its socket:
-    /// `saved`, or `refused:<reason>` (endpoint_not_allowed, invalid, limit, device).
+    /// `saved`, or `refused:<reason>` (endpoint_not_allowed, invalid, limit, device, taken: another account saved it first).
     func saveWebPushSubscription(user: UUID, device: UUID, endpoint: String, p256dh: String, auth: String,
                                  extraOrigins: [String]) async throws -> String {
         try await pool.send("select relay.save_web_push_subscription($1, $2, $3, $4, $5, $6)",
