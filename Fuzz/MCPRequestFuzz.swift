@@ -5,7 +5,7 @@
 public func fuzzMCPRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     if case .request(_, let method, let params) = JSONRPCMessage.decode(bytes) {
-        precondition(method.utf8.count <= 256)
+        precondition(!method.isEmpty && method.unicodeScalars.count <= JSONRPCMessage.maximumMethodLength)
         _ = MCPProgressRequest.token(params)
     }
     _ = MCPProgressRequest.acceptsEventStream(String(decoding: bytes, as: UTF8.self))

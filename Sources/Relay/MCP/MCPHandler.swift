@@ -26,9 +26,9 @@ struct MCPHandler: Sendable {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
             return .text(403, "Origin not allowed.")
         }
-        guard request.method == "POST" else {
-            return .text(405, "Method Not Allowed", headers: ["Allow": "POST"])
-        }
+        // GET (no server-initiated stream) and DELETE (no sessions) are 405 (SPEC §3); the
+        // route table answers them before this handler, with the same Allow.
+        guard RelayRoutes.Route.mcp.allows(request.method) else { return RelayRoutes.Route.mcp.methodNotAllowed }
         let agent: AgentIdentity
         switch await gate.agent(request) {
         case .success(let identity): agent = identity

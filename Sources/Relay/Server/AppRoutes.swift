@@ -47,21 +47,22 @@ struct AppRoutes: Sendable {
     /// Whether this route serves `path`.
     static func handles(_ path: String) -> Bool { path == "/app" || path.hasPrefix("/app/") }
 
-    /// The response for a GET (or HEAD) of `path` under /app.
+    /// The response for a GET (or HEAD) of `path` under /app. A HEAD gets the GET's response:
+    /// the server drops the body and keeps its Content-Length (RFC 9110 §9.3.2).
     func response(method: String, path: String) -> HTTPResponse {
-        guard method == "GET" || method == "HEAD" else { return .text(405, "Method Not Allowed") }
+        guard RelayRoutes.Route.app.allows(method) else { return RelayRoutes.Route.app.methodNotAllowed }
         if path == "/app" { return HTTPResponse(status: 301, headers: ["Location": "/app/"]) }
         let name = path == "/app/" ? "index.html" : String(path.dropFirst("/app/".count))
         var headers = securityHeaders
         if name == "config.json" {
             headers.set("Content-Type", "application/json")
             headers.set("Cache-Control", "no-cache")
-            return HTTPResponse(status: 200, headers: headers, body: method == "HEAD" ? [] : config)
+            return HTTPResponse(status: 200, headers: headers, body: config)
         }
         guard !name.contains("/"), let file = files[name] else { return HTTPResponse(status: 404, headers: headers, body: Array("Not Found".utf8)) }
         headers.set("Content-Type", file.contentType)
         if file.noCache { headers.set("Cache-Control", "no-cache") }
-        return HTTPResponse(status: 200, headers: headers, body: method == "HEAD" ? [] : file.body)
+        return HTTPResponse(status: 200, headers: headers, body: file.body)
     }
 
     /// How many files were loaded (0 means the resource bundle is missing).

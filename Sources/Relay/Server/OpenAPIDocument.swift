@@ -115,8 +115,8 @@ public enum OpenAPIDocument {
                                 ("text/event-stream", .map([("schema", .map([("type", .string("string"))]))])),
                               ]))])),
                 ("202", .map([("description", .string("A notification was accepted"))])),
-                ("400", .map([("description", .string("Not a JSON-RPC message")),
-                              ("content", .map([("application/json", .map([("schema", .map([("type", .string("object"))]))]))]))])),
+                ("400", .map([("description", .string("Not a JSON-RPC 2.0 request or notification (or a batch)")),
+                              ("content", .map([("application/json", .map([("schema", ref("JSONRPCError"))]))]))])),
                 ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
                 ("403", text("A browser Origin that is not allowed", ["Origin not allowed."])),
                 ("429", text("Too many failed authentications", [AgentGate.rateLimitedText], headers: [retryAfter])),
@@ -178,6 +178,9 @@ public enum OpenAPIDocument {
         return .map(entries)
     }
 
+    /// A field read leniently (a bad value makes a bad answer, never a refusal): described, not typed.
+    private static func lenient(_ description: String) -> YAML { .map([("description", .string(description))]) }
+
     private static var components: YAML {
         let number: YAML = .map([("type", .string("number"))])
         return .map([
@@ -210,24 +213,58 @@ public enum OpenAPIDocument {
                     ])),
                 ])),
                 ("PhoneAnswer", .map([
+                    ("description", .string("""
+                        An answer to a locate, as a phone sends it on its socket (SPEC §5). Only type and id decide \
+                        whether it is an answer; the other fields are read leniently, as on the socket: a location \
+                        answer with a field that is missing, not a number or out of range is a bad answer and settles \
+                        the request as unavailable (error), and an unknown reason counts as user (denied) or error \
+                        (unavailable), so they carry no type here.
+                        """)),
                     ("type", .string("object")),
                     ("required", .list([.string("type"), .string("id")])),
                     ("properties", .map([
-                        ("type", .map([("enum", .list(["location", "denied", "unavailable"].map { .string($0) }))])),
-                        ("id", .map([("type", .string("string")), ("format", .string("uuid"))])),
-                        ("reason", .map([("type", .string("string"))])),
-                        ("latitude", number), ("longitude", number), ("accuracy_m", number),
-                        ("timestamp_ms", .map([("type", .string("integer"))])),
+                        ("type", .map([("type", .string("string")), ("enum", .list(["location", "denied", "unavailable"].map { .string($0) }))])),
+                        ("id", .map([("description", .string("The locate's id")), ("type", .string("string")), ("format", .string("uuid"))])),
+                        ("reason", lenient("denied: user or no_answer; unavailable: permission, no_fix or error")),
+                        ("latitude", lenient("location: degrees, a number from -90 to 90")),
+                        ("longitude", lenient("location: degrees, a number from -180 to 180")),
+                        ("accuracy_m", lenient("location: meters, a number from 0")),
+                        ("timestamp_ms", lenient("location: the capture time, epoch milliseconds (a whole number)")),
+                        ("altitude_m", lenient("location, optional: meters (a number)")),
+                        ("speed_mps", lenient("location, optional: meters per second, a number from 0")),
+                        ("heading_deg", lenient("location, optional: degrees, a number from 0 to 360")),
                     ])),
                 ])),
                 ("JSONRPCMessage", .map([
+                    ("description", .string("""
+                        A JSON-RPC 2.0 request, or a notification (no id, answered 202). Batches (arrays) are refused \
+                        with -32600, as is any message that breaks this schema.
+                        """)),
                     ("type", .string("object")),
-                    ("required", .list([.string("jsonrpc")])),
+                    ("required", .list([.string("jsonrpc"), .string("method")])),
+                    ("properties", .map([
+                        ("jsonrpc", .map([("type", .string("string")), ("const", .string("2.0"))])),
+                        ("id", .map([("type", .list([.string("string"), .string("number"), .string("null")]))])),
+                        ("method", .map([("type", .string("string")), ("minLength", .int(1)),
+                                         ("maxLength", .int(JSONRPCMessage.maximumMethodLength))])),
+                        ("params", .map([("type", .list([.string("object"), .string("array")]))])),
+                    ])),
+                ])),
+                ("JSONRPCError", .map([
+                    ("description", .string("The error response to a message that is not JSON (-32700) or not a valid request (-32600)")),
+                    ("type", .string("object")),
+                    ("required", .list([.string("jsonrpc"), .string("id"), .string("error")])),
                     ("properties", .map([
                         ("jsonrpc", .map([("const", .string("2.0"))])),
-                        ("id", .map([("type", .list([.string("string"), .string("integer")]))])),
-                        ("method", .map([("type", .string("string"))])),
-                        ("params", .map([("type", .string("object"))])),
+                        ("id", .map([("type", .string("null"))])),
+                        ("error", .map([
+                            ("type", .string("object")),
+                            ("required", .list([.string("code"), .string("message")])),
+                            ("properties", .map([
+                                ("code", .map([("enum", .list([.int(-32700), .int(-32600)]))])),
+                                ("message", .map([("type", .string("string"))])),
+                            ])),
+                        ])),
                     ])),
                 ])),
                 ("ResourceMetadata", .map([

@@ -43,36 +43,81 @@ struct RelayRoutes: Sendable {
     /// What agents and phones get from a draining instance.
     static let drainingText = "This relay instance is restarting. Retry in a few seconds."
 
+    /// Every path the relay serves and the one method it answers there (HEAD goes wherever
+    /// GET does, the server dropping the body): the route table that decides 404 and 405 for
+    /// every route at once. An unknown path is 404; a known path asked with another method
+    /// (TRACE, PUT, PATCH, DELETE, OPTIONS, GET /mcp, ...) is 405 with `Allow` (RFC 9110
+    /// §15.5.6), before draining, Origin or credential checks.
+    enum Route: String, CaseIterable, Sendable {
+        case locate = "/v1/locate"
+        case mcp = "/mcp"
+        case device = "/v1/device"
+        case deviceAnswer = "/v1/device/answer"
+        case resourceMetadata = "/.well-known/oauth-protected-resource"
+        case resourceMetadataMCP = "/.well-known/oauth-protected-resource/mcp"
+        case healthz = "/healthz"
+        case readyz = "/readyz"
+        case metrics = "/metrics"
+        case openapi = "/openapi.yaml"
+        /// The browser phone: `/app` and everything under `/app/` (`AppRoutes`).
+        case app = "/app/"
+
+        /// The route serving `path`, or nil (404).
+        init?(path: String) {
+            if AppRoutes.handles(path) { self = .app } else { self.init(rawValue: path) }
+        }
+
+        /// The method this route answers.
+        var method: String {
+            switch self {
+            case .locate, .mcp, .deviceAnswer: "POST"
+            case .device, .resourceMetadata, .resourceMetadataMCP, .healthz, .readyz, .metrics, .openapi, .app: "GET"
+            }
+        }
+
+        /// The methods it allows, as `Allow` lists them.
+        var methods: [String] { method == "GET" ? ["GET", "HEAD"] : [method] }
+
+        func allows(_ method: String) -> Bool { methods.contains(method) }
+
+        /// Routes that refuse new work while the instance drains (agents' requests, phone sockets).
+        var drains: Bool { self == .locate || self == .mcp || self == .device }
+
+        /// 405 with the route's `Allow`.
+        var methodNotAllowed: HTTPResponse {
+            .text(405, "Method Not Allowed", headers: ["Allow": methods.joined(separator: ", ")])
+        }
+    }
+
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let path = String(request.path)
-        if health.isDraining, path == "/v1/locate" || path == "/mcp" || path == "/v1/device" {
+        guard let route = Route(path: path) else { return .text(404, "Not Found") }
+        guard route.allows(request.method) else { return route.methodNotAllowed }
+        if health.isDraining, route.drains {
             return .text(503, Self.drainingText, headers: ["Retry-After": "2"])
         }
-        if AppRoutes.handles(path) { return app.response(method: request.method, path: path) }
-        switch (request.method, path) {
-        case ("GET", "/healthz"):
+        switch route {
+        case .app:
+            return app.response(method: request.method, path: path)
+        case .healthz:
             return .text(200, "ok")
-        case ("GET", "/openapi.yaml"):
+        case .openapi:
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: Array(OpenAPIDocument.yaml.utf8))
-        case ("POST", "/v1/locate"):
+        case .locate:
             return await locate(request)
-        case ("GET", "/v1/device"):
+        case .device:
             return await device(request)
-        case ("POST", "/v1/device/answer"):
+        case .deviceAnswer:
             return await deviceAnswer(request)
-        case ("GET", "/readyz"):
+        case .readyz:
             return await health.isReady() ? .text(200, "ready") : .text(503, "not ready", headers: ["Retry-After": "5"])
-        case ("GET", "/metrics"):
+        case .metrics:
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                                 body: Array(await health.metrics().utf8))
-        case (_, "/mcp"):
+        case .mcp:
             return await mcp.handle(request)
-        case ("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp"):
+        case .resourceMetadata, .resourceMetadataMCP:
             return resourceMetadata
-        case (_, "/v1/locate"), (_, "/v1/device"):
-            return .text(405, "Method Not Allowed")
-        default:
-            return .text(404, "Not Found")
         }
     }
 
@@ -92,10 +137,8 @@ struct RelayRoutes: Sendable {
         }
         var timeout = Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {
-            guard let value = Int(text), value > 0 else {
-                return .text(400, Self.timeoutText)
-            }
-            timeout = min(value, Self.maximumTimeout)
+            guard let value = Self.timeoutSeconds(text) else { return .text(400, Self.timeoutText) }
+            timeout = value
         }
         let result: LocateService.Result
         do {
@@ -112,6 +155,15 @@ struct RelayRoutes: Sendable {
         case .abandoned:
             return .text(499, "abandoned")
         }
+    }
+
+    /// A locate's `timeout_secs`: a whole number of seconds above 0, values above the maximum
+    /// (however many digits, even past Int) waiting the maximum; nil (400) for 0 or junk.
+    static func timeoutSeconds(_ text: String) -> Int? {
+        if let value = Int(text) { return value > 0 ? min(value, maximumTimeout) : nil }
+        let digits = text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return maximumTimeout  // digits Int cannot hold: far above the maximum
     }
 
     /// One answer without a socket (from a notification action): SPEC §5's statuses.
