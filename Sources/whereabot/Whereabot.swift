@@ -11,7 +11,7 @@ struct Whereabot {
         commands:
           serve     run a relay instance (configuration from the environment; see README)
           token     --email E [--name N] [--agent CLIENT_NAME] [--app-link [--relay URL]]: a development JWT
-                    (phone, or agent); --app-link prints a link that signs the browser phone in
+                    (phone, or agent); --app-link prints a link that signs the browser phone in (after a confirmation naming the account)
           keys      create --email E --name N | revoke ID: agent keys (the key prints once)
           phone     --relay URL --token T --answer allow|always|deny|ignore|unavailable|ask: a reference phone
           openapi   print the OpenAPI 3.1 description of the HTTP API (docs/openapi.yaml)

@@ -402,7 +402,7 @@ def enable_push(page, admin, endpoint):
     page.evaluate("navigator.serviceWorker.ready")
     page.click("#enable-push")
     expect(page.locator("#push-status")).to_have_text("Notifications are on.", timeout=10000)
-    assert subscriptions(admin, endpoint) == 1
+    assert subscriptions(admin, endpoint) == 1, "the relay saved it before saying so"
 
 
 def test_f_sign_out_deletes_the_web_push_subscription(browser, admin, relay, push):
@@ -418,6 +418,7 @@ def test_f_sign_out_deletes_the_web_push_subscription(browser, admin, relay, pus
         assert subscriptions(admin, endpoint) == 0, "deleted by the time sign-out is done"
         assert page.evaluate("localStorage.getItem('test.unsubscribed')") == "1", "unsubscribed at the push service"
         assert page.evaluate("localStorage.getItem('whereabot.push')") is None
+        expect(page.locator("#push-status")).to_have_text("", timeout=1000)
         # The socket is down (another tab took the device's socket: 4000, no reconnect): the
         # page tells the relay on a socket of its own.
         page.goto(app_link(relay, email))

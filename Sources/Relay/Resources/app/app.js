@@ -316,6 +316,7 @@ function signOut(text, tellRelay = true) {
       } finally {
         if (phone) phone.close();
         session.clear();
+        $("push-status").textContent = "";  // the next account's notifications start off
         $("signout").disabled = false;
         leaving = null;
       }
