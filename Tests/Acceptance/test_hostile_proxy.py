@@ -80,9 +80,10 @@ def agent_key(admin, who):
 def test_a_strangers_failures_never_refuse_another_clients_valid_key(cluster, admin):
     relays, proxy = cluster
     assert proxy.status("GET", "/readyz", STRANGER) == 200, "haproxy's health checks and traffic reach the relays"
-    # 80 bad keys: each instance's limiter (burst 20) sees far more than its budget.
+    # 80 bad keys: each instance's limiter (a burst of 20, refilled 2 a second) sees far
+    # more than its budget, so most of the later ones are refused before any lookup.
     statuses = [proxy.status("POST", "/mcp", STRANGER, "wb_" + uuid.uuid4().hex * 2, INITIALIZE) for _ in range(80)]
-    assert statuses[0] == 401 and set(statuses[-6:]) == {429}, f"the stranger is limited: {statuses}"
+    assert statuses[0] == 401 and statuses.count(429) >= 20, f"the stranger is limited: {statuses}"
     key = agent_key(admin, user(admin, "Agent Owner"))
     # A valid key nobody has used yet (not cached on either instance), from another client.
     assert [proxy.status("POST", "/mcp", AGENT, key, INITIALIZE) for _ in range(2)] == [200, 200]
