@@ -2,8 +2,12 @@
 /// the settings PGBus always applies.
 ///
 /// libpq parses the URL or conninfo itself; PGBus adds `application_name`, a connect
-/// timeout and TCP keepalives (so a dead peer is noticed), and fixes the session's
-/// DateStyle, TimeZone and float precision so that values decode the same everywhere.
+/// timeout, TCP keepalives and `tcp_user_timeout` (so a dead host is noticed in seconds,
+/// not the kernel's ~15 minutes), and fixes the session's DateStyle, TimeZone and float
+/// precision so that values decode the same everywhere. Every statement also has a
+/// deadline (`callTimeout`): a server that hangs with its TCP connection open (stalled
+/// storage, a stopped process, a partition that still ACKs) fails the statement with
+/// `timedOut` and the connection is abandoned, never waited for.
 public struct PGConfiguration: Sendable {
     /// The URL or conninfo as given; it may hold a password, so never log it.
     public var connectionString: String
@@ -17,15 +21,27 @@ public struct PGConfiguration: Sendable {
     public var keepaliveIntervalSeconds: Int
     /// Unanswered probes before the connection is considered dead.
     public var keepaliveCount: Int
+    /// Milliseconds sent data may stay unacknowledged before the kernel drops the
+    /// connection (`tcp_user_timeout`; 0: the kernel's default).
+    public var tcpUserTimeoutMilliseconds: Int
+    /// How long a statement may go unanswered from the moment it is sent; past it the
+    /// statement fails with `timedOut` and its connection is closed (nil: no deadline).
+    public var callTimeout: Duration?
 
-    /// Default connect timeout: long enough for a cold TLS handshake, short enough to retry.
-    public static let defaultConnectTimeoutSeconds = 10
-    /// Default keepalive idle time: a dead peer is noticed in about a minute.
-    public static let defaultKeepaliveIdleSeconds = 30
+    /// Default connect timeout, per host of a multi-host URL: long enough for a cold TLS
+    /// handshake, short enough to move on to the next host.
+    public static let defaultConnectTimeoutSeconds = 5
+    /// Default keepalive idle time: with the interval and count below, a silent dead peer
+    /// is noticed in about 11 s.
+    public static let defaultKeepaliveIdleSeconds = 5
     /// Default keepalive probe interval.
-    public static let defaultKeepaliveIntervalSeconds = 10
+    public static let defaultKeepaliveIntervalSeconds = 2
     /// Default number of unanswered probes.
     public static let defaultKeepaliveCount = 3
+    /// Default unacknowledged-data limit: 10 s.
+    public static let defaultTCPUserTimeoutMilliseconds = 10_000
+    /// Default statement deadline: the relay's calls take milliseconds; 5 s is a hang.
+    public static let defaultCallTimeout: Duration = .seconds(5)
 
     /// Creates a configuration from a `postgresql://` URL or a conninfo string.
     /// - Parameters:
@@ -38,6 +54,8 @@ public struct PGConfiguration: Sendable {
         self.keepaliveIdleSeconds = Self.defaultKeepaliveIdleSeconds
         self.keepaliveIntervalSeconds = Self.defaultKeepaliveIntervalSeconds
         self.keepaliveCount = Self.defaultKeepaliveCount
+        self.tcpUserTimeoutMilliseconds = Self.defaultTCPUserTimeoutMilliseconds
+        self.callTimeout = Self.defaultCallTimeout
     }
 
     /// The keyword/value pairs handed to `PQconnectdbParams` with `expand_dbname`: the
@@ -50,6 +68,7 @@ public struct PGConfiguration: Sendable {
             ("keepalives_idle", String(keepaliveIdleSeconds)),
             ("keepalives_interval", String(keepaliveIntervalSeconds)),
             ("keepalives_count", String(keepaliveCount)),
+            ("tcp_user_timeout", String(tcpUserTimeoutMilliseconds)),
             ("options", "-c DateStyle=ISO -c TimeZone=UTC -c extra_float_digits=3"),
             ("client_encoding", "UTF8"),
             ("dbname", connectionString),

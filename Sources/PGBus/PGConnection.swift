@@ -27,10 +27,10 @@ public final class PGConnection: @unchecked Sendable {
     /// Statements submitted and not yet finished (a pool picks the least busy connection).
     public var outstanding: Int { outstandingCount.load(ordering: .relaxed) }
 
-    private init(loop: EventLoop, ownsLoop: Bool) {
+    private init(loop: EventLoop, ownsLoop: Bool, callTimeout: Duration?) {
         self.loop = loop
         self.ownsLoop = ownsLoop
-        self.pipeline = PGPipeline(loop: loop)
+        self.pipeline = PGPipeline(loop: loop, callTimeout: callTimeout)
     }
 
     deinit {
@@ -49,9 +49,10 @@ public final class PGConnection: @unchecked Sendable {
         let connection: PGConnection
         do {
             if let loop {
-                connection = PGConnection(loop: loop, ownsLoop: false)
+                connection = PGConnection(loop: loop, ownsLoop: false, callTimeout: configuration.callTimeout)
             } else {
-                connection = PGConnection(loop: try EventLoop.start(name: "pgbus-\(configuration.applicationName)"), ownsLoop: true)
+                connection = PGConnection(loop: try EventLoop.start(name: "pgbus-\(configuration.applicationName)"), ownsLoop: true,
+                                          callTimeout: configuration.callTimeout)
             }
         } catch {
             PQfinish(handle.pointer)
@@ -73,8 +74,9 @@ public final class PGConnection: @unchecked Sendable {
     /// - Parameters:
     ///   - sql: one SQL statement (its text never appears in errors).
     ///   - parameters: values for `$1...$n`; nil is SQL NULL.
-    /// - Throws: `PGError` (`server` with the SQLSTATE, or `connectionClosed`), or
-    ///   `CancellationError` when the task was cancelled.
+    /// - Throws: `PGError` (`server` with the SQLSTATE, `connectionClosed`, or `timedOut`
+    ///   when no answer came by the configuration's `callTimeout`: the connection is then
+    ///   closed), or `CancellationError` when the task was cancelled.
     @discardableResult
     public func query(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws -> PGQueryResult {
         let statement = PGStatement(sql: sql, parameters: parameters.map { $0?.pgParameter })

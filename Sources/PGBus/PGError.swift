@@ -24,6 +24,9 @@ public struct PGError: Error, Sendable, Equatable, CustomStringConvertible, Cust
         public static let payloadTooLarge = Code(name: "payloadTooLarge")
         /// A pool had no connection free before the acquire timeout.
         public static let poolTimeout = Code(name: "poolTimeout")
+        /// A statement got no answer by its deadline (`PGConfiguration.callTimeout`): the
+        /// server hangs or the network lost it. The connection was abandoned.
+        public static let timedOut = Code(name: "timedOut")
         /// The pool or listener was shut down.
         public static let shutDown = Code(name: "shutDown")
         /// The configuration (URL or conninfo) could not be used.

@@ -9,6 +9,11 @@ import Synchronization
 /// when the socket is readable. Each distinct SQL text is prepared once per connection
 /// (up to `maximumPrepared`), so the server parses and plans it only the first time.
 ///
+/// Every statement has a deadline (`callTimeout`, counted from when it was sent): if the
+/// oldest statement in flight has no answer by then, the server is presumed hung and the
+/// connection is abandoned — closed at once, every statement on it failed with `timedOut`
+/// — so no caller waits on a server that stopped answering with its socket still open.
+///
 /// Everything here runs on the loop thread, except `cancelHandle` and `runningID`, which
 /// the canceller thread reads.
 final class PGPipeline: EventLoopSource, @unchecked Sendable {
@@ -16,6 +21,10 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
     static let maximumPrepared = 256
 
     let loop: EventLoop
+    /// How long a sent statement may go unanswered (nil: forever).
+    private let callTimeout: Duration?
+    /// Armed while statements are in flight: checks the oldest one's deadline.
+    private var deadlineTimer: LoopTimer?
     private var handle: OpaquePointer?
     private var fd: Int32 = -1
     private var token: UInt64?
@@ -39,8 +48,9 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
         deinit { PQfreeCancel(pointer) }
     }
 
-    init(loop: EventLoop) {
+    init(loop: EventLoop, callTimeout: Duration? = nil) {
         self.loop = loop
+        self.callTimeout = callTimeout
     }
 
     /// Takes over an open connection (loop thread): pipeline mode, its socket on the loop.
@@ -79,6 +89,7 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
 
     private func send() {
         guard let handle else { return }
+        let now = ContinuousClock.now
         for statement in queued {
             if statement.cancelled.load(ordering: .relaxed) {
                 statement.finish(.failure(CancellationError()))
@@ -89,10 +100,34 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
                 return
             }
             if inFlight.count == inFlightStart { markRunning(statement) }
+            statement.sentAt = now
             inFlight.append(statement)
         }
         queued.removeAll(keepingCapacity: true)
         flush()
+        armDeadline()
+    }
+
+    // MARK: Deadlines
+
+    /// Arms the deadline check for the oldest statement in flight, unless one is armed.
+    private func armDeadline() {
+        guard let callTimeout, deadlineTimer == nil, inFlightStart < inFlight.count,
+              let sent = inFlight[inFlightStart].sentAt else { return }
+        let delay = max(.zero, sent + callTimeout - .now)
+        deadlineTimer = loop.schedule(after: delay) { [weak self] in self?.deadlinePassed() }
+    }
+
+    /// The oldest statement's deadline came (loop thread): abandon the connection if it
+    /// still has no answer, else look at the next one's.
+    private func deadlinePassed() {
+        deadlineTimer = nil
+        guard let callTimeout, inFlightStart < inFlight.count, let sent = inFlight[inFlightStart].sentAt else { return }
+        if ContinuousClock.now - sent >= callTimeout {
+            fail(PGError(.timedOut, detail: "no answer within \(callTimeout)"))
+        } else {
+            armDeadline()
+        }
     }
 
     /// Puts one statement, its preparation if new, and a sync into libpq's buffer.
@@ -281,6 +316,8 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
     /// Closes the connection (loop thread); statements still waiting fail.
     func close() {
         usable.store(false, ordering: .relaxed)
+        deadlineTimer?.cancel()
+        deadlineTimer = nil
         if let token { loop.deregister(fd, token: token) }
         token = nil
         cancelState.withLock { $0 = (nil, nil) }

@@ -12,7 +12,11 @@ import Loop
 /// At most `size` connections exist; they are opened on demand. A caller that finds none
 /// free waits (first come, first served) up to `acquireTimeout`, then gets `poolTimeout`.
 /// A connection that broke while leased is discarded and a replacement opened for the next
-/// waiter. `health` reports the counts for /readyz and metrics. `shutdown()` closes idle
+/// waiter. Failed connects back off (jittered, capped at `connectBackoff.maximum`): until
+/// the next attempt is due every caller that needs a new connection fails at once with
+/// `connectionFailed`, so a server that refuses logins (down, or a standby that is still
+/// read-only under `target_session_attrs=read-write`) gets one login per backoff step, not
+/// one per caller. `health` reports the counts for /readyz and metrics. `shutdown()` closes idle
 /// connections and fails waiters; leased connections close when returned.
 public actor PGPool {
     /// Default number of connections: enough for a relay's short function calls.
@@ -21,6 +25,8 @@ public actor PGPool {
     public static let defaultMaximumOutstanding = 1_000
     /// Default wait for a free connection before `poolTimeout`.
     public static let defaultAcquireTimeout = Duration.seconds(10)
+    /// Default backoff between failed connects: a quarter second at first, at most 5 s.
+    public static let defaultConnectBackoff = PGBackoff(initial: .milliseconds(250), maximum: .seconds(5))
 
     private let configuration: PGConfiguration
     private let loop: EventLoop?
@@ -35,6 +41,10 @@ public actor PGPool {
     private var failedConnects = 0
     private let sharedLimit: Int
     private let maximumOutstanding: Int
+    private let connectBackoff: PGBackoff
+    /// Connects that failed in a row, and when the next one may be tried.
+    private var failedInARow = 0
+    private var nextConnectAt: ContinuousClock.Instant?
     private var shared: [PGConnection] = []
     private var sharedOpening: Task<PGConnection, Error>?
 
@@ -53,9 +63,12 @@ public actor PGPool {
     ///   - sharedConnections: the most connections `send` pipelines on (besides `size`).
     ///   - maximumOutstanding: statements that may wait on one shared connection; past it
     ///     `send` fails at once with `poolTimeout` rather than queue without bound.
+    ///   - connectBackoff: how long to wait after a failed connect before the next.
     public init(configuration: PGConfiguration, size: Int = PGPool.defaultSize,
                 acquireTimeout: Duration = PGPool.defaultAcquireTimeout, loop: EventLoop? = nil,
-                sharedConnections: Int = 1, maximumOutstanding: Int = PGPool.defaultMaximumOutstanding) {
+                sharedConnections: Int = 1, maximumOutstanding: Int = PGPool.defaultMaximumOutstanding,
+                connectBackoff: PGBackoff = PGPool.defaultConnectBackoff) {
+        self.connectBackoff = connectBackoff
         self.sharedLimit = max(1, sharedConnections)
         self.maximumOutstanding = max(1, maximumOutstanding)
         self.configuration = configuration
@@ -104,20 +117,33 @@ public actor PGPool {
             return least
         }
         if let opening = sharedOpening { return try await opening.value }
-        let configuration = self.configuration, loop = self.loop
-        let opening = Task { try await PGConnection.connect(configuration, on: loop) }
+        let opening = Task { try await self.openConnection() }
         sharedOpening = opening
         defer { sharedOpening = nil }
+        let connection = try await opening.value
+        if isShutDown {
+            await connection.close()
+            throw PGError(.shutDown, detail: "pool shut down")
+        }
+        shared.append(connection)
+        return connection
+    }
+
+    /// Opens a connection, unless connects are backing off after failures (then fails at
+    /// once without a login).
+    private func openConnection() async throws -> PGConnection {
+        if let due = nextConnectAt, ContinuousClock.now < due {
+            throw PGError(.connectionFailed, detail: "backing off after \(failedInARow) failed connects")
+        }
         do {
-            let connection = try await opening.value
-            if isShutDown {
-                await connection.close()
-                throw PGError(.shutDown, detail: "pool shut down")
-            }
-            shared.append(connection)
+            let connection = try await PGConnection.connect(configuration, on: loop)
+            failedInARow = 0
+            nextConnectAt = nil
             return connection
         } catch {
             failedConnects += 1
+            nextConnectAt = .now + connectBackoff.delay(attempt: failedInARow, random: .random(in: 0...1))
+            failedInARow += 1
             throw error
         }
     }
@@ -155,10 +181,9 @@ public actor PGPool {
         if open < size {
             open += 1
             do {
-                return try await PGConnection.connect(configuration, on: loop)
+                return try await openConnection()
             } catch {
                 open -= 1
-                failedConnects += 1
                 throw error
             }
         }
@@ -207,11 +232,10 @@ public actor PGPool {
         guard !waiters.isEmpty, open < size, !isShutDown else { return }
         open += 1
         do {
-            let connection = try await PGConnection.connect(configuration, on: loop)
+            let connection = try await openConnection()
             await release(connection)
         } catch {
             open -= 1
-            failedConnects += 1
             if !waiters.isEmpty {
                 let waiter = waiters.removeFirst()
                 waiter.timeout.cancel()

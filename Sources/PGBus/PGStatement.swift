@@ -28,6 +28,8 @@ final class PGStatement: @unchecked Sendable {
     var failure: PGError?
     /// Whether a cancel request was sent for it.
     var cancelRequested = false
+    /// When it went out to the server (its deadline counts from here).
+    var sentAt: ContinuousClock.Instant?
 
     init(sql: String, parameters: [String?]) {
         self.sql = sql

@@ -27,6 +27,13 @@ enum ServeCommand {
             host: host, port: port, publicURL: value("PUBLIC_URL") ?? "http://\(host):\(port)",
             instanceID: String(instance.map { $0.isLetter || $0.isNumber || "._:-".contains($0) ? $0 : "-" }),
             jwtSecret: value("SUPABASE_JWT_SECRET"), jwks: jwks, issuer: supabaseURL.map { $0 + "/auth/v1" })
+        if let seconds = value("DATABASE_TIMEOUT_SECONDS") {
+            guard let number = Int(seconds), (1...60).contains(number) else {
+                throw CommandError.usage("DATABASE_TIMEOUT_SECONDS must be a whole number from 1 to 60")
+            }
+            configuration.database.callTimeout = .seconds(number)
+            configuration.listenDatabase?.callTimeout = .seconds(number)
+        }
         configuration.supabaseURL = supabaseURL
         configuration.supabaseAnonKey = value("SUPABASE_ANON_KEY")
         if let seconds = value("MCP_PROGRESS_SECONDS") {

@@ -2,15 +2,22 @@ import Foundation
 import PGBus
 import Synchronization
 
-/// Readiness and metrics of one instance: /readyz is 200 only while the LISTEN connection
-/// is up, the last heartbeat reached the database, and the instance is not draining;
-/// /metrics is Prometheus text.
+/// Readiness and metrics of one instance: /readyz is 200 only while the instance is not
+/// draining, the LISTEN connection is up (its own heartbeat answered in time), and a
+/// heartbeat completed a round trip on both the heartbeat's connection and the shared pool
+/// within the last heartbeat interval — on a writable primary, since `relay.heartbeat`
+/// writes. A beat that hangs therefore turns /readyz to 503 by itself, without having to
+/// fail first. /metrics is Prometheus text.
 final class RelayHealth: Sendable {
     private let listener: PGListener
     private let hub: DeviceHub
     private let coordinator: LocateCoordinator
     private let draining = Atomic<Bool>(false)
-    private let reachable = Atomic<Bool>(true)
+    /// When the last complete beat (heartbeat and resync) ended, in nanoseconds of `clock`.
+    private let lastGoodBeat = Atomic<Int64>(0)
+    /// How old the last good beat may be for the instance to be ready.
+    private let freshness: Duration
+    private let started = ContinuousClock.now
     private let resyncs = Atomic<Int>(0)
     private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
@@ -20,7 +27,9 @@ final class RelayHealth: Sendable {
     private let logger: Logger
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
-         sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger) {
+         sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger,
+         heartbeatInterval: Duration = RelayMaintenance.defaultInterval) {
+        self.freshness = heartbeatInterval + .seconds(1)
         self.pushes = pushes
         self.authenticator = authenticator
         self.logger = logger
@@ -36,8 +45,20 @@ final class RelayHealth: Sendable {
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
-    /// What the last heartbeat or resync found.
-    func databaseReachable(_ value: Bool) { reachable.store(value, ordering: .relaxed) }
+    /// A beat completed its round trips (heartbeat and resync); until `freshness` has passed
+    /// without another, the database counts as up.
+    func beatCompleted() {
+        lastGoodBeat.store(Int64((ContinuousClock.now - started) / .nanoseconds(1)), ordering: .relaxed)
+    }
+
+    /// A beat failed: the database counts as down at once.
+    func beatFailed() { lastGoodBeat.store(Int64.min / 2, ordering: .relaxed) }
+
+    /// Whether the last good beat is recent enough (registered at start counts as one).
+    var isDatabaseUp: Bool {
+        let age = (ContinuousClock.now - started) - .nanoseconds(lastGoodBeat.load(ordering: .relaxed))
+        return age <= freshness
+    }
 
     /// A full resync finished; `recreated` rows were re-created after a crash.
     func recordResync(full: Bool, recreated count: Int) {
@@ -46,7 +67,7 @@ final class RelayHealth: Sendable {
     }
 
     func isReady() async -> Bool {
-        !isDraining && reachable.load(ordering: .relaxed) && listener.state.isListening
+        !isDraining && isDatabaseUp && listener.state.isListening
     }
 
     /// Gauges and counters; labels never carry user data.
@@ -73,9 +94,9 @@ final class RelayHealth: Sendable {
             # HELP whereabot_listener_reconnects_total LISTEN connections re-established.
             # TYPE whereabot_listener_reconnects_total counter
             whereabot_listener_reconnects_total \(listener.reconnects)
-            # HELP whereabot_database_up Whether the last heartbeat reached the database.
+            # HELP whereabot_database_up Whether a heartbeat and a resync completed on a writable primary within the last heartbeat interval.
             # TYPE whereabot_database_up gauge
-            whereabot_database_up \(reachable.load(ordering: .relaxed) ? 1 : 0)
+            whereabot_database_up \(isDatabaseUp ? 1 : 0)
             # HELP whereabot_held_answers Phone answers waiting for the database to take them.
             # TYPE whereabot_held_answers gauge
             whereabot_held_answers \(held)

@@ -7,7 +7,8 @@ import PGBus
 /// and a reap of dead instances every `reapEvery` beats.
 ///
 /// Notifications are hints; this loop is what makes a lost one harmless. Database errors
-/// mark the instance not ready and are retried at the next beat.
+/// (a call past its deadline included) mark the instance not ready and are retried at the
+/// next beat; a beat that does not complete lets readiness lapse after one interval.
 final class RelayMaintenance: Sendable {
     /// Time between beats (and backstop polls).
     static let defaultInterval: Duration = .seconds(5)
@@ -70,10 +71,9 @@ final class RelayMaintenance: Sendable {
             if event == .resync { reregister = true } else { beats += 1 }
             do {
                 if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
-                health.databaseReachable(true)
             } catch {
                 logger.failure("heartbeat_failed", error, ["instance": instance])
-                health.databaseReachable(false)
+                health.beatFailed()
                 continue
             }
             if event == .beat {
@@ -96,11 +96,11 @@ final class RelayMaintenance: Sendable {
                 let recreated = try await coordinator.resync()
                 try await hub.resync(reregister: reregister)
                 health.recordResync(full: reregister, recreated: recreated)
-                health.databaseReachable(true)
+                health.beatCompleted()  // both the heartbeat's connection and the shared pool answered
                 reregister = false
             } catch {
                 logger.failure("resync_failed", error)
-                health.databaseReachable(false)
+                health.beatFailed()
             }
         }
     }

@@ -125,10 +125,14 @@ public final class RelayService: Sendable {
         mcp.progressInterval = configuration.mcpProgressInterval
         var listenDatabase = configuration.listenDatabase ?? configuration.database
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
-        let listener = PGListener(configuration: listenDatabase, loop: loop)
+        // The LISTEN connection's round trip is checked as often as the heartbeat, and a hung
+        // server counts as dead after one call deadline.
+        let listener = PGListener(configuration: listenDatabase, heartbeatInterval: configuration.heartbeatInterval,
+                                  heartbeatTimeout: listenDatabase.callTimeout ?? PGListener.defaultHeartbeatTimeout, loop: loop)
         self.listener = listener
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
-                                 sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger)
+                                 sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger,
+                                 heartbeatInterval: configuration.heartbeatInterval)
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, coordinator: coordinator,
                                            hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
@@ -154,6 +158,7 @@ public final class RelayService: Sendable {
         let maintenance = self.maintenance
         await hub.onReregistrationNeeded { maintenance.requestResync() }
         let left = try await database.registerInstance(configuration.instanceID)
+        health.beatCompleted()
         if left.connections > 0 || left.abandoned > 0 {
             configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
                                                              "connections": String(left.connections),

@@ -1,0 +1,137 @@
+"""A primary and a streaming standby for the failover fault tests: the primary is built like
+the fault kit's own cluster (scripts/db.sh: shim, migrations, relay login), the standby with
+`pg_basebackup -R`, promoted with `pg_ctl promote`. Either may be stopped, hung (SIGSTOP on
+every process of its cluster: a stalled disk or a partition that still ACKs) and resumed."""
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import psycopg
+
+from faultkit import PG_BIN, ROOT, wait_until
+
+BASE = pathlib.Path(os.environ.get("WHEREABOT_FAILOVER_PGDATA", "/var/tmp/whereabot-failover"))
+DB = "whereabot_failover"
+PASSWORD = "postgres"
+
+
+def as_postgres(command):
+    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
+
+
+class Node:
+    """One server of the pair: its data directory and port."""
+
+    def __init__(self, name, port):
+        self.name, self.port = name, port
+        self.data = BASE / name
+
+    @property
+    def admin_url(self):
+        return f"postgresql://supabase_admin:{PASSWORD}@127.0.0.1:{self.port}/{DB}"
+
+    def pg_ctl(self, *args, check=True):
+        return subprocess.run(as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(self.data), *args]), check=check,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def start(self):
+        self.pg_ctl("-l", str(BASE / f"{self.name}.log"), "-w", "-t", "60", "start")
+
+    def pids(self):
+        """The postmaster and every process it started."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+        return [postmaster] + [int(pid) for pid in children]
+
+    def hang(self):
+        for pid in self.pids():
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume(self):
+        for pid in self.pids():
+            os.kill(pid, signal.SIGCONT)
+
+    def kill(self):
+        """Kills a (possibly hung) server for good."""
+        try:
+            pids = self.pids()
+        except (FileNotFoundError, ValueError):
+            return
+        for pid in pids:
+            for sig in (signal.SIGKILL, signal.SIGCONT):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.5)
+
+    def is_primary(self):
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=2) as conn:
+                return conn.execute("select not pg_is_in_recovery()").fetchone()[0]
+        except psycopg.Error:
+            return False
+
+    def query(self, sql, params=()):
+        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=3) as conn:
+            cursor = conn.execute(sql, params)
+            return cursor.fetchall() if cursor.description else []
+
+
+class ReplicatedPostgres:
+    """Two nodes; `primary` and `standby` swap roles at each `rebuild_standby` after a promote."""
+
+    def __init__(self, ports=(54342, 54343)):
+        self.nodes = [Node("a", ports[0]), Node("b", ports[1])]
+        self.primary, self.standby = self.nodes
+
+    @property
+    def relay_url(self):
+        hosts = ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
+        return (f"postgresql://whereabot_relay:whereabot-relay-dev@{hosts}/{DB}"
+                "?target_session_attrs=read-write&connect_timeout=2")
+
+    def start(self):
+        for node in self.nodes:
+            node.kill()
+        shutil.rmtree(BASE, ignore_errors=True)
+        BASE.mkdir(parents=True)
+        if os.geteuid() == 0:
+            shutil.chown(BASE, "postgres")
+        env = {**os.environ, "PGDATA_LOCAL": str(self.primary.data), "PGPORT_LOCAL": str(self.primary.port),
+               "TEST_DB": DB}
+        subprocess.run([ROOT / "scripts" / "db.sh", "start"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([ROOT / "scripts" / "db.sh", "reset-test"], env=env, check=True)
+        self.rebuild_standby()
+
+    def rebuild_standby(self):
+        """A fresh standby of the current primary, streaming."""
+        node = self.standby
+        node.kill()
+        shutil.rmtree(node.data, ignore_errors=True)
+        subprocess.run(as_postgres([str(PG_BIN / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port),
+                                    "-U", "supabase_admin", "-D", str(node.data), "-R", "-X", "stream", "-c", "fast"]),
+                       check=True, env={**os.environ, "PGPASSWORD": PASSWORD}, stdout=subprocess.DEVNULL)
+        with open(node.data / "postgresql.auto.conf", "a") as conf:
+            conf.write(f"port = {node.port}\n")
+        node.start()
+        wait_until(lambda: self._streaming(node), 30, f"standby {node.name} streaming")
+
+    def _streaming(self, node):
+        try:
+            return bool(self.primary.query("select 1 from pg_stat_replication where state = 'streaming'"))
+        except psycopg.Error:
+            return False
+
+    def promote_standby(self):
+        """Promotes the standby; it is the primary from now on."""
+        self.standby.pg_ctl("promote", "-w")
+        self.primary, self.standby = self.standby, self.primary
+        wait_until(self.primary.is_primary, 30, f"{self.primary.name} promoted")
+
+    def stop(self):
+        for node in self.nodes:
+            node.kill()
