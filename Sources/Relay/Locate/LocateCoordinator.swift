@@ -167,6 +167,16 @@ public actor LocateCoordinator {
             if let late = await waitForAnswer(id, until: .now + .seconds(1)) {
                 return outcome(of: late, replyKey: replyKey, request: request)
             }
+            if finished.outcome == "location" {
+                // A sealed fix whose notification this instance missed (its LISTEN connection
+                // was replaced, or the settle ran late on a server that had hung): ask its
+                // sealer to send it again, and never report a fix the phone sent as "no fix".
+                _ = try? await database.requestReplay([id], instance: instance)
+                if let replayed = await waitForAnswer(id, until: .now + Self.lateReplayWait) {
+                    return outcome(of: replayed, replyKey: replyKey, request: request)
+                }
+                return .failure(.phoneSilent)
+            }
             return outcome(of: AnswerNotification(id: id, waiter: instance, outcome: finished.outcome ?? "unavailable",
                                                   reason: finished.reason ?? "error", sealed: nil),
                            replyKey: replyKey, request: request)
@@ -241,6 +251,10 @@ public actor LocateCoordinator {
             Task { await self.expire(id) }
         }
     }
+
+    /// How long a waiter whose request was settled with a fix it never received waits for
+    /// the sealer's replay at its deadline.
+    static let lateReplayWait: Duration = .seconds(3)
 
     /// Wakes the waiter of `id` without an answer (deadline, cancellation, or reaped).
     private func expire(_ id: UUID) {
