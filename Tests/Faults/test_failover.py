@@ -222,3 +222,24 @@ def test_b_primary_hangs_and_the_standby_is_promoted(deployment):
         run(deployment, "(b) primary hung, standby promoted 2 s later", fault)
     finally:
         hung.kill()
+
+
+def test_e_drain_completes_with_the_database_hung(deployment):
+    """Before: on SIGTERM with the primary hung, a relay logged `draining` and never exited."""
+    postgres, relays, haproxy, users = deployment
+    wait_until(lambda: all(relay.ready() for relay in relays), 60, "every relay ready")
+    load = SteadyLoad(users, haproxy.base).start()
+    time.sleep(3)
+    postgres.primary.hang()
+    try:
+        time.sleep(1)
+        started = time.monotonic()
+        relays[1].terminate()
+        code = relays[1].wait(timeout=60)
+        took = time.monotonic() - started
+        print(f"\n(e) SIGTERM with the primary hung: exited {code} after {took:.1f} s (drain deadline 125 s)")
+        assert code == 0
+    finally:
+        postgres.primary.resume()
+        load.stop()
+        relays[1].start()
