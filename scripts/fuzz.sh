@@ -33,7 +33,7 @@ sources_of() {
     ProxyHeader) echo Sources/HTTPServer/ProxyHeader.swift ;;
     PushEndpoint) echo Sources/Push/PushEndpoint.swift ;;
     PhoneMessage) echo "${messages[@]}" ;;
-    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift ;;
+    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift ;;
     JWT) echo "${auth[@]}" ;;
     Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift Sources/Relay/Auth/AgentKey.swift ;;
     PushResponse) echo "${push[@]}" ;;

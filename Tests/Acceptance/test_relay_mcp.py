@@ -51,38 +51,59 @@ def mcp_session(base, agent):
 
 
 async def connect(session_, mode):
-    """`legacy`: the initialize handshake. `default`: what the SDK's Client does by default,
-    probing server/discover first and falling back to initialize on a legacy server."""
+    """`legacy`: the initialize handshake (2025-11-25). `default`: what the SDK's Client does
+    by default: server/discover first, which the relay answers (2026-07-28)."""
     if mode == "default":
-        with pytest.raises(MCPError) as refused:
-            await session_.discover()
-        assert refused.value.code == -32601
+        discovered = await session_.discover()
+        assert "2026-07-28" in discovered.supported_versions
+        return discovered
     return await session_.initialize()
 
 
-@pytest.mark.parametrize("mode", ["default", "legacy"])
-def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user, mode):
+def sdk_client(base, agent, mode):
+    """The SDK's high-level Client over Streamable HTTP with the bearer token."""
+    from mcp import Client
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {agent}"})
+    return Client(streamable_http_client(base + "/mcp", http_client=http), mode=mode, cache=None)
+
+
+@pytest.mark.parametrize("mode, version", [("auto", "2026-07-28"), ("2026-07-28", "2026-07-28"),
+                                           ("legacy", "2025-11-25"), ("2025-06-18", "2025-06-18")])
+def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user, mode, version, monkeypatch):
+    """The official SDK 2.3.0 in its default mode (2026-07-28 after server/discover), pinned
+    to 2026-07-28, and in the handshake revisions it can offer (2025-11-25; 2025-06-18 by
+    setting the version its initialize offers). It validates every fix against the tool's
+    outputSchema."""
     user, session, email = make_user("Ada", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    if mode == "2025-06-18":
+        import mcp.client.session
+        monkeypatch.setattr(mcp.client.session, "LATEST_HANDSHAKE_VERSION", "2025-06-18")
+        mode = "legacy"
 
     async def scenario():
         connected = asyncio.Event()
         phone_task = asyncio.create_task(phone(relay.base, token(user, session, email), fix, connected))
         await asyncio.wait_for(connected.wait(), 10)
         await asyncio.sleep(0.3)
-        async with mcp_session(relay.base, agent) as streams:
-            async with ClientSession(streams[0], streams[1]) as session_:
-                init = await connect(session_, mode)
-                assert init.server_info.name == "whereabot"
-                tools = {tool.name: tool for tool in (await session_.list_tools()).tools}
-                assert set(tools) == {"get_phone_location", "list_people_sharing_with_me"}
-                assert "60 seconds" in tools["get_phone_location"].description
-                result = await session_.call_tool("get_phone_location", {"timeout_secs": 10})
-                assert not result.is_error
-                located = json.loads(result.content[0].text)
-                assert (located["latitude"], located["longitude"]) == (52.52, 13.405)
-                assert located["device"] == {"name": "Ada's Pixel", "platform": "android"}
-                assert result.structured_content["accuracy_m"] == 9
+        async with sdk_client(relay.base, agent, mode) as client:
+            assert client.protocol_version == version
+            if mode != "2026-07-28":  # pinned, the SDK asks nothing before its first call
+                assert client.server_info.name == "whereabot"
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == {"get_phone_location", "list_people_sharing_with_me"}
+            assert "60 seconds" in tools["get_phone_location"].description
+            assert tools["get_phone_location"].annotations.read_only_hint is False
+            assert tools["list_people_sharing_with_me"].annotations.read_only_hint is True
+            assert tools["get_phone_location"].output_schema["required"][:2] == ["latitude", "longitude"]
+            result = await client.call_tool("get_phone_location", {"timeout_secs": 10})
+            assert not result.is_error
+            located = json.loads(result.content[0].text)
+            assert (located["latitude"], located["longitude"]) == (52.52, 13.405)
+            assert located["device"] == {"name": "Ada's Pixel", "platform": "android"}
+            assert result.structured_content["accuracy_m"] == 9
+            people = await client.call_tool("list_people_sharing_with_me", {})
+            assert not people.is_error and people.structured_content == {"people": []}
         phone_task.cancel()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))

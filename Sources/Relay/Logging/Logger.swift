@@ -56,6 +56,11 @@ public final class Logger: Sendable {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
+    /// The W3C trace context of the request being served (an MCP request's `_meta`
+    /// `traceparent`): every line logged while it is set — in its task and the tasks and
+    /// actors it calls — carries it as `traceparent`.
+    @TaskLocal public static var traceparent: String?
+
     /// Logs `event` with `fields` at `level`.
     public func log(_ level: Level, _ event: String, _ fields: [String: String] = [:]) {
         if level >= .warning {
@@ -65,6 +70,7 @@ public final class Logger: Sendable {
         }
         guard level >= self.level else { return }
         var object = fields
+        if let traceparent = Self.traceparent { object["traceparent"] = traceparent }
         object["time"] = Date().formatted(.iso8601)
         object["level"] = level.name
         object["event"] = event

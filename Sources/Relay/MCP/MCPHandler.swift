@@ -4,8 +4,6 @@ import HTTPServer
 /// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses
 /// (an event stream with progress for tool calls that ask for it), no session id (SPEC §3). The bearer check runs before any JSON-RPC.
 struct MCPHandler: Sendable {
-    /// Protocol versions this server speaks; the newest is offered when the client's is unknown.
-    static let protocolVersions = ["2025-11-25", "2025-06-18", "2025-03-26"]
 
     let gate: AgentGate
     let locator: LocateService
@@ -15,12 +13,6 @@ struct MCPHandler: Sendable {
     /// How often a streamed tool call reports progress.
     var progressInterval: Duration = MCPProgress.defaultInterval
 
-    static let toolDescription = """
-        Ask the user's phone where it is. The user must approve on their phone (unless they \
-        always allow this agent), so this can take a while: many MCP clients stop waiting after \
-        60 seconds, so a shorter timeout_secs (for example 45) is wise. Pass `person` (a name or \
-        email) to locate someone who shares their location with the user.
-        """
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
@@ -43,29 +35,80 @@ struct MCPHandler: Sendable {
         case .request(let requestID, let name, let arguments):
             (id, method, params) = (requestID, name, arguments)
         }
-        // A tool call from a client that asked for progress and accepts an event stream:
-        // answer over SSE, with a progress notification now and then, so that the client's
-        // own timeout (often 60 s) restarts while the person has not tapped yet.
-        if method == "tools/call", let token = MCPProgressRequest.token(params), MCPProgressRequest.acceptsEventStream(request.headers["Accept"]) {
-            let call = MCPProgress.Call(id: id, method: method, params: params, token: token)
-            return .streaming(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache"]) { body in
-                await MCPProgress.stream(call, every: progressInterval, to: body) { call in
-                    await self.response(id: call.id, method: call.method, params: call.params, agent: agent)
+        let chosen: MCPRevision.Chosen
+        switch MCPRevision.choose(method: method, params: params, id: id, versionHeader: request.headers["MCP-Protocol-Version"],
+                                  methodHeader: request.headers["Mcp-Method"], nameHeader: request.headers["Mcp-Name"]) {
+        case .success(let value): chosen = value
+        case .failure(let refusal): return rpc(status: refusal.status, Self.error(id: id, refusal))
+        }
+        let revision = chosen.revision
+        if case .modern = revision, method == "tools/call", !Self.toolNames.contains(params["name"] as? String ?? "") {
+            return rpc(status: 400, Self.error(id: id, Self.unknownTool(params)))
+        }
+        return await Logger.$traceparent.withValue(chosen.traceparent) {
+            // A tool call from a client that asked for progress and accepts an event stream:
+            // answer over SSE, with a progress notification now and then, so that the client's
+            // own timeout (often 60 s) restarts while the person has not tapped yet. Closing
+            // the stream cancels the call (2026-07-28 says so; in earlier revisions a
+            // stateless server without resumable streams has nobody left to answer).
+            if method == "tools/call", let token = MCPProgressRequest.token(params),
+               MCPProgressRequest.acceptsEventStream(request.headers["Accept"]) {
+                let call = MCPProgress.Call(id: id, method: method, params: params, token: token)
+                let traceparent = chosen.traceparent
+                return .streaming(headers: ["Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+                                            "X-Accel-Buffering": "no"]) { body in
+                    await Logger.$traceparent.withValue(traceparent) {
+                        await MCPProgress.stream(call, every: progressInterval, to: body) { call in
+                            await self.response(id: call.id, method: call.method, params: call.params, agent: agent,
+                                                revision: revision).body
+                        }
+                    }
                 }
             }
+            let (status, body) = await response(id: id, method: method, params: params, agent: agent, revision: revision)
+            logger.debug("mcp_request", ["method": String(method.prefix(64)), "status": String(status)])
+            return rpc(status: status, body)
         }
-        return rpc(status: 200, await response(id: id, method: method, params: params, agent: agent))
     }
 
-    /// The JSON-RPC response object for one request.
-    private func response(id: Any, method: String, params: [String: Any], agent: AgentIdentity) async -> [String: Any] {
+    /// The tools' names.
+    static let toolNames: Set<String> = ["get_phone_location", "list_people_sharing_with_me"]
+
+    /// The JSON-RPC error object of a refusal, echoing the request's id.
+    static func error(id: Any, _ refusal: MCPRevision.Refusal) -> [String: Any] {
+        var error: [String: Any] = ["code": refusal.code, "message": refusal.message]
+        if let data = refusal.data { error["data"] = data }
+        return ["jsonrpc": "2.0", "id": id, "error": error]
+    }
+
+    /// -32602 for a tool this server does not have, naming it.
+    static func unknownTool(_ params: [String: Any]) -> MCPRevision.Refusal {
+        let name = (params["name"] as? String).map { String($0.prefix(64)) } ?? "(no name)"
+        return MCPRevision.Refusal(400, -32602, "Unknown tool: \(name) (the tools are get_phone_location and list_people_sharing_with_me).")
+    }
+
+    /// The HTTP status and JSON-RPC response object for one request in `revision`.
+    private func response(id: Any, method: String, params: [String: Any], agent: AgentIdentity,
+                          revision: MCPRevision) async -> (status: Int, body: [String: Any]) {
         do {
-            let result = try await call(method, params: params, agent: agent)
-            return ["jsonrpc": "2.0", "id": id, "result": result]
+            var result: [String: Any]
+            switch revision {
+            case .legacy(let version): result = try await legacyCall(method, params: params, agent: agent, version: version)
+            case .modern: result = try await modernCall(method, params: params, agent: agent)
+            }
+            if case .modern = revision {
+                result["resultType"] = "complete"
+                var meta = result["_meta"] as? [String: Any] ?? [:]
+                meta[MCPRevision.serverInfoKey] = Self.serverInfo
+                result["_meta"] = meta
+            }
+            return (200, ["jsonrpc": "2.0", "id": id, "result": result])
         } catch let error as RPCError {
-            return ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]]
+            // 2026-07-28 answers an unknown method 404 and invalid params 400; earlier revisions 200.
+            let status = if case .modern = revision { error.code == -32601 ? 404 : error.code == -32602 ? 400 : 200 } else { 200 }
+            return (status, ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]])
         } catch {
-            return ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]]
+            return (200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]])
         }
     }
 
@@ -74,40 +117,54 @@ struct MCPHandler: Sendable {
         let message: String
     }
 
-    private func call(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> Any {
+    /// The server's name and version, as `initialize` and 2026-07-28's `_meta` give them.
+    static var serverInfo: [String: Any] { ["name": "whereabot", "version": Relay.version] }
+
+    static let instructions = "Use get_phone_location to ask the user's phone where it is; the user approves on the phone."
+
+    /// How long a client may cache `tools/list` and `server/discover` (2026-07-28): an hour;
+    /// the tools change only with a release, and are the same for every user.
+    static var cacheHints: [String: Any] { ["ttlMs": 3_600_000, "cacheScope": "public"] }
+
+    /// A method of 2025-03-26, 2025-06-18 or 2025-11-25.
+    private func legacyCall(_ method: String, params: [String: Any], agent: AgentIdentity,
+                            version: String) async throws -> [String: Any] {
         switch method {
         case "initialize":
             let asked = params["protocolVersion"] as? String ?? ""
-            return ["protocolVersion": Self.protocolVersions.contains(asked) ? asked : Self.protocolVersions[0],
-                    "capabilities": ["tools": ["listChanged": false]],
-                    "serverInfo": ["name": "whereabot", "version": Relay.version],
-                    "instructions": "Use get_phone_location to ask the user's phone where it is; the user approves on the phone."]
+            return ["protocolVersion": MCPRevision.legacyVersions.contains(asked) ? asked : MCPRevision.legacyVersions[0],
+                    "capabilities": ["tools": ["listChanged": false]], "serverInfo": Self.serverInfo,
+                    "instructions": Self.instructions]
         case "ping":
-            return [String: Any]()
+            return [:]
         case "tools/list":
             return ["tools": Self.tools]
         case "tools/call":
             return try await callTool(params, agent: agent)
         default:
-            // Includes server/discover (2026-07-28): an unknown method makes clients fall back
-            // to initialize.
+            // server/discover included: a client of these revisions falls back to initialize.
             throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
         }
     }
 
-    static var tools: [[String: Any]] { [
-        ["name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
-         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
-            "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
-                             "description": "Seconds to wait for the phone (1 to 120)."],
-            "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
-         ]]],
-        ["name": "list_people_sharing_with_me", "title": "List people sharing with me",
-         "description": "The people (name and email) who share their location with the user.",
-         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [String: Any]()]],
-    ] }
+    /// A method of 2026-07-28: no handshake, no ping; `server/discover` says what the
+    /// server is.
+    private func modernCall(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
+        switch method {
+        case "server/discover":
+            return ["supportedVersions": MCPRevision.supported, "capabilities": ["tools": ["listChanged": false]],
+                    "instructions": Self.instructions].merging(Self.cacheHints) { $1 }
+        case "tools/list":
+            if params["cursor"] != nil { throw RPCError(code: -32602, message: "Invalid cursor: tools/list has one page.") }
+            return ["tools": Self.tools].merging(Self.cacheHints) { $1 }
+        case "tools/call":
+            return try await callTool(params, agent: agent)
+        default:
+            throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
+        }
+    }
 
-    private func callTool(_ params: [String: Any], agent: AgentIdentity) async throws -> Any {
+    private func callTool(_ params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
         let arguments = params["arguments"] as? [String: Any] ?? [:]
         switch params["name"] as? String {
         case "get_phone_location":
@@ -146,6 +203,9 @@ struct MCPHandler: Sendable {
                 return toolError("The request was abandoned.")
             }
         case "list_people_sharing_with_me":
+            if let unknown = arguments.keys.sorted().first {
+                return toolError("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")
+            }
             let people: [Person]
             do {
                 people = try await database.peopleSharing(with: agent.userID)
@@ -158,7 +218,7 @@ struct MCPHandler: Sendable {
                 : people.map { "\($0.name) (\($0.email))" }.joined(separator: "\n")
             return ["content": [["type": "text", "text": text]], "structuredContent": ["people": list], "isError": false]
         default:
-            throw RPCError(code: -32602, message: "Unknown tool.")
+            throw RPCError(code: -32602, message: Self.unknownTool(params).message)
         }
     }
 

@@ -11,10 +11,13 @@ struct AgentGate: Sendable {
         let response: HTTPResponse
     }
 
-    /// 401 with the protected-resource metadata pointer (SPEC §3).
-    var unauthorized: HTTPResponse {
-        .text(401, AgentFailure.badCredential.agentText,
-              headers: ["WWW-Authenticate": "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\""])
+    /// 401 with the protected-resource metadata pointer (SPEC §3); with a credential that
+    /// was presented and refused, also `error="invalid_token"` (RFC 6750 §3.1: a request
+    /// without one gets no error code).
+    func unauthorized(presented: Bool) -> HTTPResponse {
+        var challenge = "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\", scope=\"\(Self.scope)\""
+        if presented { challenge += ", error=\"invalid_token\"" }
+        return .text(401, AgentFailure.badCredential.agentText, headers: ["WWW-Authenticate": challenge])
     }
 
     func agent(_ request: HTTPRequest) async -> Result<AgentIdentity, Refusal> {
@@ -34,10 +37,17 @@ struct AgentGate: Sendable {
         case .rateLimited:
             let seconds = await authenticator.retryAfter(client: request.remoteAddress)
             return .text(429, Self.rateLimitedText, headers: ["Retry-After": String(seconds)])
+        case .missing:
+            return unauthorized(presented: false)
         default:
-            return unauthorized
+            return unauthorized(presented: true)
         }
     }
+
+    /// The scopes an agent's token needs (the MCP authorization spec's scope selection):
+    /// Supabase Auth's `openid` and `email` — the relay names the account's email in its
+    /// answers. The protected-resource metadata lists the same.
+    static let scope = "openid email"
 
     /// The 503 text when the database cannot be asked about a credential.
     static let cannotCheckText = "The relay cannot check credentials right now. Retry in a few seconds."

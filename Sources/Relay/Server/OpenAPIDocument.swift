@@ -274,6 +274,7 @@ public enum OpenAPIDocument {
                         ("resource", .map([("type", .string("string"))])),
                         ("authorization_servers", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
                         ("bearer_methods_supported", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
+                        ("scopes_supported", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
                     ])),
                 ])),
             ])),

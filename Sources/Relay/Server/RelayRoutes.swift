@@ -124,7 +124,8 @@ struct RelayRoutes: Sendable {
     /// RFC 9728 protected resource metadata.
     private var resourceMetadata: HTTPResponse {
         let object: [String: Any] = ["resource": publicURL + "/mcp", "authorization_servers": authorizationServers,
-                                     "bearer_methods_supported": ["header"]]
+                                     "bearer_methods_supported": ["header"],
+                                     "scopes_supported": AgentGate.scope.split(separator: " ").map(String.init)]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(data))
     }

@@ -1,0 +1,65 @@
+import Foundation
+
+/// The tools `tools/list` publishes: their input and output schemas (every result a tool
+/// returns is valid against its `outputSchema`) and honest annotations.
+extension MCPHandler {
+    static let toolDescription = """
+        Ask the user's phone where it is. The user must approve on their phone (unless they \
+        always allow this agent), so this can take a while: many MCP clients stop waiting after \
+        60 seconds, so a shorter timeout_secs (for example 45) is wise. Pass `person` (a name or \
+        email) to locate someone who shares their location with the user.
+        """
+
+    /// The fix `get_phone_location` returns as `structuredContent` (the 200 body of
+    /// POST /v1/locate): every result it returns is valid against it.
+    static var fixSchema: [String: Any] { [
+        "type": "object", "additionalProperties": false,
+        "required": ["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"],
+        "properties": [
+            "latitude": ["type": "number", "minimum": -90, "maximum": 90],
+            "longitude": ["type": "number", "minimum": -180, "maximum": 180],
+            "accuracy_m": ["type": "number", "minimum": 0, "description": "Radius of the fix's uncertainty, in metres."],
+            "captured_at": ["type": "string", "format": "date-time", "description": "When the phone took the fix."],
+            "age_s": ["type": "number", "minimum": 0, "description": "Seconds between the fix and the answer."],
+            "altitude_m": ["type": "number"],
+            "speed_mps": ["type": "number", "minimum": 0],
+            "heading_deg": ["type": "number", "minimum": 0, "exclusiveMaximum": 360],
+            "device": ["type": "object", "additionalProperties": false, "required": ["name", "platform"], "properties": [
+                "name": ["type": "string"], "platform": ["type": "string", "enum": ["ios", "android", "desktop", "web"]],
+            ]],
+            "person": ["type": "object", "additionalProperties": false, "required": ["name", "email"],
+                       "description": "Whose location it is, on requests for someone who shares with the user.",
+                       "properties": ["name": ["type": "string"], "email": ["type": "string"]]],
+        ],
+    ] }
+
+    /// The people `list_people_sharing_with_me` returns as `structuredContent`.
+    static var peopleSchema: [String: Any] { [
+        "type": "object", "additionalProperties": false, "required": ["people"],
+        "properties": ["people": ["type": "array", "items": [
+            "type": "object", "additionalProperties": false, "required": ["name", "email"],
+            "properties": ["name": ["type": "string"], "email": ["type": "string"]],
+        ]]],
+    ] }
+
+    /// Both tools. Their annotations say honestly what they do: asking for a location pings
+    /// a person's phone (not read-only, not idempotent: each call asks again, and reaches
+    /// outside the relay); listing who shares with the user only reads.
+    static var tools: [[String: Any]] { [
+        ["name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
+         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
+            "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
+                             "description": "Seconds to wait for the phone (1 to 120)."],
+            "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
+         ]],
+         "outputSchema": fixSchema,
+         "annotations": ["title": "Get phone location", "readOnlyHint": false, "destructiveHint": false,
+                         "idempotentHint": false, "openWorldHint": true]],
+        ["name": "list_people_sharing_with_me", "title": "List people sharing with me",
+         "description": "The people (name and email) who share their location with the user.",
+         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [String: Any]()],
+         "outputSchema": peopleSchema,
+         "annotations": ["title": "List people sharing with me", "readOnlyHint": true, "destructiveHint": false,
+                         "idempotentHint": true, "openWorldHint": false]],
+    ] }
+}
