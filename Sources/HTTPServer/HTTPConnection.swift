@@ -363,7 +363,9 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     private func flush() {
         while let chunk = outbound.front {
-            let written = chunk.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            // send with MSG_NOSIGNAL: a peer that reset the connection is EPIPE here, never a
+            // SIGPIPE that would end the process.
+            let written = chunk.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written < 0 {
                 if errno == EAGAIN || errno == EINTR { break }
                 peerClosed()

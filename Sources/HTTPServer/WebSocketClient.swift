@@ -98,7 +98,7 @@ public final class WebSocketClient: Sendable {
         writeLock.withLock { _ in
             var offset = 0
             while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                let written = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 if written <= 0 { return }
                 offset += written
             }
@@ -159,7 +159,7 @@ public final class WebSocketClient: Sendable {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
         var offset = 0
         while offset < request.count {
-            let written = request[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            let written = request[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written <= 0 { Glibc.close(fd); throw ConnectError.connectFailed(errno) }
             offset += written
         }

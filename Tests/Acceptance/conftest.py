@@ -4,6 +4,7 @@ The URLs come from scripts/test.sh (a fresh test database with the shim and ever
 migration): WHEREABOT_TEST_ADMIN_URL (bootstrap superuser), WHEREABOT_TEST_OWNER_URL
 (the migration role `postgres`) and WHEREABOT_TEST_RELAY_URL (the relay's role).
 """
+import contextlib
 import json
 import os
 import pathlib
@@ -61,3 +62,14 @@ def make_user(admin):
         return (user_id, session_id, email) if with_session else user_id
 
     return make
+
+
+@contextlib.contextmanager
+def through_the_api(admin, who):
+    """A transaction on `admin` as Supabase's API runs a request of `who` = (user, session,
+    email): role authenticated, the JWT's claims in request.jwt.claims, so RLS applies."""
+    claims = json.dumps({"sub": str(who[0]), "role": "authenticated", "session_id": str(who[1]), "email": who[2]})
+    with admin.transaction():
+        admin.execute("set local role authenticated")
+        admin.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+        yield admin

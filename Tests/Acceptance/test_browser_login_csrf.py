@@ -19,37 +19,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import jwt
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from conftest import ADMIN_URL
-from push_kit import Push, wait_for
+from push_kit import wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
-from test_browser_phone import chromium_binary, confirm_sign_in, new_page
+# Debian's chromium, the fake push services and a relay with Web Push on are the browser
+# phone tests' fixtures (module-scoped: this module gets instances of its own).
+from test_browser_phone import browser, confirm_sign_in, new_page, push, relay  # noqa: F401 (fixtures)
 
 REFUSED = "A sign-in link this page did not ask for was ignored."
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_binary(), headless=True, args=["--no-sandbox"])
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def push():
-    fakes = Push()
-    yield fakes
-    fakes.stop()
-
-
-@pytest.fixture(scope="module")
-def relay(push):
-    server = RelayServer(**push.env)
-    yield server
-    if server.process.poll() is None:
-        server.stop()
 
 
 class FakeAuth:

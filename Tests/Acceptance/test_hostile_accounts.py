@@ -14,6 +14,7 @@ import uuid
 import pytest
 import websockets
 
+from conftest import through_the_api
 from push_kit import Locate, Push
 from relay_server import RelayServer, token
 from test_hostile import user
@@ -38,10 +39,7 @@ def relay(push):
 
 def as_user(admin, who, sql, params=()):
     """Runs `sql` as the user's own session would through Supabase's API."""
-    claims = json.dumps({"sub": str(who[0]), "role": "authenticated", "session_id": str(who[1]), "email": who[2]})
-    with admin.transaction():
-        admin.execute("set local role authenticated")
-        admin.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+    with through_the_api(admin, who):
         return admin.execute(sql, params).fetchone()
 
 

@@ -17,7 +17,7 @@ import psycopg
 import pytest
 import websockets
 
-from conftest import ADMIN_URL, RELAY_URL
+from conftest import ADMIN_URL, through_the_api
 from relay_server import RelayServer
 from test_hostile import phone_token, user
 
@@ -36,10 +36,7 @@ def two_relays():
 
 def fill_devices_through_the_api(admin, who, count):
     """Inserts `count` devices as the user's own session would through Supabase's API."""
-    claims = json.dumps({"sub": str(who[0]), "role": "authenticated", "session_id": str(who[1]), "email": who[2]})
-    with admin.transaction():
-        admin.execute("set local role authenticated")
-        admin.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+    with through_the_api(admin, who):
         for n in range(count):
             admin.execute("insert into public.devices (id, user_id, name, platform) values (%s, %s, %s, 'android')",
                           (uuid.uuid4(), who[0], f"Filler {n}"))

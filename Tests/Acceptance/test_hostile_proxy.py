@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, through_the_api
 from relay_server import RelayServer, free_port
 from test_hostile import user
 
@@ -70,10 +70,7 @@ def cluster():
 
 def agent_key(admin, who):
     """A new agent key of `who`, created as their own session would (public.create_agent_key)."""
-    claims = json.dumps({"sub": str(who[0]), "role": "authenticated", "session_id": str(who[1]), "email": who[2]})
-    with admin.transaction():
-        admin.execute("set local role authenticated")
-        admin.execute("select set_config('request.jwt.claims', %s, true)", (claims,))
+    with through_the_api(admin, who):
         return admin.execute("select public.create_agent_key('proxy test')").fetchone()[0]
 
 

@@ -5,7 +5,6 @@ Before: each of these was answered 200 (or -32601 with HTTP 200 for server/disco
 import asyncio
 import json
 import socket
-import time
 import urllib.error
 import urllib.request
 import uuid

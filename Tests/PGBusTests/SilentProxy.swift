@@ -71,7 +71,7 @@ final class SilentProxy: Sendable {
             if generation.load(ordering: .sequentiallyConsistent) != born { continue }  // silent: drop
             var offset = 0
             while offset < count {
-                let written = buffer[offset..<count].withUnsafeBytes { write(to, $0.baseAddress, count - offset) }
+                let written = buffer[offset..<count].withUnsafeBytes { send(to, $0.baseAddress, count - offset, Int32(MSG_NOSIGNAL)) }
                 if written <= 0 { return }
                 offset += written
             }
