@@ -55,17 +55,24 @@ class Node:
             os.kill(pid, signal.SIGCONT)
 
     def kill(self):
-        """Kills a (possibly hung) server for good."""
+        """Stops a (possibly hung) server for good: resumed, then `pg_ctl stop -m immediate`,
+        which also gives back its shared memory; SIGKILL only if that fails."""
         try:
             pids = self.pids()
         except (FileNotFoundError, ValueError):
             return
         for pid in pids:
-            for sig in (signal.SIGKILL, signal.SIGCONT):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        if self.pg_ctl("-m", "immediate", "-w", "-t", "20", "stop", check=False).returncode == 0:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         time.sleep(0.5)
 
     def is_primary(self):
