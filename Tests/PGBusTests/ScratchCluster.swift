@@ -18,12 +18,22 @@ final class ScratchCluster: Sendable {
         self.port = port
     }
 
-    /// Creates and starts a cluster on a random port.
+    /// Creates and starts a cluster on a random port; a port that turns out to be taken
+    /// (56000-60000 lies in Linux's ephemeral range, where outgoing connections live) is
+    /// tried again on another, up to three times.
     static func start() async throws -> ScratchCluster {
-        let cluster = ScratchCluster(directory: "/tmp/pgbus-scratch-\(UUID().uuidString.prefix(8))",
-                                     port: Int.random(in: 56000..<60000))
-        try await run("start", cluster.directory, String(cluster.port))
-        return cluster
+        var attempt = 0
+        while true {
+            attempt += 1
+            let cluster = ScratchCluster(directory: "/tmp/pgbus-scratch-\(UUID().uuidString.prefix(8))",
+                                         port: Int.random(in: 56000..<60000))
+            do {
+                try await run("start", cluster.directory, String(cluster.port))
+                return cluster
+            } catch where attempt < 3 {
+                await cluster.stop()
+            }
+        }
     }
 
     var configuration: PGConfiguration {
