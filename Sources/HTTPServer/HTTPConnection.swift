@@ -118,6 +118,13 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     /// (handed to the parser). A header from a peer that is not a trusted proxy, or one
     /// that breaks the protocol, is answered 400 and the connection closes.
     private func takeProxyHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // The common case costs no copy: a request that starts like neither header ("GET ",
+        // "POST ...": no "PR", no "\r\n") goes straight to the parser.
+        if proxyPrelude!.isEmpty, bytes.count >= 2, ProxyHeader.parse([bytes[0], bytes[1]]) == .notProxy {
+            proxyPrelude = nil
+            parser.append(bytes)
+            return true
+        }
         proxyPrelude!.append(contentsOf: bytes)
         let prelude = proxyPrelude!
         switch ProxyHeader.parse(prelude) {

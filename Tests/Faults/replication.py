@@ -43,8 +43,15 @@ class Node:
     def pids(self):
         """The postmaster and every process it started."""
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
-        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
-        return [postmaster] + [int(pid) for pid in children]
+        children = []
+        for status in pathlib.Path("/proc").glob("[0-9]*/status"):
+            try:
+                fields = dict(line.split(":\t", 1) for line in status.read_text().splitlines() if ":\t" in line)
+            except OSError:
+                continue  # the process ended meanwhile
+            if fields.get("PPid", "").strip() == str(postmaster):
+                children.append(int(status.parent.name))
+        return [postmaster] + children
 
     def hang(self):
         for pid in self.pids():

@@ -153,8 +153,8 @@ def run(deployment, name, fault):
     lost = kinds.count("lost") + len(stuck)
     everyone = max(answered_at.values()) - ended if len(answered_at) == len(users) else None
     print(f"\n{name}: {len(calls)} calls / answered {kinds.count('answered')} / documented {kinds.count('documented')}"
-          f" / lost {lost}; /readyz 503 from {'%.1f s' % (down - began) if down else '(never)'} after the fault began"
-          f" until {'%.1f s' % (ready_at - ended)} after it ended; every user answered again"
+          f" / lost {lost}; /readyz 503 {'from %.1f s until %.1f s after the fault began' % (down - began, ready_at - began) if down else 'never seen'}"
+          f" (the fault lasted {ended - began:.1f} s); every user answered again"
           f" {'%.1f s' % everyone if everyone is not None else 'never'} after it ended")
     for call in calls:
         if classify(call) == "lost":
