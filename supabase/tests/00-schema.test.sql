@@ -1,7 +1,7 @@
 -- The shape of the schema: RLS everywhere, UNLOGGED relay state without coordinates,
 -- security-definer functions only where the API cannot reach them.
 begin;
-select plan(16);
+select plan(17);
 
 select tables_are('public',
   array['agent_keys', 'devices', 'push_tokens', 'web_push_subscriptions',
@@ -18,18 +18,22 @@ select is_empty($$
   where n.nspname = 'relay' and c.relkind = 'r' and c.relpersistence <> 'u'
 $$, 'every relay table is UNLOGGED');
 
-select tables_are('relay', array['instances', 'connections', 'pending_requests', 'push_budgets'],
-  'relay holds instances, connections, pending_requests and push_budgets');
+select tables_are('relay', array['instances', 'connections', 'pending_requests', 'push_budgets', 'sealed_results'],
+  'relay holds instances, connections, pending_requests, push_budgets and sealed_results');
 
 select columns_are('relay', 'pending_requests',
   array['id', 'owner_id', 'requester_id', 'client_id', 'client_name', 'waiter_instance',
         'reply_key', 'created_at', 'expires_at', 'delivered_at', 'settled_at', 'outcome',
-        'reason', 'answered_by', 'wake_kind', 'wake_claimed_at', 'checking_claimed_at'],
+        'reason', 'answered_by', 'wake_kind', 'wake_claimed_at', 'checking_claimed_at',
+        'resumable', 'durable', 'agent_key_id', 'keep_until', 'wrapped_secret'],
   'relay.pending_requests has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'connections',
   array['id', 'instance_id', 'user_id', 'device_id', 'platform', 'connected_at', 'session_id', 'opened_at'],
   'relay.connections has exactly these columns, none of them a coordinate');
+
+select columns_are('relay', 'sealed_results', array['request_id', 'sealed', 'stored_at'],
+  'relay.sealed_results has exactly these columns: a result exists there only as ciphertext');
 
 select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at'],
   'relay.instances has exactly these columns');

@@ -1,0 +1,546 @@
+-- =============================================================================
+-- Durable requests: a request outlives the call that opened it (SPEC §11)
+-- =============================================================================
+-- A person may need minutes to see a push, unlock and tap; an MCP client gives up after
+-- about a minute. So a request opened as an MCP task, by `Prefer: respond-async`, or by a
+-- get_phone_location call that reached its wait bound stays open until its own deadline,
+-- whoever holds the call, and its result is kept — sealed — until a TTL:
+--
+-- * `resumable` rows keep their result: a location is stored in relay.sealed_results as
+--   the ciphertext the phone's instance sealed to the request's reply key. The agent's
+--   request_id carries a secret Postgres never sees; the row's id and the reply key are
+--   derived from it, so only an instance presented with the request_id can open the fix.
+-- * `durable` rows belong to no instance: the reaper and a restarting instance leave them
+--   open (a synchronous waiter's request is abandoned with its instance). A get_phone_location
+--   call opens its request resumable and makes it durable only when it hands the
+--   request_id to the agent (relay.make_durable), so an instance that dies before that
+--   leaves no request pinging a phone for an agent that cannot ask for the answer.
+-- * Each row is bound to the (user, client_id) of the credential that opened it, and to
+--   the agent key when it was one: every other credential is told "unknown".
+-- * `keep_until` ends a resumable row: the task's ttl from creation, and never more than
+--   10 minutes after settlement. Nothing of it is readable past that; the reaper deletes it.
+-- * `wrapped_secret` is the request_id's secret sealed (AES-256-GCM) under a key only the
+--   relay instances hold (REQUEST_ID_KEY), so tasks/list can name the caller's tasks; it is
+--   null when no such key is configured, and useless without it.
+
+alter table relay.pending_requests
+  add column if not exists resumable boolean not null default false,
+  add column if not exists durable boolean not null default false,
+  add column if not exists agent_key_id uuid,
+  add column if not exists keep_until timestamptz,
+  add column if not exists wrapped_secret bytea;
+
+alter table relay.pending_requests drop constraint if exists pending_requests_resumable_has_ttl;
+alter table relay.pending_requests add constraint pending_requests_resumable_has_ttl
+  check (resumable = (keep_until is not null));
+alter table relay.pending_requests drop constraint if exists pending_requests_durable_is_resumable;
+alter table relay.pending_requests add constraint pending_requests_durable_is_resumable
+  check (resumable or not durable);
+alter table relay.pending_requests drop constraint if exists pending_requests_wrapped_secret_size;
+alter table relay.pending_requests add constraint pending_requests_wrapped_secret_size
+  check (wrapped_secret is null or (resumable and octet_length(wrapped_secret) between 40 and 80));
+
+comment on column relay.pending_requests.resumable is
+  'The result is kept (a fix sealed in relay.sealed_results) for whoever presents the request_id.';
+comment on column relay.pending_requests.durable is
+  'The request belongs to no instance: it stays open until its deadline when its waiter dies.';
+comment on column relay.pending_requests.agent_key_id is
+  'The agent key that opened a resumable request: only that key may see it.';
+comment on column relay.pending_requests.keep_until is
+  'When a resumable request and its result are forgotten (task ttl; at most 10 minutes after settlement).';
+comment on column relay.pending_requests.wrapped_secret is
+  'The request_id''s secret under the relay instances'' REQUEST_ID_KEY (AES-256-GCM), for tasks/list; never the plain secret.';
+
+create index if not exists pending_requests_resumable_by_agent_idx
+  on relay.pending_requests ((coalesce(requester_id, owner_id)), client_id, created_at) where resumable;
+comment on index relay.pending_requests_resumable_by_agent_idx is
+  'open_durable_request counts a credential''s open durable requests; durable_requests lists them (tasks/list).';
+
+-- -----------------------------------------------------------------------------
+-- relay.sealed_results: the sealed fix of a resumable request, until its TTL
+-- -----------------------------------------------------------------------------
+create unlogged table if not exists relay.sealed_results (
+  request_id uuid primary key references relay.pending_requests (id) on delete cascade,
+  sealed text not null check (char_length(sealed) between 1 and 6000),
+  stored_at timestamptz not null default now()
+);
+comment on table relay.sealed_results is
+  'The answer of a resumable request, as the ciphertext sealed to its reply key; only the request_id''s holder can open it. Deleted with its request.';
+alter table relay.sealed_results enable row level security;
+revoke all on relay.sealed_results from public, anon, authenticated, service_role, whereabot_relay;
+
+-- -----------------------------------------------------------------------------
+-- Limits
+-- -----------------------------------------------------------------------------
+create or replace function private.max_durable_requests_per_agent()
+returns int language sql immutable set search_path = '' as $$ select 20 $$;
+comment on function private.max_durable_requests_per_agent() is
+  'Open durable requests one (user, client) or one agent key may have (SPEC §11).';
+revoke execute on function private.max_durable_requests_per_agent() from public, anon, authenticated;
+
+create or replace function private.max_resumable_requests()
+returns int language sql immutable set search_path = '' as $$ select 10000 $$;
+comment on function private.max_resumable_requests() is
+  'Resumable requests (and so result rows) the whole database keeps at once.';
+revoke execute on function private.max_resumable_requests() from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
+-- private.binds(request, user, client, key) — whether a credential may see a request
+-- -----------------------------------------------------------------------------
+create or replace function private.binds(p_request relay.pending_requests, p_user uuid, p_client_id text, p_key uuid)
+returns boolean
+language sql
+stable
+set search_path = ''
+as $$
+  select p_request.resumable
+     and coalesce(p_request.requester_id, p_request.owner_id) = p_user
+     and p_request.client_id = p_client_id
+     and p_request.agent_key_id is not distinct from p_key
+     and p_request.keep_until > now()
+$$;
+comment on function private.binds(relay.pending_requests, uuid, text, uuid) is
+  'A resumable request is visible only to the (user, client_id, agent key) that opened it, and only until keep_until.';
+revoke execute on function private.binds(relay.pending_requests, uuid, text, uuid) from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
+-- private.request_view(request) → what a poll says about a resumable request
+-- -----------------------------------------------------------------------------
+create or replace function private.request_view(p_request relay.pending_requests)
+returns jsonb
+language sql
+stable
+security definer
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'status', case when p_request.settled_at is null then 'waiting' else 'settled' end,
+    'id', p_request.id, 'owner', p_request.owner_id,
+    'outcome', p_request.outcome, 'reason', p_request.reason,
+    'delivered', p_request.delivered_at is not null,
+    'created_at', p_request.created_at, 'expires_at', p_request.expires_at,
+    'settled_at', p_request.settled_at, 'keep_until', p_request.keep_until,
+    'sealed', (select s.sealed from relay.sealed_results s where s.request_id = p_request.id))
+$$;
+comment on function private.request_view(relay.pending_requests) is
+  'A resumable request as its agent sees it: status, outcome, times, and the sealed fix when there is one.';
+revoke execute on function private.request_view(relay.pending_requests) from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
+-- relay.open_durable_request(...) → {status, connections, ping}
+-- -----------------------------------------------------------------------------
+-- open_request with the durable columns. status: opened, too_many (the owner's cap, or
+-- the credential's 20 open durable requests), full (the database keeps its maximum of
+-- resumable requests) or exists. p_durable false: a get_phone_location call that may
+-- still answer in the call (relay.make_durable follows at its wait bound).
+create or replace function relay.open_durable_request(
+  p_id uuid, p_owner uuid, p_requester uuid, p_client_id text, p_client_name text, p_key uuid,
+  p_instance text, p_reply_key bytea, p_expires_at timestamptz, p_keep_until timestamptz,
+  p_durable boolean, p_wrapped_secret bytea, p_max_waiting int default 5)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_user uuid := coalesce(p_requester, p_owner);
+  v_open int;
+  v_opened jsonb;
+begin
+  perform private.check_instance_id(p_instance);
+  if p_durable is null then
+    raise exception 'open_durable_request needs p_durable' using errcode = '22004';
+  end if;
+  if p_keep_until is null or p_expires_at is null or p_keep_until < p_expires_at
+     or p_keep_until > p_expires_at + interval '10 minutes' then
+    raise exception 'keep_until must lie between expires_at and 10 minutes after it' using errcode = '22023';
+  end if;
+  if p_wrapped_secret is not null and octet_length(p_wrapped_secret) not between 40 and 80 then
+    raise exception 'wrapped_secret must be 40 to 80 bytes' using errcode = '22023';
+  end if;
+  if p_key is not null and p_client_id <> 'agent-key' then
+    raise exception 'an agent key''s requests have client_id agent-key' using errcode = '22023';
+  end if;
+
+  -- One opener per credential at a time, so that its cap holds under concurrency (taken
+  -- before open_request's owner lock, always in this order).
+  perform pg_advisory_xact_lock(hashtextextended(
+    'whereabot_durable:' || v_user::text || ':' || coalesce(p_client_id, '') || ':' || coalesce(p_key::text, ''), 0));
+  select count(*) into v_open from relay.pending_requests r
+  where r.resumable and coalesce(r.requester_id, r.owner_id) = v_user and r.client_id = p_client_id
+    and r.agent_key_id is not distinct from p_key and r.settled_at is null and r.expires_at > now();
+  if v_open >= private.max_durable_requests_per_agent() then
+    return jsonb_build_object('status', 'too_many', 'connections', null, 'ping', null);
+  end if;
+  if (select count(*) from relay.pending_requests where resumable) >= private.max_resumable_requests() then
+    return jsonb_build_object('status', 'full', 'connections', null, 'ping', null);
+  end if;
+
+  v_opened := relay.open_request(p_id, p_owner, p_requester, p_client_id, p_client_name, p_instance,
+                                 p_reply_key, p_expires_at, p_max_waiting);
+  if v_opened->>'status' = 'opened' then
+    update relay.pending_requests
+    set resumable = true, durable = p_durable, agent_key_id = p_key, keep_until = p_keep_until,
+        wrapped_secret = p_wrapped_secret
+    where id = p_id;
+  end if;
+  return v_opened;
+end;
+$$;
+comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int) is
+  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential.';
+
+-- -----------------------------------------------------------------------------
+-- relay.make_durable(id, instance) → {status: durable | settled | gone}
+-- -----------------------------------------------------------------------------
+create or replace function relay.make_durable(p_id uuid, p_instance text)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request relay.pending_requests;
+begin
+  perform private.check_instance_id(p_instance);
+  if p_id is null then
+    raise exception 'make_durable needs a request id' using errcode = '22004';
+  end if;
+  update relay.pending_requests set durable = true
+  where id = p_id and waiter_instance = p_instance and resumable and settled_at is null
+  returning * into v_request;
+  if found then
+    return jsonb_build_object('status', 'durable');
+  end if;
+  select * into v_request from relay.pending_requests where id = p_id and waiter_instance = p_instance;
+  if not found then
+    return jsonb_build_object('status', 'gone');
+  end if;
+  return jsonb_build_object('status', 'settled');
+end;
+$$;
+comment on function relay.make_durable(uuid, text) is
+  'A get_phone_location call reached its wait bound: its request now outlives the waiting instance.';
+
+-- -----------------------------------------------------------------------------
+-- relay.durable_state(id, user, client, key, instance, watch) → the request's view, or
+-- {status: unknown}
+-- -----------------------------------------------------------------------------
+-- A poll. An open request past its deadline (plus the 2 s grace a synchronous waiter
+-- gives a phone's own no_answer) is expired here, and its pings cancelled. With p_watch,
+-- an open request's answer is addressed to p_instance from now on (its poller waits there).
+create or replace function relay.durable_state(p_id uuid, p_user uuid, p_client_id text, p_key uuid,
+                                               p_instance text, p_watch boolean default false)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request relay.pending_requests;
+begin
+  perform private.check_instance_id(p_instance);
+  if p_id is null or p_user is null or p_client_id is null then
+    raise exception 'durable_state needs a request id, a user and a client id' using errcode = '22004';
+  end if;
+  select * into v_request from relay.pending_requests where id = p_id;
+  if not found or not private.binds(v_request, p_user, p_client_id, p_key) or not v_request.durable then
+    return jsonb_build_object('status', 'unknown');
+  end if;
+  if v_request.settled_at is null and v_request.expires_at < now() - interval '2 seconds' then
+    update relay.pending_requests
+    set settled_at = now(), outcome = 'expired', keep_until = least(keep_until, now() + interval '10 minutes')
+    where id = p_id and settled_at is null
+    returning * into v_request;
+    if found then
+      perform private.notify_cancel(p_id, v_request.owner_id);
+    else
+      select * into v_request from relay.pending_requests where id = p_id;
+    end if;
+  elsif v_request.settled_at is null and p_watch and v_request.waiter_instance <> p_instance then
+    update relay.pending_requests set waiter_instance = p_instance where id = p_id and settled_at is null;
+  end if;
+  return private.request_view(v_request);
+end;
+$$;
+comment on function relay.durable_state(uuid, uuid, text, uuid, text, boolean) is
+  'A poll of a durable request by the credential that opened it (anyone else: unknown); expires it past its deadline; with watch, its answer comes to the polling instance.';
+
+-- -----------------------------------------------------------------------------
+-- relay.cancel_durable(id, user, client, key, forget) → cancelled | settled | unknown
+-- -----------------------------------------------------------------------------
+-- tasks/cancel and DELETE: an open request is abandoned and its pings cancelled. With
+-- p_forget (DELETE) the request and its result are deleted as well.
+create or replace function relay.cancel_durable(p_id uuid, p_user uuid, p_client_id text, p_key uuid, p_forget boolean)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request relay.pending_requests;
+  v_status text := 'settled';
+begin
+  if p_id is null or p_user is null or p_client_id is null or p_forget is null then
+    raise exception 'cancel_durable needs a request id, a user, a client id and forget' using errcode = '22004';
+  end if;
+  select * into v_request from relay.pending_requests where id = p_id for update;
+  if not found or not private.binds(v_request, p_user, p_client_id, p_key) or not v_request.durable then
+    return 'unknown';
+  end if;
+  if v_request.settled_at is null then
+    update relay.pending_requests
+    set settled_at = now(), outcome = 'abandoned', keep_until = least(keep_until, now() + interval '10 minutes')
+    where id = p_id;
+    perform private.notify_cancel(p_id, v_request.owner_id);
+    v_status := 'cancelled';
+  end if;
+  if p_forget then
+    delete from relay.pending_requests where id = p_id;
+  end if;
+  return v_status;
+end;
+$$;
+comment on function relay.cancel_durable(uuid, uuid, text, uuid, boolean) is
+  'The agent cancels its durable request (phones get cancel); with forget, the request and its result are deleted.';
+
+-- -----------------------------------------------------------------------------
+-- relay.durable_requests(user, client, key, before, before_id, limit) — tasks/list
+-- -----------------------------------------------------------------------------
+-- The credential's durable requests that can still be listed (their secret is wrapped),
+-- newest first, a page after the cursor (created_at, id).
+create or replace function relay.durable_requests(p_user uuid, p_client_id text, p_key uuid,
+                                                  p_before timestamptz, p_before_id uuid, p_limit int)
+returns table (view jsonb, wrapped_secret bytea)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_user is null or p_client_id is null then
+    raise exception 'durable_requests needs a user and a client id' using errcode = '22004';
+  end if;
+  if p_limit is null or p_limit not between 1 and 100 then
+    raise exception 'limit must be between 1 and 100' using errcode = '22023';
+  end if;
+  return query
+    select private.request_view(r) - 'sealed', r.wrapped_secret
+    from relay.pending_requests r
+    where r.resumable and r.durable and r.wrapped_secret is not null
+      and coalesce(r.requester_id, r.owner_id) = p_user and r.client_id = p_client_id
+      and r.agent_key_id is not distinct from p_key and r.keep_until > now()
+      and (p_before is null or (r.created_at, r.id) < (p_before, coalesce(p_before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)))
+    order by r.created_at desc, r.id desc
+    limit p_limit;
+end;
+$$;
+comment on function relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int) is
+  'One page of a credential''s own durable requests, newest first (tasks/list); never another credential''s.';
+
+revoke execute on function
+  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int),
+  relay.make_durable(uuid, text),
+  relay.durable_state(uuid, uuid, text, uuid, text, boolean),
+  relay.cancel_durable(uuid, uuid, text, uuid, boolean),
+  relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int)
+  from public, anon, authenticated, service_role;
+grant execute on function
+  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int),
+  relay.make_durable(uuid, text),
+  relay.durable_state(uuid, uuid, text, uuid, text, boolean),
+  relay.cancel_durable(uuid, uuid, text, uuid, boolean),
+  relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int)
+  to whereabot_relay;
+
+-- -----------------------------------------------------------------------------
+-- relay.settle: a resumable request keeps its answer
+-- -----------------------------------------------------------------------------
+-- As before, and: a resumable request's location always comes sealed (its reply key is
+-- derived from the agent's request_id, which the waiting instance may no longer hold), the
+-- ciphertext is stored in relay.sealed_results, and the row's keep_until is cut to at most
+-- 10 minutes from now.
+create or replace function relay.settle(
+  p_id uuid, p_user uuid, p_device uuid, p_outcome text, p_reason text, p_sealed text,
+  p_instance text default null)
+returns text
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request relay.pending_requests;
+  v_waiter text;
+  v_owner uuid;
+  v_holders text[];
+  v_resumable boolean;
+begin
+  if p_id is null or p_user is null then
+    raise exception 'settle needs a request id and a user id' using errcode = '22004';
+  end if;
+  if p_instance is not null and p_instance !~ '^[A-Za-z0-9._:-]{1,64}$' then
+    raise exception 'an instance id is 1 to 64 letters, digits or ._:-' using errcode = '22023';
+  end if;
+  if p_outcome is null or p_outcome not in ('location', 'denied', 'unavailable') then
+    raise exception 'outcome must be location, denied or unavailable' using errcode = '22023';
+  end if;
+  if (p_outcome = 'location' and p_reason is not null)
+     or (p_outcome = 'denied' and p_reason is distinct from 'user' and p_reason is distinct from 'no_answer')
+     or (p_outcome = 'unavailable' and (p_reason is null or p_reason not in ('permission', 'no_fix', 'error'))) then
+    raise exception 'reason does not fit the outcome' using errcode = '22023';
+  end if;
+  if p_outcome <> 'location' and p_sealed is not null then
+    raise exception 'a sealed answer comes with outcome location and only with it' using errcode = '22023';
+  end if;
+  if p_sealed is not null and (p_sealed !~ '^[A-Za-z0-9+/_-]+={0,2}$' or char_length(p_sealed) > 6000) then
+    raise exception 'sealed must be base64 of at most 6000 characters' using errcode = '22023';
+  end if;
+
+  if p_device is not null and not exists (
+       select from public.devices where id = p_device and user_id = p_user and revoked_at is null) then
+    return 'forbidden';
+  end if;
+
+  -- The first answer wins: one statement finds the waiting row of this user and settles
+  -- it (a fix crosses Postgres only sealed; it need not cross at all when the answering
+  -- phone's instance is the waiter's, which hands it over in process).
+  update relay.pending_requests
+  set settled_at = now(), outcome = p_outcome, reason = p_reason, answered_by = p_device,
+      delivered_at = coalesce(delivered_at, now())
+  where id = p_id and owner_id = p_user and settled_at is null
+    and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
+  returning waiter_instance, owner_id, resumable into v_waiter, v_owner, v_resumable;
+  if not found then
+    select * into v_request from relay.pending_requests where id = p_id;
+    if not found then
+      return 'gone';
+    end if;
+    if v_request.owner_id <> p_user then
+      return 'forbidden';
+    end if;
+    if v_request.settled_at is not null then
+      return 'gone';
+    end if;
+    raise exception 'a location for another instance''s waiter comes sealed' using errcode = '22023';
+  end if;
+
+  if v_resumable then
+    -- The agent may come back for it from any instance: keep the answer (sealed) until the
+    -- request's TTL, never more than 10 minutes from now.
+    update relay.pending_requests set keep_until = least(keep_until, now() + interval '10 minutes') where id = p_id;
+    if p_sealed is not null then
+      insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
+    end if;
+  end if;
+
+  select coalesce(array_agg(distinct c.instance_id), '{}') into v_holders
+  from relay.connections c where c.user_id = v_owner;
+  if v_waiter is distinct from p_instance then
+    perform private.notify(private.instance_channel(v_waiter), jsonb_build_object(
+      'kind', 'answer', 'id', p_id, 'waiter', v_waiter, 'owner', v_owner,
+      'outcome', p_outcome, 'reason', p_reason, 'sealed', p_sealed, 'cancel', v_waiter = any (v_holders)));
+  end if;
+  v_holders := array_remove(array_remove(v_holders, v_waiter), p_instance);
+  if cardinality(v_holders) > 0 then
+    perform private.notify_instances(v_holders, jsonb_build_object('kind', 'cancel', 'id', p_id, 'owner', v_owner));
+  end if;
+  return 'settled';
+end;
+$$;
+
+-- -----------------------------------------------------------------------------
+-- relay.register_instance: a restarting instance leaves durable requests open
+-- -----------------------------------------------------------------------------
+create or replace function relay.register_instance(p_instance text)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request record;
+  v_abandoned int := 0;
+  v_connections int;
+begin
+  perform private.check_instance_id(p_instance);
+  insert into relay.instances (id) values (p_instance)
+  on conflict (id) do update set started_at = now(), heartbeat_at = now();
+
+  delete from relay.connections where instance_id = p_instance;
+  get diagnostics v_connections = row_count;
+
+  for v_request in
+    select id, owner_id from relay.pending_requests
+    where waiter_instance = p_instance and settled_at is null and not durable
+    for update
+  loop
+    update relay.pending_requests set settled_at = now(), outcome = 'abandoned' where id = v_request.id;
+    perform private.notify_cancel(v_request.id, v_request.owner_id);
+    v_abandoned := v_abandoned + 1;
+  end loop;
+
+  return jsonb_build_object('connections', v_connections, 'abandoned', v_abandoned);
+end;
+$$;
+
+-- -----------------------------------------------------------------------------
+-- relay.reap: durable requests outlive their instance; resumable ones end at keep_until
+-- -----------------------------------------------------------------------------
+create or replace function relay.reap(p_dead_after interval default '30 seconds', p_keep_settled interval default '10 minutes')
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_dead text[];
+  v_request record;
+  v_abandoned int := 0;
+  v_expired int := 0;
+  v_connections int;
+  v_deleted int;
+begin
+  if p_dead_after is null or p_dead_after < interval '1 second' or p_dead_after > interval '1 hour' then
+    raise exception 'dead_after must be between 1 second and 1 hour' using errcode = '22023';
+  end if;
+  if p_keep_settled is null or p_keep_settled < interval '0' or p_keep_settled > interval '1 day' then
+    raise exception 'keep_settled must be between 0 and 1 day' using errcode = '22023';
+  end if;
+
+  select coalesce(array_agg(id), '{}') into v_dead
+  from (select id from relay.instances
+        where heartbeat_at < now() - p_dead_after
+        for update skip locked) dead;
+
+  -- The dead instances' sockets go first, so that no cancel is addressed to them.
+  delete from relay.connections where instance_id = any (v_dead);
+  get diagnostics v_connections = row_count;
+
+  -- Waiters of dead instances will never answer their agents: abandon and cancel.
+  -- Requests far past their deadline whose waiter never finished them: expire and cancel.
+  for v_request in
+    select id, owner_id, waiter_instance = any (v_dead) and not durable as abandoned
+    from relay.pending_requests
+    where settled_at is null
+      and ((waiter_instance = any (v_dead) and not durable) or expires_at < now() - interval '30 seconds')
+    for update skip locked
+  loop
+    update relay.pending_requests
+    set settled_at = now(),
+        outcome = case when v_request.abandoned then 'abandoned' else 'expired' end
+    where id = v_request.id;
+    perform private.notify_cancel(v_request.id, v_request.owner_id);
+    if v_request.abandoned then v_abandoned := v_abandoned + 1; else v_expired := v_expired + 1; end if;
+  end loop;
+
+  delete from relay.instances where id = any (v_dead);
+
+  delete from relay.pending_requests
+  where settled_at < now() - p_keep_settled or (resumable and settled_at is not null and keep_until < now());
+  get diagnostics v_deleted = row_count;
+
+  return jsonb_build_object(
+    'instances', cardinality(v_dead), 'connections', v_connections,
+    'abandoned', v_abandoned, 'expired', v_expired, 'deleted', v_deleted);
+end;
+$$;
