@@ -1,7 +1,7 @@
 -- Durable requests (SPEC §11): bound to their credential, results kept only sealed and
 -- only until keep_until, outliving their instance, capped per credential.
 begin;
-select plan(38);
+select plan(39);
 
 select tests.create_supabase_user('ada');
 select tests.create_supabase_user('bob');
