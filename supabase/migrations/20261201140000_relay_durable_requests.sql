@@ -28,7 +28,8 @@ alter table relay.pending_requests
   add column if not exists durable boolean not null default false,
   add column if not exists agent_key_id uuid,
   add column if not exists keep_until timestamptz,
-  add column if not exists wrapped_secret bytea;
+  add column if not exists wrapped_secret bytea,
+  add column if not exists watcher_instance text check (watcher_instance ~ '^[A-Za-z0-9._:-]{1,64}$');
 
 alter table relay.pending_requests drop constraint if exists pending_requests_resumable_has_ttl;
 alter table relay.pending_requests add constraint pending_requests_resumable_has_ttl
@@ -48,6 +49,8 @@ comment on column relay.pending_requests.agent_key_id is
   'The agent key that opened a resumable request: only that key may see it.';
 comment on column relay.pending_requests.keep_until is
   'When a resumable request and its result are forgotten (task ttl; at most 10 minutes after settlement).';
+comment on column relay.pending_requests.watcher_instance is
+  'The instance whose poll waits for a durable request''s answer (it is told as well as the waiter).';
 comment on column relay.pending_requests.wrapped_secret is
   'The request_id''s secret under the relay instances'' REQUEST_ID_KEY (AES-256-GCM), for tasks/list; never the plain secret.';
 
@@ -228,7 +231,8 @@ comment on function relay.make_durable(uuid, text) is
 -- -----------------------------------------------------------------------------
 -- A poll. An open request past its deadline (plus the 2 s grace a synchronous waiter
 -- gives a phone's own no_answer) is expired here, and its pings cancelled. With p_watch,
--- an open request's answer is addressed to p_instance from now on (its poller waits there).
+-- an open request's answer is sent to p_instance too from now on (its poller waits there;
+-- the opening instance stays the waiter, which runs the request's pushes).
 create or replace function relay.durable_state(p_id uuid, p_user uuid, p_client_id text, p_key uuid,
                                                p_instance text, p_watch boolean default false)
 returns jsonb
@@ -257,8 +261,8 @@ begin
     else
       select * into v_request from relay.pending_requests where id = p_id;
     end if;
-  elsif v_request.settled_at is null and p_watch and v_request.waiter_instance <> p_instance then
-    update relay.pending_requests set waiter_instance = p_instance where id = p_id and settled_at is null;
+  elsif v_request.settled_at is null and p_watch and v_request.watcher_instance is distinct from p_instance then
+    update relay.pending_requests set watcher_instance = p_instance where id = p_id and settled_at is null;
   end if;
   return private.request_view(v_request);
 end;
@@ -359,7 +363,7 @@ grant execute on function
 -- As before, and: a resumable request's location always comes sealed (its reply key is
 -- derived from the agent's request_id, which the waiting instance may no longer hold), the
 -- ciphertext is stored in relay.sealed_results, and the row's keep_until is cut to at most
--- 10 minutes from now.
+-- 10 minutes from now; the instance watching it for a poll is told of the answer as well.
 create or replace function relay.settle(
   p_id uuid, p_user uuid, p_device uuid, p_outcome text, p_reason text, p_sealed text,
   p_instance text default null)
@@ -374,6 +378,7 @@ declare
   v_owner uuid;
   v_holders text[];
   v_resumable boolean;
+  v_watcher text;
 begin
   if p_id is null or p_user is null then
     raise exception 'settle needs a request id and a user id' using errcode = '22004';
@@ -409,7 +414,7 @@ begin
       delivered_at = coalesce(delivered_at, now())
   where id = p_id and owner_id = p_user and settled_at is null
     and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
-  returning waiter_instance, owner_id, resumable into v_waiter, v_owner, v_resumable;
+  returning waiter_instance, owner_id, resumable, watcher_instance into v_waiter, v_owner, v_resumable, v_watcher;
   if not found then
     select * into v_request from relay.pending_requests where id = p_id;
     if not found then
@@ -439,6 +444,11 @@ begin
     perform private.notify(private.instance_channel(v_waiter), jsonb_build_object(
       'kind', 'answer', 'id', p_id, 'waiter', v_waiter, 'owner', v_owner,
       'outcome', p_outcome, 'reason', p_reason, 'sealed', p_sealed, 'cancel', v_waiter = any (v_holders)));
+  end if;
+  if v_watcher is not null and v_watcher <> v_waiter and v_watcher is distinct from p_instance then
+    perform private.notify(private.instance_channel(v_watcher), jsonb_build_object(
+      'kind', 'answer', 'id', p_id, 'waiter', v_watcher, 'owner', v_owner,
+      'outcome', p_outcome, 'reason', p_reason, 'sealed', p_sealed, 'cancel', false));
   end if;
   v_holders := array_remove(array_remove(v_holders, v_waiter), p_instance);
   if cardinality(v_holders) > 0 then

@@ -70,13 +70,13 @@ select is(relay.cancel_durable((select id from ids where name = 'task'), tests.g
 select relay.durable_state((select id from ids where name = 'task'), tests.get_supabase_uid('ada'), 'client-1', null,
   'relay-c', true);
 reset role;
-select is((select waiter_instance from relay.pending_requests where id = (select id from ids where name = 'task')), 'relay-c',
-  'a watching poll addresses the answer to its own instance');
+select is((select watcher_instance from relay.pending_requests where id = (select id from ids where name = 'task')), 'relay-c',
+  'a watching poll has the answer sent to its own instance too');
 select tests.authenticate_as_relay();
 
 -- ---------------------------------------------------------------- results, sealed only
 select throws_ok($$ select relay.settle((select id from ids where name = 'task'), tests.get_supabase_uid('ada'), null,
-  'location', null, null, 'relay-c') $$, '22023', null,
+  'location', null, null, 'relay-a') $$, '22023', null,
   'a resumable request''s location comes sealed, even from its waiter''s instance');
 select is(relay.settle((select id from ids where name = 'task'), tests.get_supabase_uid('ada'), null,
   'location', null, 'c2VhbGVk', 'relay-b'), 'settled', 'the sealed answer settles it');
