@@ -42,6 +42,18 @@ enum ServeCommand {
             }
             configuration.mcpProgressInterval = .seconds(number)
         }
+        if let seconds = value("MCP_WAIT_SECONDS") {
+            guard let number = Int(seconds), (5...110).contains(number) else {
+                throw CommandError.usage("MCP_WAIT_SECONDS must be a whole number from 5 to 110")
+            }
+            configuration.mcpWaitBound = .seconds(number)
+        }
+        if let key = value("REQUEST_ID_KEY") {
+            guard let bytes = Data(base64Encoded: key), bytes.count == 32 else {
+                throw CommandError.usage("REQUEST_ID_KEY must be 32 bytes in base64 (openssl rand -base64 32), the same on every instance")
+            }
+            configuration.requestIDKey = Array(bytes)
+        }
         configuration.allowedOrigins = (value("ALLOWED_ORIGINS") ?? "").split(separator: ",").map { String($0.trimmingCharacters(in: .whitespaces)) }
         do { configuration.trustedProxies = try TrustedProxies(value("TRUSTED_PROXIES") ?? "") } catch {
             throw CommandError.usage("TRUSTED_PROXIES: \(error) (a comma-separated list such as 10.0.0.0/8, 127.0.0.1)")

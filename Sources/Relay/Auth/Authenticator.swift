@@ -9,7 +9,7 @@ import Foundation
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
-/// - Failed authentications are counted per client address (`FailedAuthLimiter`); an
+/// - Failed authentications are counted per client address (`TokenBuckets`); an
 ///   address over its budget gets `rateLimited` for anything that would cost a database
 ///   lookup or fails, so a flood of random keys never reaches the database.
 /// - Nothing here blocks: the JWKS refetch runs on a thread of its own while the actor
@@ -44,7 +44,7 @@ public actor Authenticator {
     /// token is verified again, with the leeway): an agent reusing its token costs no
     /// signature check. Emptied when the JWKS changes.
     private var verifiedTokens: [String: JWTClaims] = [:]
-    private var limiter = FailedAuthLimiter()
+    private var limiter = TokenBuckets()
     private var jwksFetchInFlight = false
     private var rateLimitedCount = 0
 
@@ -87,7 +87,7 @@ public actor Authenticator {
                     rateLimitedCount += 1
                     throw .rateLimited
                 }
-                limiter.recordFailure(client, now: now().timeIntervalSince1970)
+                limiter.record(client, now: now().timeIntervalSince1970)
             }
             throw error
         }

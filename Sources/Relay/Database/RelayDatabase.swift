@@ -71,10 +71,15 @@ public struct RelayDatabase: Sendable {
         let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                                         [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
             .scalar(PGJSON.self).parsed()
-        guard let status = json["status"]?.string else { throw Self.malformed("open_request") }
+        return try Self.opened(json, function: "open_request")
+    }
+
+    /// The `Opened` of an open_request-shaped result.
+    static func opened(_ json: JSONValue, function: String) throws -> Opened {
+        guard let status = json["status"]?.string else { throw Self.malformed(function) }
         var ping: LocateMessage?
         if let value = json["ping"], !value.isNull {
-            guard let message = LocateMessage(json: value) else { throw Self.malformed("open_request") }
+            guard let message = LocateMessage(json: value) else { throw Self.malformed(function) }
             ping = message
         }
         return Opened(status: status, connections: json["connections"]?.integer.map(Int.init), ping: ping)

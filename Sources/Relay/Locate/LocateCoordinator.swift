@@ -12,6 +12,8 @@ public actor LocateCoordinator {
     public static let defaultGrace: Duration = .seconds(2)
     /// Requests that may wait for one user's phones at once (the 429 cap).
     public static let defaultMaxWaiting = 5
+    /// The owner's cap for resumable requests (each credential has its own cap of 20).
+    static let maxWaitingDurable = 100
 
     /// One locate as the agent asked it.
     public struct Request: Sendable {
@@ -27,36 +29,68 @@ public actor LocateCoordinator {
         public var email: String?
         /// How long the phone has to answer.
         public var timeout: Duration
+        /// How the request outlives its call, when it may (nil: a synchronous request).
+        public var resumable: Resumable?
 
         /// Creates a request.
         public init(owner: UUID, requester: UUID? = nil, clientID: String, clientName: String? = nil,
-                    email: String? = nil, timeout: Duration) {
+                    email: String? = nil, timeout: Duration, resumable: Resumable? = nil) {
             self.owner = owner
             self.requester = requester
             self.clientID = clientID
             self.clientName = clientName
             self.email = email
             self.timeout = timeout
+            self.resumable = resumable
         }
     }
 
-    private let instance: String
-    private let database: RelayDatabase
-    private let grace: Duration
+    /// A request that keeps its result for the agent's token (SPEC §11).
+    public struct Resumable: Sendable {
+        /// The agent's request_id: the row id and the reply key come from it.
+        public var token: RequestToken
+        /// Who may come back for it.
+        public var binding: RelayDatabase.Binding
+        /// How long the call itself waits before it answers "still waiting" (nil: not at
+        /// all, a task or an async HTTP request, durable from the start).
+        public var callBound: Duration?
+        /// The result's TTL from creation (a task's `ttl`), cut to the deadline plus 10 minutes.
+        public var ttl: Duration?
+        /// The token's secret wrapped for tasks/list, if it is a task and a key is configured.
+        public var wrapped: [UInt8]?
+
+        /// Describes a resumable request.
+        public init(token: RequestToken, binding: RelayDatabase.Binding, callBound: Duration?, ttl: Duration? = nil,
+                    wrapped: [UInt8]? = nil) {
+            self.token = token
+            self.binding = binding
+            self.callBound = callBound
+            self.ttl = ttl
+            self.wrapped = wrapped
+        }
+    }
+
+    let instance: String
+    let database: RelayDatabase
+    let grace: Duration
     private let maxWaiting: Int
-    private let logger: Logger
-    private let pushes: PushScheduler?
-    private let timers: RelayTimers
+    let logger: Logger
+    let pushes: PushScheduler?
+    let timers: RelayTimers
     /// The phones connected to this instance: the database does not notify an instance of
     /// its own requests, so their pings go from here.
     private var hub: DeviceHub?
     private var waiters: [UUID: Waiter] = [:]
+    /// Polls of durable requests waiting here for an answer, by request and poll.
+    var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
 
     /// One request waiting here: what re-creates its row after a crash, and its answer.
     private struct Waiter {
         let request: Request
         let replyKey: [UInt8]
         let expiresAt: Date
+        /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
+        var resumable: Bool { request.resumable != nil }
         var continuation: CheckedContinuation<AnswerNotification?, Never>?
         var answer: AnswerNotification?
         /// The fix itself when the phone answered on this instance (no need to open it).
@@ -94,7 +128,7 @@ public actor LocateCoordinator {
     /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
     /// false when the request does not wait here (then the fix must travel sealed).
     func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
-        guard waiters[id]?.answer == nil, waiters[id] != nil else { return false }
+        guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { return false }
         waiters[id]?.settlingFix = fix
         return true
     }
@@ -114,7 +148,13 @@ public actor LocateCoordinator {
     }
 
     func deliver(_ answer: AnswerNotification, fix: LocationFix?) {
-        guard answer.waiter == instance, var waiter = waiters[answer.id], waiter.answer == nil else { return }
+        guard answer.waiter == instance else { return }
+        wakeWatchers(of: answer.id)
+        guard var waiter = waiters[answer.id], waiter.answer == nil else {
+            // A durable request opened here: its pushes stop (the answer is kept in Postgres).
+            if let pushes { Task { await pushes.settled(answer.id) } }
+            return
+        }
         waiter.answer = answer
         waiter.fix = fix
         let continuation = waiter.continuation
@@ -126,17 +166,35 @@ public actor LocateCoordinator {
     /// Asks the owner's phones and waits for the first answer.
     /// - Throws: database errors while opening (the caller answers 503).
     public func locate(_ request: Request) async throws -> LocateOutcome {
-        let id = UUID()
-        let replyKey = try ReplyKey()
+        let id = request.resumable?.token.id ?? UUID()
+        let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
-        waiters[id] = Waiter(request: request, replyKey: replyKey.publicKey, expiresAt: expiresAt)
+        let waiter = Waiter(request: request, replyKey: replyKey.publicKey, expiresAt: expiresAt)
+        if let resumable = request.resumable, resumable.callBound == nil {
+            // A task or an async HTTP request: opened, and nobody waits here.
+            return try await openHere(id, waiter, durable: true) ?? .waiting(expiresAt: expiresAt)
+        }
+        waiters[id] = waiter
         defer { waiters[id] = nil }
-        let opened = try await open(id, waiters[id]!)
-        if opened.status == "too_many" { return .failure(.tooManyWaiting) }
-        if let ping = opened.ping { await hub?.locate(ping, owner: request.owner) }
-        await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
+        if let refused = try await openHere(id, waiter, durable: false) { return refused }
 
-        let answer = await waitForAnswer(id, until: .now + request.timeout + grace)
+        let deadline = ContinuousClock.now + request.timeout + grace
+        var answer: AnswerNotification?
+        var settledAtBound = false
+        if let bound = request.resumable?.callBound, bound < request.timeout + grace {
+            answer = await waitForAnswer(id, until: .now + bound)
+            if answer == nil, !Task.isCancelled {
+                // The call's wait bound: the request outlives the call from now on, and the
+                // agent comes back with its token (unless it was settled meanwhile: then its
+                // answer is on its way, and `finish` below says how it ended).
+                if try await database.makeDurable(id: id, instance: instance) == "durable" {
+                    return .waiting(expiresAt: expiresAt)
+                }
+                answer = await waitForAnswer(id, until: .now + .seconds(1))
+                settledAtBound = true
+            }
+        }
+        if answer == nil, !settledAtBound, !Task.isCancelled { answer = await waitForAnswer(id, until: deadline) }
         await pushes?.settled(id)
         if Task.isCancelled {
             // In a task of its own: this one is cancelled, and the abandon must still go out.
@@ -223,10 +281,31 @@ public actor LocateCoordinator {
         return recreated
     }
 
+    /// Opens the request, pings the owner's phones here and starts its pushes; the outcome
+    /// when it was refused.
+    private func openHere(_ id: UUID, _ waiter: Waiter, durable: Bool) async throws -> LocateOutcome? {
+        let opened = try await open(id, waiter, durable: durable)
+        if opened.status == "too_many" || opened.status == "full" { return .failure(.tooManyWaiting) }
+        if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
+        await pushes?.opened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt)
+        return nil
+    }
+
     /// Inserts the request's row (notifying the other instances that hold the owner's
     /// phones); `exists` when it is there already.
-    private func open(_ id: UUID, _ waiter: Waiter) async throws -> RelayDatabase.Opened {
-        try await database.openRequest(
+    private func open(_ id: UUID, _ waiter: Waiter, durable: Bool = false) async throws -> RelayDatabase.Opened {
+        if let resumable = waiter.request.resumable {
+            let latest = waiter.expiresAt.addingTimeInterval(600)
+            let keepUntil = resumable.ttl.map { ttl in
+                min(latest, max(waiter.expiresAt, Date().addingTimeInterval(Double(ttl.components.seconds))))
+            } ?? latest
+            return try await database.openDurableRequest(
+                id: id, owner: waiter.request.owner, requester: waiter.request.requester, binding: resumable.binding,
+                clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
+                expiresAt: waiter.expiresAt, keepUntil: keepUntil, durable: durable, wrappedSecret: resumable.wrapped,
+                maxWaiting: Self.maxWaitingDurable)
+        }
+        return try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
             clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
             expiresAt: waiter.expiresAt, maxWaiting: maxWaiting)
@@ -263,7 +342,7 @@ public actor LocateCoordinator {
         continuation.resume(returning: nil)
     }
 
-    private func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request,
+    func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request,
                          fix local: LocationFix? = nil) -> LocateOutcome {
         switch (answer.outcome, answer.reason) {
         case ("location", _):

@@ -7,18 +7,35 @@ struct LocateService: Sendable {
     let database: RelayDatabase
     let metrics: LocateMetrics
     let clientNames: ClientNames
+    /// The instances' key for wrapping task secrets (tasks/list), when configured.
+    var requestIDKey: [UInt8]? = nil
+
+    /// How long a locate may outlive its call.
+    enum Mode: Sendable, Equatable {
+        /// It waits in the call and ends with it (POST /v1/locate).
+        case synchronous
+        /// It waits in the call at most `bound`, then outlives it (get_phone_location).
+        case call(bound: Duration)
+        /// It outlives the call from the start (MCP tasks, `Prefer: respond-async`); `ttl`
+        /// is the task's retention, `listed` whether tasks/list may name it.
+        case durable(ttl: Duration?, listed: Bool)
+    }
 
     /// What the agent gets: the fix JSON (200), or a failure with its status and text.
     enum Result: Sendable, Equatable {
         case fix(json: String, structured: String)
         case failure(AgentFailure)
         case abandoned
+        /// Still open after the call's bound (or at once, for a durable request): come
+        /// back with the token.
+        case waiting(RequestToken, expiresAt: Date, person: Person?)
 
         /// The outcome label for /metrics (a fixed word).
         var metricName: String {
             switch self {
             case .fix: "location"
             case .abandoned: "abandoned"
+            case .waiting: "waiting"
             case .failure(let failure):
                 switch failure {
                 case .badCredential: "unauthorized"
@@ -37,16 +54,49 @@ struct LocateService: Sendable {
 
     /// Locates the agent's own user, or `person` when someone who shares with them.
     /// - Throws: database errors (503 for the caller).
-    func locate(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async throws -> Result {
+    func locate(agent: AgentIdentity, person: String?, timeoutSeconds: Int, mode: Mode = .synchronous) async throws -> Result {
         let started = ContinuousClock.now
-        let result = try await locateOnce(agent: agent, person: person, timeoutSeconds: timeoutSeconds)
+        let result = try await locateOnce(agent: agent, person: person, timeoutSeconds: timeoutSeconds, mode: mode)
+        if case .waiting = result { return result }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.record(outcome: result.metricName, seconds: seconds)
         return result
     }
 
-    private func locateOnce(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async throws -> Result {
+    /// What a durable request's poll found.
+    enum Resumed: Sendable, Equatable {
+        /// Unknown to this credential.
+        case unknown
+        /// Still open (`person`: whose phone, on shared requests).
+        case waiting(RelayDatabase.DurableState, person: Person?)
+        /// Ended, with the result a first call would have returned.
+        case settled(RelayDatabase.DurableState, Result)
+    }
+
+    /// Waits up to `wait` for request `token` of `agent` and phrases its outcome.
+    /// - Throws: database errors (503 for the caller).
+    func resume(agent: AgentIdentity, token: RequestToken, wait: Duration) async throws -> Resumed {
+        switch try await coordinator.poll(token, binding: .init(agent), wait: wait, email: agent.email) {
+        case .unknown: return .unknown
+        case .waiting(let state): return .waiting(state, person: try await person(owning: state, agent: agent))
+        case .settled(let state, let outcome):
+            return .settled(state, phrase(outcome, token: token, shared: try await person(owning: state, agent: agent)))
+        }
+    }
+
+    /// Cancels request `token` of `agent`: `cancelled`, `settled` or `unknown`.
+    func cancel(agent: AgentIdentity, token: RequestToken, forget: Bool) async throws -> String {
+        try await coordinator.cancel(token, binding: .init(agent), forget: forget)
+    }
+
+    /// Whose phone a shared request asked (nil for the agent's own user).
+    private func person(owning state: RelayDatabase.DurableState, agent: AgentIdentity) async throws -> Person? {
+        guard state.owner != agent.userID else { return nil }
+        return try await database.peopleSharing(with: agent.userID).first { $0.userID == state.owner }
+    }
+
+    private func locateOnce(agent: AgentIdentity, person: String?, timeoutSeconds: Int, mode: Mode) async throws -> Result {
         var owner = agent.userID
         var requester: UUID?
         var shared: Person?
@@ -60,10 +110,28 @@ struct LocateService: Sendable {
             shared = match
         }
         let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
+        var resumable: LocateCoordinator.Resumable?
+        switch mode {
+        case .synchronous: break
+        case .call(let bound):
+            resumable = .init(token: try RequestToken(), binding: .init(agent), callBound: bound)
+        case .durable(let ttl, let listed):
+            let token = try RequestToken()
+            resumable = .init(token: token, binding: .init(agent), callBound: nil, ttl: ttl,
+                              wrapped: listed ? try requestIDKey.map { try token.wrapped(under: $0) } : nil)
+        }
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
-                                                         timeout: .seconds(timeoutSeconds)))
+                                                         timeout: .seconds(timeoutSeconds), resumable: resumable))
+        return phrase(outcome, token: resumable?.token, shared: shared)
+    }
+
+    /// The agent's result of an outcome (a fix's JSON names the person on shared requests).
+    private func phrase(_ outcome: LocateOutcome, token: RequestToken?, shared: Person?) -> Result {
         switch outcome {
+        case .waiting(let expiresAt):
+            guard let token else { return .failure(.noFix) }
+            return .waiting(token, expiresAt: expiresAt, person: shared)
         case .fix(let fix):
             let json = fix.agentJSON(now: Date(), person: shared)
             return .fix(json: json, structured: json)

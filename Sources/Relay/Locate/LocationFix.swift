@@ -121,6 +121,9 @@ public enum LocateOutcome: Sendable, Equatable {
     case failure(AgentFailure)
     /// The agent hung up; nobody is left to answer.
     case abandoned
+    /// A resumable request reached its call's wait bound unanswered: it stays open until
+    /// `expiresAt`, and the agent comes back with its token.
+    case waiting(expiresAt: Date)
 }
 
 /// An answer notification's payload: a settled request, addressed to its waiter.

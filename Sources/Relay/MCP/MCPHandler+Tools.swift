@@ -5,9 +5,11 @@ import Foundation
 extension MCPHandler {
     static let toolDescription = """
         Ask the user's phone where it is. The user must approve on their phone (unless they \
-        always allow this agent), so this can take a while: many MCP clients stop waiting after \
-        60 seconds, so a shorter timeout_secs (for example 45) is wise. Pass `person` (a name or \
-        email) to locate someone who shares their location with the user.
+        always allow this agent), so this can take minutes. Each call waits at most about 45 \
+        seconds: if the person has not answered by then, the result is not an error but says \
+        "no answer yet" and gives a request_id; call get_phone_location again with only that \
+        request_id to keep waiting for the same request (nothing is asked twice). Pass `person` \
+        (a name or email) to locate someone who shares their location with the user.
         """
 
     /// The fix `get_phone_location` returns as `structuredContent` (the 200 body of
@@ -33,6 +35,20 @@ extension MCPHandler {
         ],
     ] }
 
+    /// The "no answer yet" shape of a call that reached its wait bound (SPEC §11).
+    static var waitingSchema: [String: Any] { [
+        "type": "object", "additionalProperties": false, "required": ["status", "request_id", "expires_at"],
+        "properties": [
+            "status": ["type": "string", "const": "waiting"],
+            "request_id": ["type": "string", "pattern": "^wbr_[A-Za-z0-9_-]{32}$",
+                           "description": "Pass it back as request_id to wait for this request's answer."],
+            "expires_at": ["type": "string", "format": "date-time", "description": "Until when the person may answer."],
+        ],
+    ] }
+
+    /// What `get_phone_location` returns as `structuredContent`: the fix, or the waiting shape.
+    static var locateSchema: [String: Any] { ["type": "object", "anyOf": [fixSchema, waitingSchema]] }
+
     /// The people `list_people_sharing_with_me` returns as `structuredContent`.
     static var peopleSchema: [String: Any] { [
         "type": "object", "additionalProperties": false, "required": ["people"],
@@ -45,21 +61,29 @@ extension MCPHandler {
     /// Both tools. Their annotations say honestly what they do: asking for a location pings
     /// a person's phone (not read-only, not idempotent: each call asks again, and reaches
     /// outside the relay); listing who shares with the user only reads.
-    static var tools: [[String: Any]] { [
-        ["name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
-         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
-            "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
-                             "description": "Seconds to wait for the phone (1 to 120)."],
-            "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
-         ]],
-         "outputSchema": fixSchema,
-         "annotations": ["title": "Get phone location", "readOnlyHint": false, "destructiveHint": false,
-                         "idempotentHint": false, "openWorldHint": true]],
+    /// `taskSupport`: 2025-11-25's `execution.taskSupport` (the 2026-07-28 tasks extension
+    /// has no such field: the server decides per call).
+    static func tools(taskSupport: Bool) -> [[String: Any]] {
+        var locate: [String: Any] = [
+            "name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
+            "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
+                "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
+                                 "description": "Seconds the person has to answer (1 to 120; up to 600 when called as a task)."],
+                "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
+                "request_id": ["type": "string", "pattern": "^wbr_[A-Za-z0-9_-]{32}$",
+                               "description": "The request_id of an earlier call that had no answer yet: waits for that request."],
+            ]],
+            "outputSchema": locateSchema,
+            "annotations": ["title": "Get phone location", "readOnlyHint": false, "destructiveHint": false,
+                            "idempotentHint": false, "openWorldHint": true]]
+        if taskSupport { locate["execution"] = ["taskSupport": "optional"] }
+        return [locate] + [
         ["name": "list_people_sharing_with_me", "title": "List people sharing with me",
          "description": "The people (name and email) who share their location with the user.",
          "inputSchema": ["type": "object", "additionalProperties": false, "properties": [String: Any]()],
          "outputSchema": peopleSchema,
          "annotations": ["title": "List people sharing with me", "readOnlyHint": true, "destructiveHint": false,
                          "idempotentHint": true, "openWorldHint": false]],
-    ] }
+        ]
+    }
 }

@@ -12,6 +12,17 @@ struct MCPHandler: Sendable {
     let logger: Logger
     /// How often a streamed tool call reports progress.
     var progressInterval: Duration = MCPProgress.defaultInterval
+    /// How long one call waits for the person before it answers "still waiting"
+    /// (`MCP_WAIT_SECONDS`, SPEC §11).
+    var waitBound: Duration = MCPHandler.defaultWaitBound
+    /// Polls per request and credential.
+    var polls = PollLimiter()
+    /// Whether tasks/list can name tasks (a REQUEST_ID_KEY is configured).
+    var tasksListed: Bool { locator.requestIDKey != nil }
+
+    /// `MCP_WAIT_SECONDS`'s default and range.
+    static let defaultWaitBound: Duration = .seconds(45)
+    static let waitBoundRange = 5...110
 
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -65,11 +76,16 @@ struct MCPHandler: Sendable {
                     }
                 }
             }
-            let (status, body) = await response(id: id, method: method, params: params, agent: agent, revision: revision)
+            let (status, body, retryAfter) = await response(id: id, method: method, params: params, agent: agent, revision: revision)
             logger.debug("mcp_request", ["method": String(method.prefix(64)), "status": String(status)])
-            return rpc(status: status, body)
+            var reply = rpc(status: status, body)
+            if let retryAfter { reply.headers.set("Retry-After", String(retryAfter)) }
+            return reply
         }
     }
+
+    /// The revision whose wire form of tasks is SEP-1686's.
+    static let tasksVersion = "2025-11-25"
 
     /// The tools' names.
     static let toolNames: Set<String> = ["get_phone_location", "list_people_sharing_with_me"]
@@ -89,7 +105,7 @@ struct MCPHandler: Sendable {
 
     /// The HTTP status and JSON-RPC response object for one request in `revision`.
     private func response(id: Any, method: String, params: [String: Any], agent: AgentIdentity,
-                          revision: MCPRevision) async -> (status: Int, body: [String: Any]) {
+                          revision: MCPRevision) async -> (status: Int, body: [String: Any], retryAfter: Int?) {
         do {
             var result: [String: Any]
             switch revision {
@@ -97,24 +113,39 @@ struct MCPHandler: Sendable {
             case .modern: result = try await modernCall(method, params: params, agent: agent)
             }
             if case .modern = revision {
-                result["resultType"] = "complete"
+                if result["resultType"] == nil { result["resultType"] = "complete" }  // a task says "task"
                 var meta = result["_meta"] as? [String: Any] ?? [:]
                 meta[MCPRevision.serverInfoKey] = Self.serverInfo
                 result["_meta"] = meta
             }
-            return (200, ["jsonrpc": "2.0", "id": id, "result": result])
+            return (200, ["jsonrpc": "2.0", "id": id, "result": result], nil)
         } catch let error as RPCError {
-            // 2026-07-28 answers an unknown method 404 and invalid params 400; earlier revisions 200.
-            let status = if case .modern = revision { error.code == -32601 ? 404 : error.code == -32602 ? 400 : 200 } else { 200 }
-            return (status, ["jsonrpc": "2.0", "id": id, "error": ["code": error.code, "message": error.message]])
+            // 2026-07-28 answers an unknown method 404 and invalid params 400; earlier revisions
+            // 200. Polling too fast is 429 in every revision.
+            var status = if case .modern = revision {
+                error.code == -32601 ? 404 : [-32602, -32021].contains(error.code) ? 400 : 200
+            } else { 200 }
+            if error.retryAfter != nil { status = 429 }
+            var object: [String: Any] = ["code": error.code, "message": error.message]
+            if let data = error.data { object["data"] = data }
+            return (status, ["jsonrpc": "2.0", "id": id, "error": object], error.retryAfter)
         } catch {
-            return (200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]])
+            return (200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]], nil)
         }
     }
 
+    /// A JSON-RPC error a method answers with.
     struct RPCError: Error {
         let code: Int
         let message: String
+        var data: [String: Any]? = nil
+        /// Set for a poll over the limit: HTTP 429 with this Retry-After.
+        var retryAfter: Int? = nil
+
+        /// Polls of one request faster than `PollLimiter` allows.
+        static func tooManyPolls(retryAfter: Int) -> RPCError {
+            RPCError(code: -32000, message: ResumeText.tooManyPolls, retryAfter: retryAfter)
+        }
     }
 
     /// The server's name and version, as `initialize` and 2026-07-28's `_meta` give them.
@@ -132,15 +163,26 @@ struct MCPHandler: Sendable {
         switch method {
         case "initialize":
             let asked = params["protocolVersion"] as? String ?? ""
-            return ["protocolVersion": MCPRevision.legacyVersions.contains(asked) ? asked : MCPRevision.legacyVersions[0],
-                    "capabilities": ["tools": ["listChanged": false]], "serverInfo": Self.serverInfo,
+            let version = MCPRevision.legacyVersions.contains(asked) ? asked : MCPRevision.legacyVersions[0]
+            var capabilities: [String: Any] = ["tools": ["listChanged": false]]
+            if version == Self.tasksVersion {
+                var tasks: [String: Any] = ["cancel": [String: Any](), "requests": ["tools": ["call": [String: Any]()]]]
+                if tasksListed { tasks["list"] = [String: Any]() }
+                capabilities["tasks"] = tasks
+            }
+            return ["protocolVersion": version, "capabilities": capabilities, "serverInfo": Self.serverInfo,
                     "instructions": Self.instructions]
         case "ping":
             return [:]
         case "tools/list":
-            return ["tools": Self.tools]
+            return ["tools": Self.tools(taskSupport: version == Self.tasksVersion)]
         case "tools/call":
-            return try await callTool(params, agent: agent)
+            return try await callTool(params, agent: agent, revision: .legacy(version))
+        case _ where version == Self.tasksVersion && method.hasPrefix("tasks/"):
+            guard let result = try await legacyTaskCall(method, params: params, agent: agent) else {
+                throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
+            }
+            return result
         default:
             // server/discover included: a client of these revisions falls back to initialize.
             throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
@@ -152,66 +194,40 @@ struct MCPHandler: Sendable {
     private func modernCall(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
         switch method {
         case "server/discover":
-            return ["supportedVersions": MCPRevision.supported, "capabilities": ["tools": ["listChanged": false]],
+            return ["supportedVersions": MCPRevision.supported,
+                    "capabilities": ["tools": ["listChanged": false],
+                                     "extensions": [MCPRevision.tasksExtension: [String: Any]()]],
                     "instructions": Self.instructions].merging(Self.cacheHints) { $1 }
         case "tools/list":
             if params["cursor"] != nil { throw RPCError(code: -32602, message: "Invalid cursor: tools/list has one page.") }
-            return ["tools": Self.tools].merging(Self.cacheHints) { $1 }
+            return ["tools": Self.tools(taskSupport: false)].merging(Self.cacheHints) { $1 }
         case "tools/call":
-            return try await callTool(params, agent: agent)
+            return try await callTool(params, agent: agent, revision: .modern("2026-07-28"))
+        case _ where method.hasPrefix("tasks/"):
+            guard let result = try await modernTaskCall(method, params: params, agent: agent) else {
+                throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
+            }
+            return result
         default:
             throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
         }
     }
 
-    private func callTool(_ params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
+    private func callTool(_ params: [String: Any], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: Any] {
         let arguments = params["arguments"] as? [String: Any] ?? [:]
         switch params["name"] as? String {
         case "get_phone_location":
-            var timeout = 60
-            if let value = arguments["timeout_secs"] {
-                // Range-checked as a Double first: Int(NSNumber) of 1e300 would not fit.
-                guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-                      number.doubleValue.isFinite, number.doubleValue == number.doubleValue.rounded(),
-                      (1...120).contains(number.doubleValue) else {
-                    // SEP-1303: input validation errors are tool results the model can read.
-                    return toolError("timeout_secs must be a whole number from 1 to 120.")
-                }
-                timeout = Int(number.doubleValue)
-            }
-            if let person = arguments["person"], !(person is String) {
-                return toolError("person must be a string (a name or an email).")
-            }
-            if let unknown = arguments.keys.first(where: { $0 != "timeout_secs" && $0 != "person" }) {
-                return toolError("Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs and person.")
-            }
-            let result: LocateService.Result
-            do {
-                result = try await locator.locate(agent: agent, person: arguments["person"] as? String, timeoutSeconds: timeout)
-            } catch {
-                logger.failure("locate_failed", error)
-                return toolError(RelayRoutes.databaseUnreachableText)
-            }
-            switch result {
-            case .fix(let json, let structured):
-                return ["content": [["type": "text", "text": json]],
-                        "structuredContent": (try? JSONSerialization.jsonObject(with: Data(structured.utf8))) ?? [:],
-                        "isError": false]
-            case .failure(let failure):
-                return toolError(failure.agentText)
-            case .abandoned:
-                return toolError("The request was abandoned.")
-            }
+            return try await locateTool(params, agent: agent, revision: revision)
         case "list_people_sharing_with_me":
             if let unknown = arguments.keys.sorted().first {
-                return toolError("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")
+                return Self.toolError("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")
             }
             let people: [Person]
             do {
                 people = try await database.peopleSharing(with: agent.userID)
             } catch {
                 logger.failure("people_sharing_failed", error)
-                return toolError(RelayRoutes.databaseUnreachableText)
+                return Self.toolError(RelayRoutes.databaseUnreachableText)
             }
             let list = people.map { ["name": $0.name, "email": $0.email] }
             let text = people.isEmpty ? "Nobody shares their location with you yet."
@@ -220,10 +236,6 @@ struct MCPHandler: Sendable {
         default:
             throw RPCError(code: -32602, message: Self.unknownTool(params).message)
         }
-    }
-
-    private func toolError(_ text: String) -> [String: Any] {
-        ["content": [["type": "text", "text": text]], "isError": true]
     }
 
     private func rpc(status: Int, _ object: [String: Any]) -> HTTPResponse {

@@ -32,6 +32,16 @@ enum MCPRevision: Equatable, Sendable {
     static let protocolVersionKey = "io.modelcontextprotocol/protocolVersion"
     static let clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities"
     static let serverInfoKey = "io.modelcontextprotocol/serverInfo"
+    /// The tasks extension of 2026-07-28 (SEP-2663).
+    static let tasksExtension = "io.modelcontextprotocol/tasks"
+    /// Where 2025-11-25 names the task a message belongs to.
+    static let relatedTaskKey = "io.modelcontextprotocol/related-task"
+
+    /// Whether a 2026-07-28 request's `_meta` client capabilities declare the tasks extension.
+    static func declaresTasks(_ params: [String: Any]) -> Bool {
+        let capabilities = (params["_meta"] as? [String: Any])?[clientCapabilitiesKey] as? [String: Any]
+        return (capabilities?["extensions"] as? [String: Any])?[tasksExtension] != nil
+    }
 
     /// A request refused before its method runs: the HTTP status and the JSON-RPC error.
     struct Refusal: Error, @unchecked Sendable {
@@ -74,6 +84,12 @@ enum MCPRevision: Equatable, Sendable {
         if method == "tools/call" {
             guard let name = nameHeader.flatMap(decodedName), name == params["name"] as? String else {
                 return .failure(Refusal(400, -32020, "The Mcp-Name header is missing or does not match the tool's name."))
+            }
+        }
+        if method.hasPrefix("tasks/"), params["taskId"] != nil {
+            // The tasks extension: Mcp-Name carries the task id (SEP-2663).
+            guard let name = nameHeader.flatMap(decodedName), name == params["taskId"] as? String else {
+                return .failure(Refusal(400, -32020, "The Mcp-Name header is missing or does not match the task id."))
             }
         }
         guard modernVersions.contains(version) else {

@@ -12,6 +12,12 @@ public final class ReplyKey: @unchecked Sendable {
         key = try X25519KeyPool.shared.take()
     }
 
+    /// The key pair of a 32-byte private key (a resumable request's, derived from its token).
+    init(privateKey raw: [UInt8]) throws {
+        guard raw.count == 32, let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nil, raw, 32) else { throw SealError.badKey }
+        self.key = key
+    }
+
     deinit { EVP_PKEY_free(key) }
 
     /// The 32-byte public key.

@@ -20,6 +20,8 @@ struct RelayRoutes: Sendable {
     let allowedOrigins: Set<String>
     /// The browser phone's files.
     let app: AppRoutes
+    /// Async locates and their polls.
+    let durable: DurableRoutes
 
     /// Default and maximum `timeout_secs` of a locate.
     static let defaultTimeout = 60
@@ -31,6 +33,7 @@ struct RelayRoutes: Sendable {
     /// The texts of the routes besides the agent texts of `AgentFailure`; docs/openapi.yaml
     /// is built from these (`OpenAPIDocument`), so each exists once.
     static let timeoutText = "timeout_secs must be a whole number of seconds from 1 to \(maximumTimeout)."
+    static let asyncTimeoutText = "timeout_secs must be a whole number of seconds from 1 to \(DurableRoutes.maximumTimeout)."
     static let answerNotJSONText = "The body must be a JSON message."
     static let answerNotAnswerText = "Only answers (location, denied, unavailable) can be posted here."
     static let answerUnknownText = "Not a known message."
@@ -50,6 +53,8 @@ struct RelayRoutes: Sendable {
     /// §15.5.6), before draining, Origin or credential checks.
     enum Route: String, CaseIterable, Sendable {
         case locate = "/v1/locate"
+        /// `/v1/locate/requests/{request_id}`: a durable request (`DurableRoutes`).
+        case locateRequest = "/v1/locate/requests/"
         case mcp = "/mcp"
         case device = "/v1/device"
         case deviceAnswer = "/v1/device/answer"
@@ -64,24 +69,29 @@ struct RelayRoutes: Sendable {
 
         /// The route serving `path`, or nil (404).
         init?(path: String) {
-            if AppRoutes.handles(path) { self = .app } else { self.init(rawValue: path) }
-        }
-
-        /// The method this route answers.
-        var method: String {
-            switch self {
-            case .locate, .mcp, .deviceAnswer: "POST"
-            case .device, .resourceMetadata, .resourceMetadataMCP, .healthz, .readyz, .metrics, .openapi, .app: "GET"
+            if AppRoutes.handles(path) {
+                self = .app
+            } else if path.hasPrefix(Route.locateRequest.rawValue), path.utf8.count > Route.locateRequest.rawValue.utf8.count,
+                      !path.dropFirst(Route.locateRequest.rawValue.count).contains("/") {
+                self = .locateRequest
+            } else {
+                self.init(rawValue: path)
             }
         }
 
         /// The methods it allows, as `Allow` lists them.
-        var methods: [String] { method == "GET" ? ["GET", "HEAD"] : [method] }
+        var methods: [String] {
+            switch self {
+            case .locate, .mcp, .deviceAnswer: ["POST"]
+            case .locateRequest: ["GET", "HEAD", "DELETE"]
+            case .device, .resourceMetadata, .resourceMetadataMCP, .healthz, .readyz, .metrics, .openapi, .app: ["GET", "HEAD"]
+            }
+        }
 
         func allows(_ method: String) -> Bool { methods.contains(method) }
 
         /// Routes that refuse new work while the instance drains (agents' requests, phone sockets).
-        var drains: Bool { self == .locate || self == .mcp || self == .device }
+        var drains: Bool { self == .locate || self == .mcp || self == .device || self == .locateRequest }
 
         /// 405 with the route's `Allow`.
         var methodNotAllowed: HTTPResponse {
@@ -105,6 +115,11 @@ struct RelayRoutes: Sendable {
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/yaml"], body: Array(OpenAPIDocument.yaml.utf8))
         case .locate:
             return await locate(request)
+        case .locateRequest:
+            switch await gate.agent(request) {
+            case .success(let agent): return await durable.handle(request, agent: agent)
+            case .failure(let refusal): return refusal.response
+            }
         case .device:
             return await device(request)
         case .deviceAnswer:
@@ -136,10 +151,18 @@ struct RelayRoutes: Sendable {
         case .success(let identity): agent = identity
         case .failure(let refusal): return refusal.response
         }
-        var timeout = Self.defaultTimeout
+        // Prefer: respond-async (SPEC §11): a durable request, 202 at once, a longer window.
+        let async = DurableRoutes.prefersAsync(request.headers["Prefer"])
+        var timeout = async ? DurableRoutes.defaultTimeout : Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {
-            guard let value = Self.timeoutSeconds(text) else { return .text(400, Self.timeoutText) }
+            let maximum = async ? DurableRoutes.maximumTimeout : Self.maximumTimeout
+            guard let value = Self.timeoutSeconds(text, maximum: maximum) else {
+                return .text(400, async ? Self.asyncTimeoutText : Self.timeoutText)
+            }
             timeout = value
+        }
+        if async {
+            return await durable.open(agent: agent, person: request.queryItem("person"), timeoutSeconds: timeout)
         }
         let result: LocateService.Result
         do {
@@ -148,23 +171,17 @@ struct RelayRoutes: Sendable {
             logger.failure("locate_failed", error)
             return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
         }
-        switch result {
-        case .fix(let json, _):
-            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
-        case .failure(let failure):
-            return .text(failure.status, failure.agentText)
-        case .abandoned:
-            return .text(499, "abandoned")
-        }
+        if case .abandoned = result { return .text(499, "abandoned") }
+        return DurableRoutes.response(result)
     }
 
     /// A locate's `timeout_secs`: a whole number of seconds above 0, values above the maximum
     /// (however many digits, even past Int) waiting the maximum; nil (400) for 0 or junk.
-    static func timeoutSeconds(_ text: String) -> Int? {
-        if let value = Int(text) { return value > 0 ? min(value, maximumTimeout) : nil }
+    static func timeoutSeconds(_ text: String, maximum: Int = maximumTimeout) -> Int? {
+        if let value = Int(text) { return value > 0 ? min(value, maximum) : nil }
         let digits = text.hasPrefix("+") ? text.dropFirst() : Substring(text)
         guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
-        return maximumTimeout  // digits Int cannot hold: far above the maximum
+        return maximum  // digits Int cannot hold: far above the maximum
     }
 
     /// One answer without a socket (from a notification action): SPEC §5's statuses.

@@ -49,6 +49,12 @@ public final class RelayService: Sendable {
         public var logger = Logger()
         /// How often an MCP tool call streamed over SSE reports progress (MCP_PROGRESS_SECONDS).
         public var mcpProgressInterval: Duration = .seconds(15)
+        /// How long one MCP call waits for the person before it answers "still waiting" with
+        /// a request_id (MCP_WAIT_SECONDS, 5 to 110).
+        public var mcpWaitBound: Duration = .seconds(45)
+        /// REQUEST_ID_KEY: 32 bytes every instance shares, under which task secrets are
+        /// wrapped so that tasks/list can name them (nil: tasks/list is not offered).
+        public var requestIDKey: [UInt8]?
         /// APNs and Web Push (each off unless configured; PUSH.md §6).
         public var push = PushServices.none
 
@@ -117,12 +123,16 @@ public final class RelayService: Sendable {
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
         let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics,
-                                    clientNames: ClientNames(database: database, logger: logger))
+                                    clientNames: ClientNames(database: database, logger: logger),
+                                    requestIDKey: configuration.requestIDKey)
+        let polls = PollLimiter()
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
         var mcp = MCPHandler(gate: gate, locator: locator, database: database,
                              allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins), logger: logger)
         mcp.progressInterval = configuration.mcpProgressInterval
+        mcp.waitBound = configuration.mcpWaitBound
+        mcp.polls = polls
         var listenDatabase = configuration.listenDatabase ?? configuration.database
         if configuration.listenDatabase == nil { listenDatabase.applicationName += "-listen" }
         // The LISTEN connection's round trip is checked as often as the heartbeat, and a hung
@@ -144,7 +154,8 @@ public final class RelayService: Sendable {
                                  allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins),
                                  app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
                                                 supabaseAnonKey: configuration.supabaseAnonKey,
-                                                vapidPublicKey: configuration.push.vapidPublicKey))
+                                                vapidPublicKey: configuration.push.vapidPublicKey),
+                                 durable: DurableRoutes(locator: locator, polls: polls, logger: logger))
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
         self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,

@@ -1,0 +1,87 @@
+import Foundation
+
+/// Polls, cancels and lists of durable requests (SPEC §11): any instance answers them. A
+/// poll that may wait asks Postgres to tell this instance of the answer (`watch`) and
+/// sleeps until it comes, the wait runs out, or a backstop re-reads the row.
+extension LocateCoordinator {
+    /// What a poll found.
+    public enum Poll: Sendable, Equatable {
+        /// No such request for this credential (never opened, another's, or past its TTL).
+        case unknown
+        /// Still open.
+        case waiting(RelayDatabase.DurableState)
+        /// Ended: how, and the outcome as a first call would have returned it.
+        case settled(RelayDatabase.DurableState, LocateOutcome)
+    }
+
+    /// The longest a waiting poll sleeps before it reads the row again (a missed
+    /// notification, another instance's poll taking over the watch).
+    static let pollBackstop: Duration = .seconds(5)
+
+    /// Reads request `token` for `binding`, waiting up to `wait` for it to end.
+    /// - Parameter email: the credential's email, for the 503 text of a request no phone got.
+    /// - Throws: database errors (503 for the caller).
+    public func poll(_ token: RequestToken, binding: RelayDatabase.Binding, wait: Duration, email: String?) async throws -> Poll {
+        let until = ContinuousClock.now + wait
+        while true {
+            let remaining = until - .now
+            guard let state = try await database.durableState(id: token.id, binding: binding, instance: instance,
+                                                              watch: remaining > .zero) else { return .unknown }
+            if !state.waiting { return .settled(state, outcome(of: state, token: token, email: email)) }
+            guard remaining > .zero, !Task.isCancelled else { return .waiting(state) }
+            // Past the deadline and its grace the next read settles it as expired.
+            let dueIn = Duration.milliseconds(Int(state.expiresAt.timeIntervalSinceNow * 1000)) + grace + .milliseconds(50)
+            await watch(token.id, for: min(remaining, Self.pollBackstop, max(dueIn, .milliseconds(50))))
+        }
+    }
+
+    /// Cancels request `token` (its phones get `cancel`): `cancelled`, `settled` or `unknown`.
+    /// `forget` deletes it and its result as well (HTTP DELETE).
+    public func cancel(_ token: RequestToken, binding: RelayDatabase.Binding, forget: Bool) async throws -> String {
+        let status = try await database.cancelDurable(id: token.id, binding: binding, forget: forget)
+        if status == "cancelled" { wakeWatchers(of: token.id) }
+        return status
+    }
+
+    /// Sleeps until `id`'s answer reaches this instance, `duration` passes, or the task is cancelled.
+    private func watch(_ id: UUID, for duration: Duration) async {
+        let key = UUID()
+        let timer = timers.after(duration) { [weak self] in await self?.stopWatching(id, key) }
+        defer { timer.cancel() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled { continuation.resume() } else { watchers[id, default: [:]][key] = continuation }
+            }
+        } onCancel: {
+            Task { await self.stopWatching(id, key) }
+        }
+    }
+
+    private func stopWatching(_ id: UUID, _ key: UUID) {
+        guard let continuation = watchers[id]?.removeValue(forKey: key) else { return }
+        if watchers[id]?.isEmpty == true { watchers[id] = nil }
+        continuation.resume()
+    }
+
+    /// Wakes every poll waiting here for `id` (its answer or cancel arrived).
+    func wakeWatchers(of id: UUID) {
+        guard let waiting = watchers.removeValue(forKey: id) else { return }
+        for continuation in waiting.values { continuation.resume() }
+    }
+
+    /// The outcome of an ended durable request, as its first call would have returned it.
+    func outcome(of state: RelayDatabase.DurableState, token: RequestToken, email: String?) -> LocateOutcome {
+        switch state.outcome {
+        case "expired"?:
+            return state.delivered ? .failure(.phoneSilent) : .failure(.notConnected(email: email))
+        case "abandoned"?:
+            return .abandoned
+        default:
+            guard let replyKey = try? token.replyKey() else { return .failure(.noFix) }
+            let answer = AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome ?? "unavailable",
+                                            reason: state.reason, sealed: state.sealed)
+            return outcome(of: answer, replyKey: replyKey,
+                           request: Request(owner: state.owner, clientID: "", timeout: .zero))
+        }
+    }
+}

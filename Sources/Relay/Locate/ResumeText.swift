@@ -1,0 +1,51 @@
+import Foundation
+
+/// The texts of durable requests (SPEC §11), for both transports; docs/openapi.yaml and
+/// the tool description quote them from here.
+enum ResumeText {
+    /// HTTP: an id unknown to this credential (never opened, another's, past its TTL).
+    static let unknownRequest = "No location request with this id is waiting for you."
+    /// MCP: a `request_id` unknown to this credential.
+    static let unknownRequestID = unknownRequest + " Ask again without request_id."
+    /// A request id that is not one at all.
+    static let malformedRequestID = "A request id is wbr_ followed by 32 letters, digits, - or _, exactly as the relay returned it."
+    /// Polls faster than 2 a second.
+    static let tooManyPolls = "Too many polls of this request. Poll at most every 2 seconds."
+    /// A request the agent (or an ended share) cancelled.
+    static let cancelled = "The location request was cancelled."
+    /// `wait_secs` out of range.
+    static let waitSeconds = "wait_secs must be a whole number of seconds from 0 to \(maximumWaitSeconds)."
+    /// A task's `ttl` out of range.
+    static let taskTTL = "task.ttl must be a whole number of milliseconds from \(minimumTTLMilliseconds) to \(maximumTTLMilliseconds)."
+
+    /// The longest long poll of GET /v1/locate/requests/{id}.
+    static let maximumWaitSeconds = 60
+    /// The range of a task's requested `ttl` (the result is kept at most 10 minutes past
+    /// the deadline whatever is asked; a shorter ttl also cuts the deadline).
+    static let minimumTTLMilliseconds = 1_000
+    static let maximumTTLMilliseconds = 86_400_000
+
+    /// The tool's text while the person has not answered yet.
+    static func waiting(_ token: RequestToken, expiresAt: Date, person: Person?) -> String {
+        let whose = person.map { "\($0.name)'s" } ?? "the user's"
+        return "Asked \(whose) phone; no answer yet. Call get_phone_location again with request_id \"\(token.text)\" "
+            + "to wait for the answer (open until \(clock(expiresAt)) UTC)."
+    }
+
+    /// The waiting shape: HTTP's 202 body and the tool's `structuredContent`.
+    static func waitingObject(_ token: RequestToken, expiresAt: Date) -> [String: Any] {
+        ["status": "waiting", "request_id": token.text, "expires_at": timestamp(expiresAt)]
+    }
+
+    /// RFC 3339 in UTC with milliseconds: 2026-12-01T16:04:05.000Z.
+    static func timestamp(_ date: Date) -> String {
+        JSONText.timestamp(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+    }
+
+    /// The time of day in UTC: 16:04:05.
+    static func clock(_ date: Date) -> String {
+        let text = timestamp(date)
+        let start = text.index(text.startIndex, offsetBy: 11)
+        return String(text[start..<text.index(start, offsetBy: 8)])
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// `get_phone_location`: a first call (which answers "still waiting" at the wait bound), a
+/// resumed call with `request_id`, and a call made a task (2025-11-25's `params.task`, or
+/// the 2026-07-28 tasks extension when the client declares it).
+extension MCPHandler {
+    /// The consent window of a plain call, and of a task (SPEC §11).
+    static let callTimeouts = 1...120, taskTimeouts = 1...600
+    static let defaultCallTimeout = 60, defaultTaskTimeout = 300
+
+    func locateTool(_ params: [String: Any], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: Any] {
+        let arguments = params["arguments"] as? [String: Any] ?? [:]
+        if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "request_id"].contains($0) }) {
+            return Self.toolError("Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs, person and request_id.")
+        }
+        if let value = arguments["request_id"] {
+            guard let text = value as? String, let token = RequestToken(parsing: text) else {
+                return Self.toolError(ResumeText.unknownRequestID)
+            }
+            return try await resumeTool(token, agent: agent)
+        }
+        // 2025-11-25 asks for a task with params.task; 2026-07-28 clients declare the extension.
+        let legacyTask = revision == .legacy("2025-11-25") ? params["task"] : nil
+        let modernTask = if case .modern = revision { MCPRevision.declaresTasks(params) } else { false }
+        var requestedTTL: Int?
+        if let legacyTask {
+            switch MCPTask.requestedTTL(legacyTask) {
+            case .success(let ttl): requestedTTL = ttl
+            case .failure(let error): throw error
+            }
+        }
+        let range = legacyTask != nil ? Self.taskTimeouts : Self.callTimeouts
+        var timeout = legacyTask != nil ? Self.defaultTaskTimeout : Self.defaultCallTimeout
+        if let value = arguments["timeout_secs"] {
+            // Range-checked as a Double first: Int(NSNumber) of 1e300 would not fit.
+            guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
+                  number.doubleValue.isFinite, number.doubleValue == number.doubleValue.rounded(),
+                  (Double(range.lowerBound)...Double(range.upperBound)).contains(number.doubleValue) else {
+                // SEP-1303: input validation errors are tool results the model can read.
+                return Self.toolError("timeout_secs must be a whole number from 1 to \(range.upperBound)"
+                                      + (legacyTask == nil ? " (up to 600 when called as a task)." : "."))
+            }
+            timeout = Int(number.doubleValue)
+        }
+        if let person = arguments["person"], !(person is String) {
+            return Self.toolError("person must be a string (a name or an email).")
+        }
+        // A task's ttl shorter than its consent window cuts the window: nothing is kept past it.
+        if let requestedTTL { timeout = max(1, min(timeout, requestedTTL / 1000)) }
+        let mode: LocateService.Mode = legacyTask != nil
+            ? .durable(ttl: requestedTTL.map { .milliseconds($0) }, listed: tasksListed) : .call(bound: waitBound)
+        let opened = Date()
+        let result: LocateService.Result
+        do {
+            result = try await locator.locate(agent: agent, person: arguments["person"] as? String, timeoutSeconds: timeout, mode: mode)
+        } catch {
+            logger.failure("locate_failed", error)
+            return Self.toolError(RelayRoutes.databaseUnreachableText)
+        }
+        if case .waiting(let token, let expiresAt, _) = result, legacyTask != nil || modernTask {
+            let keep = min(expiresAt.addingTimeInterval(600),
+                           requestedTTL.map { max(expiresAt, opened.addingTimeInterval(Double($0) / 1000)) } ?? .distantFuture)
+            let task = MCPTask(opened: token, createdAt: opened, expiresAt: expiresAt, keepUntil: keep)
+            logger.debug("task_opened", ["request": token.tag])
+            return legacyTask != nil ? ["task": task.legacy] : task.modern.merging(["resultType": "task"]) { $1 }
+        }
+        return Self.toolResult(result)
+    }
+
+    /// A call with `request_id`: waits at most the wait bound for that request's outcome.
+    private func resumeTool(_ token: RequestToken, agent: AgentIdentity) async throws -> [String: Any] {
+        if let wait = polls.take(token, by: .init(agent)) { throw RPCError.tooManyPolls(retryAfter: wait) }
+        do {
+            switch try await locator.resume(agent: agent, token: token, wait: waitBound) {
+            case .unknown: return Self.toolError(ResumeText.unknownRequestID)
+            case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person))
+            case .settled(_, let result): return Self.toolResult(result)
+            }
+        } catch {
+            logger.failure("resume_failed", error, ["request": token.tag])
+            return Self.toolError(RelayRoutes.databaseUnreachableText)
+        }
+    }
+
+    /// The tool result of a locate's result (SPEC §3 and §11): the fix, the waiting shape,
+    /// or the agent text as an error.
+    static func toolResult(_ result: LocateService.Result) -> [String: Any] {
+        switch result {
+        case .fix(let json, let structured):
+            return ["content": [["type": "text", "text": json]],
+                    "structuredContent": (try? JSONSerialization.jsonObject(with: Data(structured.utf8))) ?? [:],
+                    "isError": false]
+        case .waiting(let token, let expiresAt, let person):
+            return ["content": [["type": "text", "text": ResumeText.waiting(token, expiresAt: expiresAt, person: person)]],
+                    "structuredContent": ResumeText.waitingObject(token, expiresAt: expiresAt), "isError": false]
+        case .failure(let failure):
+            return toolError(failure.agentText)
+        case .abandoned:
+            return toolError(ResumeText.cancelled)
+        }
+    }
+
+    static func toolError(_ text: String) -> [String: Any] {
+        ["content": [["type": "text", "text": text]], "isError": true]
+    }
+}

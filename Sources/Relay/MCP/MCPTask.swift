@@ -1,0 +1,109 @@
+import Foundation
+
+/// A durable request as an MCP task, in both wire forms: 2025-11-25's (SEP-1686: `ttl`,
+/// `pollInterval`) and the 2026-07-28 tasks extension's (SEP-2663: `ttlMs`,
+/// `pollIntervalMs`, the result inline once completed). Pure values; no I/O.
+struct MCPTask: Equatable {
+    /// How often a client should ask (both forms; a client at this pace never meets the
+    /// poll limit).
+    static let pollIntervalMilliseconds = 2_000
+
+    let token: RequestToken
+    /// working, completed or cancelled.
+    let status: String
+    let statusMessage: String?
+    let createdAt: Date
+    let lastUpdatedAt: Date
+    /// How long the task and its result are kept, from creation.
+    let ttlMilliseconds: Int
+
+    /// The task of a request just opened.
+    init(opened token: RequestToken, createdAt: Date, expiresAt: Date, keepUntil: Date) {
+        self.token = token
+        status = "working"
+        statusMessage = Self.workingMessage(expiresAt)
+        self.createdAt = createdAt
+        lastUpdatedAt = createdAt
+        ttlMilliseconds = Self.milliseconds(keepUntil.timeIntervalSince(createdAt))
+    }
+
+    /// The task of a request as a poll found it; `result` is its outcome once settled.
+    init(_ token: RequestToken, state: RelayDatabase.DurableState, result: LocateService.Result?) {
+        self.token = token
+        createdAt = state.createdAt
+        lastUpdatedAt = state.settledAt ?? state.createdAt
+        ttlMilliseconds = Self.milliseconds(state.keepUntil.timeIntervalSince(state.createdAt))
+        switch (state.outcome, result) {
+        case (nil, _):
+            status = "working"
+            statusMessage = Self.workingMessage(state.expiresAt)
+        case ("abandoned"?, _):
+            status = "cancelled"
+            statusMessage = ResumeText.cancelled
+        case (_, .failure(let failure)?):
+            status = "completed"
+            statusMessage = failure.agentText
+        case (_, nil):
+            status = "completed"
+            statusMessage = nil
+        default:
+            status = "completed"
+            statusMessage = "The phone answered."
+        }
+    }
+
+    /// Whether the task has ended.
+    var isTerminal: Bool { status != "working" }
+
+    /// 2025-11-25's `Task`.
+    var legacy: [String: Any] {
+        var task: [String: Any] = ["taskId": token.text, "status": status, "createdAt": ResumeText.timestamp(createdAt),
+                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), "ttl": ttlMilliseconds,
+                                   "pollInterval": Self.pollIntervalMilliseconds]
+        if let statusMessage { task["statusMessage"] = statusMessage }
+        return task
+    }
+
+    /// The tasks extension's `Task` (2026-07-28).
+    var modern: [String: Any] {
+        var task: [String: Any] = ["taskId": token.text, "status": status, "createdAt": ResumeText.timestamp(createdAt),
+                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), "ttlMs": ttlMilliseconds,
+                                   "pollIntervalMs": Self.pollIntervalMilliseconds]
+        if let statusMessage { task["statusMessage"] = statusMessage }
+        return task
+    }
+
+    private static func workingMessage(_ expiresAt: Date) -> String {
+        "Waiting for the person to answer on their phone (open until \(ResumeText.clock(expiresAt)) UTC)."
+    }
+
+    private static func milliseconds(_ seconds: TimeInterval) -> Int { max(0, Int((seconds * 1000).rounded())) }
+
+    /// A task's requested `ttl` (2025-11-25 `params.task.ttl`): nil when absent, else the
+    /// milliseconds, or a refusal for anything but a whole number in range.
+    static func requestedTTL(_ task: Any) -> Result<Int?, MCPHandler.RPCError> {
+        guard let task = task as? [String: Any] else {
+            return .failure(.init(code: -32602, message: "params.task must be an object."))
+        }
+        guard let value = task["ttl"], !(value is NSNull) else { return .success(nil) }
+        guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite,
+              number.doubleValue == number.doubleValue.rounded(),
+              (Double(ResumeText.minimumTTLMilliseconds)...Double(ResumeText.maximumTTLMilliseconds)).contains(number.doubleValue)
+        else { return .failure(.init(code: -32602, message: ResumeText.taskTTL)) }
+        return .success(Int(number.doubleValue))
+    }
+
+    /// tasks/list's cursor: base64url of "created_us.row id".
+    static func cursor(after state: RelayDatabase.DurableState) -> String {
+        Base64URL.encode(Array("\(state.createdMicroseconds).\(state.id.uuidString.lowercased())".utf8))
+    }
+
+    /// A cursor `cursor(after:)` made; nil when it is not one.
+    static func parseCursor(_ text: String) -> (Int64, UUID)? {
+        guard text.utf8.count <= 100, let bytes = Base64URL.decode(text),
+              let parts = String(bytes: bytes, encoding: .utf8)?.split(separator: ".", omittingEmptySubsequences: false),
+              parts.count == 2, parts[0].utf8.count <= 17, let microseconds = Int64(parts[0]), microseconds >= 0,
+              let id = UUID(uuidString: String(parts[1])) else { return nil }
+        return (microseconds, id)
+    }
+}

@@ -1,0 +1,105 @@
+import Foundation
+import HTTPServer
+
+/// Durable requests over plain HTTP (SPEC §11): `POST /v1/locate` with `Prefer:
+/// respond-async` (RFC 7240) answers 202 at once; `GET /v1/locate/requests/{request_id}`
+/// polls it (optionally waiting up to `wait_secs`), and `DELETE` cancels and forgets it.
+/// Another credential's id is 404, exactly as an id that never existed.
+struct DurableRoutes: Sendable {
+    let locator: LocateService
+    let polls: PollLimiter
+    let logger: Logger
+
+    /// Where the requests live.
+    static let prefix = "/v1/locate/requests/"
+    /// The consent window of an async request: default and maximum `timeout_secs`.
+    static let defaultTimeout = 300, maximumTimeout = 600
+    /// How soon a client should poll again.
+    static let retryAfter = "2"
+
+    /// Whether a `Prefer` header asks for `respond-async` (RFC 7240 §4.1).
+    static func prefersAsync(_ header: String?) -> Bool {
+        guard let header, header.utf8.count <= 1024 else { return false }
+        return header.split(separator: ",").contains { preference in
+            let name = preference.split(separator: ";", maxSplits: 1).first?.split(separator: "=", maxSplits: 1).first ?? ""
+            return name.trimmingCharacters(in: .whitespaces).lowercased() == "respond-async"
+        }
+    }
+
+    /// POST /v1/locate with `Prefer: respond-async`: opens a durable request.
+    func open(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async -> HTTPResponse {
+        let result: LocateService.Result
+        do {
+            result = try await locator.locate(agent: agent, person: person, timeoutSeconds: timeoutSeconds,
+                                              mode: .durable(ttl: nil, listed: false))
+        } catch {
+            logger.failure("locate_failed", error)
+            return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+        }
+        guard case .waiting(let token, let expiresAt, _) = result else { return Self.response(result) }
+        logger.debug("request_opened", ["request": token.tag])
+        return Self.json(202, ResumeText.waitingObject(token, expiresAt: expiresAt),
+                         headers: ["Location": Self.prefix + token.text, "Retry-After": Self.retryAfter,
+                                   "Preference-Applied": "respond-async"])
+    }
+
+    /// GET (and HEAD) or DELETE /v1/locate/requests/{request_id}.
+    func handle(_ request: HTTPRequest, agent: AgentIdentity) async -> HTTPResponse {
+        guard let token = RequestToken(parsing: request.path.dropFirst(Self.prefix.count)) else {
+            return .text(400, ResumeText.malformedRequestID)
+        }
+        if request.method == "DELETE" {
+            do {
+                return try await locator.cancel(agent: agent, token: token, forget: true) == "unknown"
+                    ? .text(404, ResumeText.unknownRequest) : HTTPResponse(status: 204)
+            } catch {
+                logger.failure("cancel_failed", error, ["request": token.tag])
+                return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+            }
+        }
+        var wait = 0
+        if let text = request.queryItem("wait_secs") {
+            guard text.utf8.count <= 2, let value = Int(text), (0...ResumeText.maximumWaitSeconds).contains(value) else {
+                return .text(400, ResumeText.waitSeconds)
+            }
+            wait = value
+        }
+        if let retry = polls.take(token, by: .init(agent)) {
+            return .text(429, ResumeText.tooManyPolls, headers: ["Retry-After": String(retry)])
+        }
+        do {
+            switch try await locator.resume(agent: agent, token: token, wait: .seconds(wait)) {
+            case .unknown:
+                return .text(404, ResumeText.unknownRequest)
+            case .waiting(let state, _):
+                return Self.json(202, ResumeText.waitingObject(token, expiresAt: state.expiresAt),
+                                 headers: ["Retry-After": Self.retryAfter])
+            case .settled(_, let result):
+                return Self.response(result)
+            }
+        } catch {
+            logger.failure("poll_failed", error, ["request": token.tag])
+            return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+        }
+    }
+
+    /// A settled request's response, as POST /v1/locate answers it (SPEC §3).
+    static func response(_ result: LocateService.Result) -> HTTPResponse {
+        switch result {
+        case .fix(let json, _):
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+        case .failure(let failure):
+            return .text(failure.status, failure.agentText)
+        case .abandoned:
+            return .text(410, ResumeText.cancelled)
+        case .waiting(let token, let expiresAt, _):
+            return json(202, ResumeText.waitingObject(token, expiresAt: expiresAt), headers: ["Retry-After": retryAfter])
+        }
+    }
+
+    private static func json(_ status: Int, _ object: [String: Any], headers: HTTPHeaders = [:]) -> HTTPResponse {
+        var headers = headers
+        headers.set("Content-Type", "application/json")
+        return HTTPResponse(status: status, headers: headers, body: MCPHandler.json(object))
+    }
+}
