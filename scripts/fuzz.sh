@@ -33,7 +33,9 @@ sources_of() {
     ProxyHeader) echo Sources/HTTPServer/ProxyHeader.swift ;;
     PushEndpoint) echo Sources/Push/PushEndpoint.swift ;;
     PhoneMessage) echo "${messages[@]}" ;;
-    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift ;;
+    MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift \
+                     Sources/Relay/Locate/DurableParams.swift Sources/Relay/Sealing/RequestToken.swift Sources/Relay/Sealing/Crypto.swift \
+                     Sources/Relay/Sealing/ReplyKey.swift Sources/Relay/Sealing/X25519KeyPool.swift Sources/Relay/Auth/Base64URL.swift ;;
     JWT) echo "${auth[@]}" ;;
     Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift Sources/Relay/Auth/AgentKey.swift ;;
     PushResponse) echo "${push[@]}" ;;

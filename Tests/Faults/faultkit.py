@@ -309,3 +309,41 @@ def report(name, sent, results, hung):
 
 def pending(relays):
     return sum(relay.metric("whereabot_pending_requests") for relay in relays if relay.process.poll() is None)
+
+
+def open_durable(base, agent_token, timeout_secs=300, retries=20):
+    """POST /v1/locate with Prefer: respond-async (a draining instance's 503 is retried):
+    the request's status URL path, or None."""
+    for _ in range(retries):
+        request = urllib.request.Request(f"{base}/v1/locate?timeout_secs={timeout_secs}", method="POST",
+                                         headers={"Authorization": "Bearer " + agent_token, "Prefer": "respond-async"})
+        try:
+            with urllib.request.urlopen(request, timeout=15) as response:
+                if response.status == 202:
+                    return response.headers["Location"]
+        except urllib.error.HTTPError as error:
+            if error.code != 503:
+                return None
+        except OSError:
+            pass
+        time.sleep(1)
+    return None
+
+
+def fetch_durable(base, agent_token, path, timeout=120):
+    """Long-polls a durable request until it settles, through whatever answers at `base`
+    (503s of draining instances and refused connections are retried). (status, body)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        request = urllib.request.Request(f"{base}{path}?wait_secs=20", headers={"Authorization": "Bearer " + agent_token})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                if response.status == 200:
+                    return 200, response.read().decode()
+        except urllib.error.HTTPError as error:
+            if error.code not in (503, 429):
+                return error.code, error.read().decode()
+        except OSError:
+            pass
+        time.sleep(1)
+    return 0, "still waiting"

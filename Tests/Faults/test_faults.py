@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from faultkit import Agents, Haproxy, Phones, Postgres, Relay, locate_once, pending, report, wait_until
+from faultkit import (Agents, Haproxy, Phones, Postgres, Relay, fetch_durable, locate_once, open_durable, pending, report,
+                      wait_until)
 
 USERS = 25        # one phone each
 PER_USER = 4      # under the cap of 5 waiting requests per user: 100 in flight
@@ -66,6 +67,29 @@ def test_rolling_restart_behind_haproxy(deployment):
         phones.stop()
         relay.start()
     assert report("rolling restart", 2 * SENT, results, hung) == 0
+
+
+def test_rolling_restart_with_durable_requests_waiting(deployment):
+    """50 durable requests (Prefer: respond-async) waiting when each instance in turn is
+    SIGTERMed and started again; phones answer 3 s after each ping. Every request is then
+    fetched through HAProxy: 50 answered."""
+    postgres, relays, haproxy = deployment
+    wait_until(lambda: all(relay.ready() for relay in relays), 30, "every relay ready")
+    time.sleep(2.5)
+    users = postgres.make_users(25)
+    phones = Phones(users, ws(haproxy.base), delay=3.0)
+    phones.start()
+    opened = [(agent, open_durable(haproxy.base, agent)) for _, _, agent in users for _ in range(2)]
+    assert all(path for _, path in opened), "every durable request opened"
+    for relay in relays:
+        relay.terminate()
+        assert relay.wait(timeout=30) == 0, "a drained relay exits 0"
+        relay.start()
+        wait_until(relay.ready, 20, "restarted relay ready")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(opened)) as pool:
+        results = list(pool.map(lambda item: fetch_durable(haproxy.base, *item), opened))
+    phones.stop()
+    assert report("rolling restart, durable requests", len(opened), results, 0) == 0
 
 
 def test_kill_9_of_the_instance_holding_the_phones(deployment):

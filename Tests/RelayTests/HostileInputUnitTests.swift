@@ -20,10 +20,10 @@ import Testing
 
     /// 20 failures pass at once, the 21st is over budget, and the budget refills 2 a second.
     @Test func failuresAreBudgetedPerAddress() {
-        var limiter = FailedAuthLimiter()
+        var limiter = TokenBuckets()
         for _ in 0..<20 {
             #expect(limiter.retryAfter("10.0.0.1", now: 100) == 0)
-            limiter.recordFailure("10.0.0.1", now: 100)
+            limiter.record("10.0.0.1", now: 100)
         }
         #expect(limiter.retryAfter("10.0.0.1", now: 100) == 1)
         #expect(limiter.retryAfter("10.0.0.2", now: 100) == 0, "other addresses are not affected")
@@ -32,8 +32,8 @@ import Testing
 
     /// The limiter tracks a bounded number of addresses, however many fail.
     @Test func theLimiterIsBounded() {
-        var limiter = FailedAuthLimiter(capacity: 100)
-        for n in 0..<1_000 { limiter.recordFailure("addr-\(n)", now: Double(n) / 1000) }
+        var limiter = TokenBuckets(capacity: 100)
+        for n in 0..<1_000 { limiter.record("addr-\(n)", now: Double(n) / 1000) }
         #expect(limiter.count <= 100)
     }
 

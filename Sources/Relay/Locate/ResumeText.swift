@@ -14,16 +14,7 @@ enum ResumeText {
     /// A request the agent (or an ended share) cancelled.
     static let cancelled = "The location request was cancelled."
     /// `wait_secs` out of range.
-    static let waitSeconds = "wait_secs must be a whole number of seconds from 0 to \(maximumWaitSeconds)."
-    /// A task's `ttl` out of range.
-    static let taskTTL = "task.ttl must be a whole number of milliseconds from \(minimumTTLMilliseconds) to \(maximumTTLMilliseconds)."
-
-    /// The longest long poll of GET /v1/locate/requests/{id}.
-    static let maximumWaitSeconds = 60
-    /// The range of a task's requested `ttl` (the result is kept at most 10 minutes past
-    /// the deadline whatever is asked; a shorter ttl also cuts the deadline).
-    static let minimumTTLMilliseconds = 1_000
-    static let maximumTTLMilliseconds = 86_400_000
+    static let waitSeconds = "wait_secs must be a whole number of seconds from 0 to \(DurableParams.maximumWaitSeconds)."
 
     /// The tool's text while the person has not answered yet.
     static func waiting(_ token: RequestToken, expiresAt: Date, person: Person?) -> String {

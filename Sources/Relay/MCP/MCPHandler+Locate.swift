@@ -24,9 +24,9 @@ extension MCPHandler {
         let modernTask = if case .modern = revision { MCPRevision.declaresTasks(params) } else { false }
         var requestedTTL: Int?
         if let legacyTask {
-            switch MCPTask.requestedTTL(legacyTask) {
+            switch DurableParams.ttl(legacyTask) {
             case .success(let ttl): requestedTTL = ttl
-            case .failure(let error): throw error
+            case .failure(let refusal): throw RPCError(code: -32602, message: refusal.message)
             }
         }
         let range = legacyTask != nil ? Self.taskTimeouts : Self.callTimeouts
@@ -58,9 +58,11 @@ extension MCPHandler {
             return Self.toolError(RelayRoutes.databaseUnreachableText)
         }
         if case .waiting(let token, let expiresAt, _) = result, legacyTask != nil || modernTask {
-            let keep = min(expiresAt.addingTimeInterval(600),
-                           requestedTTL.map { max(expiresAt, opened.addingTimeInterval(Double($0) / 1000)) } ?? .distantFuture)
-            let task = MCPTask(opened: token, createdAt: opened, expiresAt: expiresAt, keepUntil: keep)
+            // The ttl granted: the one asked for, at most the deadline plus 10 minutes.
+            let longest = (timeout + 600) * 1000
+            let ttl = min(requestedTTL ?? longest, longest)
+            let task = MCPTask(opened: token, createdAt: opened, expiresAt: expiresAt,
+                               keepUntil: opened.addingTimeInterval(Double(ttl) / 1000))
             logger.debug("task_opened", ["request": token.tag])
             return legacyTask != nil ? ["task": task.legacy] : task.modern.merging(["resultType": "task"]) { $1 }
         }

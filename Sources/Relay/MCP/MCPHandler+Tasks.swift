@@ -86,9 +86,9 @@ extension MCPHandler {
         guard let key = locator.requestIDKey, tasksListed else {
             throw RPCError(code: -32601, message: "Method not found: tasks/list (this relay has no REQUEST_ID_KEY)")
         }
-        var after: (Int64, UUID)?
+        var after: (createdMicroseconds: Int64, id: UUID)?
         if let cursor = params["cursor"], !(cursor is NSNull) {
-            guard let text = cursor as? String, let parsed = MCPTask.parseCursor(text) else {
+            guard let text = cursor as? String, let parsed = DurableParams.parseCursor(text) else {
                 throw RPCError(code: -32602, message: "Invalid cursor: pass the nextCursor of the previous page.")
             }
             after = parsed

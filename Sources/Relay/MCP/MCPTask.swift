@@ -79,31 +79,8 @@ struct MCPTask: Equatable {
 
     private static func milliseconds(_ seconds: TimeInterval) -> Int { max(0, Int((seconds * 1000).rounded())) }
 
-    /// A task's requested `ttl` (2025-11-25 `params.task.ttl`): nil when absent, else the
-    /// milliseconds, or a refusal for anything but a whole number in range.
-    static func requestedTTL(_ task: Any) -> Result<Int?, MCPHandler.RPCError> {
-        guard let task = task as? [String: Any] else {
-            return .failure(.init(code: -32602, message: "params.task must be an object."))
-        }
-        guard let value = task["ttl"], !(value is NSNull) else { return .success(nil) }
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite,
-              number.doubleValue == number.doubleValue.rounded(),
-              (Double(ResumeText.minimumTTLMilliseconds)...Double(ResumeText.maximumTTLMilliseconds)).contains(number.doubleValue)
-        else { return .failure(.init(code: -32602, message: ResumeText.taskTTL)) }
-        return .success(Int(number.doubleValue))
-    }
-
-    /// tasks/list's cursor: base64url of "created_us.row id".
+    /// tasks/list's cursor after `state`.
     static func cursor(after state: RelayDatabase.DurableState) -> String {
-        Base64URL.encode(Array("\(state.createdMicroseconds).\(state.id.uuidString.lowercased())".utf8))
-    }
-
-    /// A cursor `cursor(after:)` made; nil when it is not one.
-    static func parseCursor(_ text: String) -> (Int64, UUID)? {
-        guard text.utf8.count <= 100, let bytes = Base64URL.decode(text),
-              let parts = String(bytes: bytes, encoding: .utf8)?.split(separator: ".", omittingEmptySubsequences: false),
-              parts.count == 2, parts[0].utf8.count <= 17, let microseconds = Int64(parts[0]), microseconds >= 0,
-              let id = UUID(uuidString: String(parts[1])) else { return nil }
-        return (microseconds, id)
+        DurableParams.cursor(createdMicroseconds: state.createdMicroseconds, id: state.id)
     }
 }

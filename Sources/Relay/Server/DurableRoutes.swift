@@ -17,15 +17,6 @@ struct DurableRoutes: Sendable {
     /// How soon a client should poll again.
     static let retryAfter = "2"
 
-    /// Whether a `Prefer` header asks for `respond-async` (RFC 7240 §4.1).
-    static func prefersAsync(_ header: String?) -> Bool {
-        guard let header, header.utf8.count <= 1024 else { return false }
-        return header.split(separator: ",").contains { preference in
-            let name = preference.split(separator: ";", maxSplits: 1).first?.split(separator: "=", maxSplits: 1).first ?? ""
-            return name.trimmingCharacters(in: .whitespaces).lowercased() == "respond-async"
-        }
-    }
-
     /// POST /v1/locate with `Prefer: respond-async`: opens a durable request.
     func open(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async -> HTTPResponse {
         let result: LocateService.Result
@@ -59,9 +50,7 @@ struct DurableRoutes: Sendable {
         }
         var wait = 0
         if let text = request.queryItem("wait_secs") {
-            guard text.utf8.count <= 2, let value = Int(text), (0...ResumeText.maximumWaitSeconds).contains(value) else {
-                return .text(400, ResumeText.waitSeconds)
-            }
+            guard let value = DurableParams.waitSeconds(text) else { return .text(400, ResumeText.waitSeconds) }
             wait = value
         }
         if let retry = polls.take(token, by: .init(agent)) {

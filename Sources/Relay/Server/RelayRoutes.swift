@@ -152,7 +152,7 @@ struct RelayRoutes: Sendable {
         case .failure(let refusal): return refusal.response
         }
         // Prefer: respond-async (SPEC §11): a durable request, 202 at once, a longer window.
-        let async = DurableRoutes.prefersAsync(request.headers["Prefer"])
+        let async = DurableParams.prefersAsync(request.headers["Prefer"])
         var timeout = async ? DurableRoutes.defaultTimeout : Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {
             let maximum = async ? DurableRoutes.maximumTimeout : Self.maximumTimeout
