@@ -190,3 +190,48 @@ import Testing
         #expect((object["person"] as? [String: String]) == ["name": "Ada", "email": "ada@example.com"])
     }
 }
+
+/// Durable requests through Postgres: opened by one call, answered by a holder on another
+/// instance, fetched by a poll; bound to their credential.
+extension LocateCoordinatorTests {
+    func agent(_ owner: UUID, client: String = "durable-client") -> AgentIdentity {
+        AgentIdentity(userID: owner, clientID: client, keyID: nil, keyName: nil, email: nil)
+    }
+
+    @Test func aDurableRequestIsOpenedAtOnceAndItsFixFetchedByAPoll() async throws {
+        let owner = try await user()
+        let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
+                              deviceName: "Test Phone", platform: "android")
+        let token = try RequestToken(), mine = agent(owner.user)
+        let (opened, polled, stranger) = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { coordinator in
+            let opened = try await coordinator.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
+                                                            resumable: .init(token: token, binding: .init(mine), callBound: nil)))
+            let polled = try await coordinator.poll(token, binding: .init(mine), wait: .seconds(5), email: nil)
+            let stranger = try await coordinator.poll(token, binding: .init(self.agent(owner.user, client: "another")), wait: .zero,
+                                                      email: nil)
+            return (opened, polled, stranger)
+        }
+        guard case .waiting = opened else { Issue.record("opened: \(opened)"); return }
+        guard case .settled(let state, let outcome) = polled else { Issue.record("polled: \(polled)"); return }
+        #expect(outcome == .fix(fix) && state.outcome == "location" && state.sealed != nil)
+        #expect(stranger == .unknown)
+    }
+
+    @Test func aCallAnswersWaitingAtItsBoundAndTheRequestStaysOpen() async throws {
+        let owner = try await user()
+        let token = try RequestToken(), mine = agent(owner.user)
+        let (first, polled, cancelled, after) = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
+            let first = try await coordinator.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
+                                                           resumable: .init(token: token, binding: .init(mine),
+                                                                            callBound: .milliseconds(500))))
+            let polled = try await coordinator.poll(token, binding: .init(mine), wait: .milliseconds(200), email: nil)
+            let cancelled = try await coordinator.cancel(token, binding: .init(mine), forget: false)
+            let after = try await coordinator.poll(token, binding: .init(mine), wait: .zero, email: nil)
+            return (first, polled, cancelled, after)
+        }
+        guard case .waiting = first, case .waiting(let state) = polled else { Issue.record("\(first) \(polled)"); return }
+        #expect(state.delivered && state.outcome == nil)
+        #expect(cancelled == "cancelled")
+        guard case .settled(_, .abandoned) = after else { Issue.record("after cancel: \(after)"); return }
+    }
+}

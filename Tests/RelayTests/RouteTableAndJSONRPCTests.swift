@@ -13,6 +13,7 @@ import Testing
         ("/openapi.yaml", "GET, HEAD"), ("/.well-known/oauth-protected-resource", "GET, HEAD"),
         ("/.well-known/oauth-protected-resource/mcp", "GET, HEAD"), ("/app", "GET, HEAD"), ("/app/", "GET, HEAD"),
         ("/app/app.js", "GET, HEAD"), ("/app/missing.js", "GET, HEAD"),
+        ("/v1/locate/requests/wbr_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "GET, HEAD, DELETE"), ("/v1/locate/requests/junk", "GET, HEAD, DELETE"),
     ])
     func everyRouteKnowsItsMethods(path: String, allow: String) throws {
         let route = try #require(RelayRoutes.Route(path: path))
@@ -27,14 +28,15 @@ import Testing
 
     /// Paths no route serves stay 404 (no Allow to give).
     @Test(arguments: ["/", "/v1", "/v1/locate/", "/healthz/", "/mcp/x", "/v1/device/answers", "/application", "/.well-known",
-                      "/.well-known/oauth-protected-resource/other", "/HEALTHZ", ""])
+                      "/.well-known/oauth-protected-resource/other", "/HEALTHZ", "", "/v1/locate/requests/",
+                      "/v1/locate/requests/a/b", "/v1/locate/requests"])
     func unknownPathsHaveNoRoute(path: String) {
         #expect(RelayRoutes.Route(path: path) == nil, "\(path)")
     }
 
     /// The agents' and phones' routes refuse new work while draining; the rest keep answering.
     @Test func drainingRoutes() {
-        #expect(Set(RelayRoutes.Route.allCases.filter(\.drains)) == [.locate, .mcp, .device])
+        #expect(Set(RelayRoutes.Route.allCases.filter(\.drains)) == [.locate, .locateRequest, .mcp, .device])
     }
 
     /// The browser phone's own guard answers with the same Allow as the route table.
@@ -74,8 +76,13 @@ import Testing
             }
         }
         let served = RelayRoutes.Route.allCases.filter { $0 != .device && $0 != .app }
-        #expect(Set(documented.keys) == Set(served.map(\.rawValue)))
-        for route in served { #expect(documented[route.rawValue] == [route.method], "\(route.rawValue)") }
+        func documentedPath(_ route: RelayRoutes.Route) -> String {
+            route == .locateRequest ? route.rawValue + "{request_id}" : route.rawValue
+        }
+        #expect(Set(documented.keys) == Set(served.map(documentedPath)))
+        for route in served {
+            #expect(documented[documentedPath(route)] == route.methods.filter { $0 != "HEAD" }, "\(route.rawValue)")
+        }
     }
 }
 

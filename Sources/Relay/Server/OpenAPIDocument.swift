@@ -26,6 +26,7 @@ public enum OpenAPIDocument {
             ("security", .list([.map([("bearer", .list([]))])])),
             ("paths", .map([
                 ("/v1/locate", .map([("post", locate)])),
+                ("/v1/locate/requests/{request_id}", .map([("get", pollRequest), ("delete", cancelRequest)])),
                 ("/v1/device/answer", .map([("post", deviceAnswer)])),
                 ("/mcp", .map([("post", mcp)])),
                 ("/.well-known/oauth-protected-resource", .map([("get", metadata(for: "/mcp"))])),
@@ -45,18 +46,21 @@ public enum OpenAPIDocument {
         .map([
             ("operationId", .string("locate")),
             ("summary", .string("Ask the user's phone (or a person who shares with the user) where it is")),
+            ("description", .string(asyncDescription)),
             ("parameters", .list([
                 .map([("name", .string("timeout_secs")), ("in", .string("query")), ("required", .bool(false)),
-                      ("description", .string("How long the phone has to answer, in whole seconds (default \(RelayRoutes.defaultTimeout); values above \(RelayRoutes.maximumTimeout) wait \(RelayRoutes.maximumTimeout)).")),
+                      ("description", .string("How long the phone has to answer, in whole seconds (default \(RelayRoutes.defaultTimeout); values above \(RelayRoutes.maximumTimeout) wait \(RelayRoutes.maximumTimeout)). With Prefer: respond-async: default \(DurableRoutes.defaultTimeout), at most \(DurableRoutes.maximumTimeout).")),
                       ("schema", .map([("type", .string("integer")), ("minimum", .int(1))]))]),
                 .map([("name", .string("person")), ("in", .string("query")), ("required", .bool(false)),
                       ("description", .string("Someone who shares their location with the agent's user: an email, or a display name.")),
                       ("schema", .map([("type", .string("string")), ("maxLength", .int(320))]))]),
+                preferHeader,
             ])),
             ("responses", .map([
                 ("200", .map([("description", .string("The fix")),
                               ("content", .map([("application/json", .map([("schema", ref("Fix"))]))]))])),
-                ("400", text("A bad timeout_secs", [RelayRoutes.timeoutText])),
+                ("202", accepted),
+                ("400", text("A bad timeout_secs", [RelayRoutes.timeoutText, RelayRoutes.asyncTimeoutText])),
                 ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
                 ("403", text("The person declined", [AgentFailure.declined.agentText, AgentFailure.personDeclined(example.name).agentText])),
                 ("404", text("Nobody by that name shares with the user", [AgentFailure.nobodyNamed("Ada").agentText])),
@@ -151,19 +155,19 @@ public enum OpenAPIDocument {
                                                ("content", .map([("application/yaml", .map([("schema", .map([("type", .string("string"))]))]))]))]))]))])
     }
 
-    private static func plain(_ summary: String, status: Int, text body: String) -> YAML {
+    static func plain(_ summary: String, status: Int, text body: String) -> YAML {
         .map([("summary", .string(summary)), ("security", .list([])), ("responses", .map([(String(status), text(summary, [body]))]))])
     }
 
     // MARK: Pieces
 
-    private static func ref(_ name: String) -> YAML { .map([("$ref", .string("#/components/schemas/\(name)"))]) }
+    static func ref(_ name: String) -> YAML { .map([("$ref", .string("#/components/schemas/\(name)"))]) }
 
-    private static let wwwAuthenticate = ("WWW-Authenticate", "Bearer resource_metadata=\"<PUBLIC_URL>/.well-known/oauth-protected-resource\"")
-    private static let retryAfter = ("Retry-After", "Seconds to wait before retrying")
+    static let wwwAuthenticate = ("WWW-Authenticate", "Bearer resource_metadata=\"<PUBLIC_URL>/.well-known/oauth-protected-resource\"")
+    static let retryAfter = ("Retry-After", "Seconds to wait before retrying")
 
     /// A text/plain response whose body is one of `texts` (each an example, the first the schema's).
-    private static func text(_ description: String, _ texts: [String], headers: [(String, String)] = []) -> YAML {
+    static func text(_ description: String, _ texts: [String], headers: [(String, String)] = []) -> YAML {
         var entries: [(String, YAML)] = [("description", .string(description))]
         if !headers.isEmpty {
             entries.append(("headers", .map(headers.map { name, about in
@@ -193,6 +197,7 @@ public enum OpenAPIDocument {
                     """)),
             ]))])),
             ("schemas", .map([
+                ("Waiting", waitingSchema),
                 ("Fix", .map([
                     ("type", .string("object")),
                     ("required", .list(["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"].map { .string($0) })),

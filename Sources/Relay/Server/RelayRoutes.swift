@@ -74,8 +74,10 @@ struct RelayRoutes: Sendable {
             } else if path.hasPrefix(Route.locateRequest.rawValue), path.utf8.count > Route.locateRequest.rawValue.utf8.count,
                       !path.dropFirst(Route.locateRequest.rawValue.count).contains("/") {
                 self = .locateRequest
+            } else if let route = Route(rawValue: path), route != .locateRequest {
+                self = route
             } else {
-                self.init(rawValue: path)
+                return nil
             }
         }
 
