@@ -69,7 +69,7 @@ def test_server_discover_and_result_shapes(relay, agent):
     assert status == 200 and body["id"] == 1
     assert result["resultType"] == "complete" and MODERN in result["supportedVersions"]
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "whereabot"
-    assert result["capabilities"] == {"tools": {"listChanged": False}}
+    assert result["capabilities"] == {"tools": {"listChanged": False}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
     assert result["ttlMs"] >= 0 and result["cacheScope"] in ("public", "private")
     assert "serverInfo" not in result and "protocolVersion" not in result
     status, body, _ = modern(relay, agent, "tools/list")
