@@ -8,14 +8,16 @@ Two release relays on a database of their own (whereabot_bench on the local clus
      ceiling on the same database;
   3. memory per idle phone (authenticated socket that said hello) at 10,000 connections;
   4. reconnect storm: the instance holding 10,000 phones restarts with a pending ping for
-     each; time until every phone has said hello again and got its ping.
+     each; time until every phone has said hello again and got its ping;
+  5. durable requests (durable_bench.py): tasks/get on a settled task, and Postgres's work
+     per durable request beside a synchronous one.
 
 The phones and agents are a small asyncio client (this file), so that 10,000 of them fit
 in one process. Everything runs on this machine: client, relays and Postgres share its cores.
 
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
                         BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
-                        BENCH_PARTS=latency,throughput,memory,storm, BENCH_RELAY_BINARY)
+                        BENCH_PARTS=latency,throughput,durable,memory,storm, BENCH_RELAY_BINARY)
 """
 import asyncio
 import base64
@@ -37,6 +39,7 @@ import uuid
 import jwt
 import psycopg
 
+from durable_bench import durable_rows, enable_function_stats
 from idle_websockets import rss_kib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -51,7 +54,7 @@ PHONES = int(os.environ.get("BENCH_PHONES", "10000"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 AGENTS = int(os.environ.get("BENCH_AGENTS", "32"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
-PARTS = set(os.environ.get("BENCH_PARTS", "latency,throughput,memory,storm").split(","))
+PARTS = set(os.environ.get("BENCH_PARTS", "latency,throughput,durable,memory,storm").split(","))
 FIX = {"latitude": 52.52, "longitude": 13.405, "accuracy_m": 12}
 
 
@@ -496,6 +499,8 @@ def explain_misses(requests, pinged, phones):
 async def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if "durable" in PARTS:
+        enable_function_stats(ADMIN_URL)
     relays = [Relay("bench-relay-1", 18191), Relay("bench-relay-2", 18192)]
     for relay in relays:
         relay.start()
@@ -507,6 +512,8 @@ async def main():
             await latency_rows(relays, rows)
         if "throughput" in PARTS:
             await throughput_rows(relays, rows)
+        if "durable" in PARTS:
+            await durable_rows(relays, rows, make_users, phone, ADMIN_URL, progress)
         if "memory" in PARTS or "storm" in PARTS:
             await phone_rows(relays, rows)
     finally:

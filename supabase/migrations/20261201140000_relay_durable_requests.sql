@@ -106,6 +106,13 @@ comment on function private.binds(relay.pending_requests, uuid, text, uuid) is
   'A resumable request is visible only to the (user, client_id, agent key) that opened it, and only until keep_until.';
 revoke execute on function private.binds(relay.pending_requests, uuid, text, uuid) from public, anon, authenticated;
 
+create or replace function private.epoch_ms(p_time timestamptz)
+returns bigint language sql immutable set search_path = '' as $$
+  select (extract(epoch from p_time) * 1000)::bigint
+$$;
+comment on function private.epoch_ms(timestamptz) is 'Milliseconds since 1970 (null for null), as the relay reads times in JSON.';
+revoke execute on function private.epoch_ms(timestamptz) from public, anon, authenticated;
+
 -- -----------------------------------------------------------------------------
 -- private.request_view(request) → what a poll says about a resumable request
 -- -----------------------------------------------------------------------------
@@ -113,7 +120,6 @@ create or replace function private.request_view(p_request relay.pending_requests
 returns jsonb
 language sql
 stable
-security definer
 set search_path = ''
 as $$
   select jsonb_build_object(
@@ -121,12 +127,13 @@ as $$
     'id', p_request.id, 'owner', p_request.owner_id,
     'outcome', p_request.outcome, 'reason', p_request.reason,
     'delivered', p_request.delivered_at is not null,
-    'created_at', p_request.created_at, 'expires_at', p_request.expires_at,
-    'settled_at', p_request.settled_at, 'keep_until', p_request.keep_until,
+    'created_ms', private.epoch_ms(p_request.created_at),
+    'created_us', (extract(epoch from p_request.created_at) * 1000000)::bigint, 'expires_ms', private.epoch_ms(p_request.expires_at),
+    'settled_ms', private.epoch_ms(p_request.settled_at), 'keep_until_ms', private.epoch_ms(p_request.keep_until),
     'sealed', (select s.sealed from relay.sealed_results s where s.request_id = p_request.id))
 $$;
 comment on function private.request_view(relay.pending_requests) is
-  'A resumable request as its agent sees it: status, outcome, times, and the sealed fix when there is one.';
+  'A resumable request as its agent sees it: status, outcome, times, and the sealed fix when there is one. Called only by security-definer relay functions (so not one itself).';
 revoke execute on function private.request_view(relay.pending_requests) from public, anon, authenticated;
 
 -- -----------------------------------------------------------------------------
@@ -309,12 +316,12 @@ comment on function relay.cancel_durable(uuid, uuid, text, uuid, boolean) is
   'The agent cancels its durable request (phones get cancel); with forget, the request and its result are deleted.';
 
 -- -----------------------------------------------------------------------------
--- relay.durable_requests(user, client, key, before, before_id, limit) — tasks/list
+-- relay.durable_requests(user, client, key, before_us, before_id, limit) — tasks/list
 -- -----------------------------------------------------------------------------
 -- The credential's durable requests that can still be listed (their secret is wrapped),
--- newest first, a page after the cursor (created_at, id).
+-- newest first, a page after the cursor (created_at in microseconds since 1970, id).
 create or replace function relay.durable_requests(p_user uuid, p_client_id text, p_key uuid,
-                                                  p_before timestamptz, p_before_id uuid, p_limit int)
+                                                  p_before_us bigint, p_before_id uuid, p_limit int)
 returns table (view jsonb, wrapped_secret bytea)
 language plpgsql
 stable
@@ -334,12 +341,14 @@ begin
     where r.resumable and r.durable and r.wrapped_secret is not null
       and coalesce(r.requester_id, r.owner_id) = p_user and r.client_id = p_client_id
       and r.agent_key_id is not distinct from p_key and r.keep_until > now()
-      and (p_before is null or (r.created_at, r.id) < (p_before, coalesce(p_before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)))
+      and (p_before_us is null
+           or ((extract(epoch from r.created_at) * 1000000)::bigint, r.id)
+              < (p_before_us, coalesce(p_before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)))
     order by r.created_at desc, r.id desc
     limit p_limit;
 end;
 $$;
-comment on function relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int) is
+comment on function relay.durable_requests(uuid, text, uuid, bigint, uuid, int) is
   'One page of a credential''s own durable requests, newest first (tasks/list); never another credential''s.';
 
 revoke execute on function
@@ -347,14 +356,14 @@ revoke execute on function
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),
-  relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int)
+  relay.durable_requests(uuid, text, uuid, bigint, uuid, int)
   from public, anon, authenticated, service_role;
 grant execute on function
   relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int),
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),
-  relay.durable_requests(uuid, text, uuid, timestamptz, uuid, int)
+  relay.durable_requests(uuid, text, uuid, bigint, uuid, int)
   to whereabot_relay;
 
 -- -----------------------------------------------------------------------------
@@ -411,7 +420,8 @@ begin
   -- phone's instance is the waiter's, which hands it over in process).
   update relay.pending_requests
   set settled_at = now(), outcome = p_outcome, reason = p_reason, answered_by = p_device,
-      delivered_at = coalesce(delivered_at, now())
+      delivered_at = coalesce(delivered_at, now()),
+      keep_until = case when resumable then least(keep_until, now() + interval '10 minutes') end
   where id = p_id and owner_id = p_user and settled_at is null
     and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
   returning waiter_instance, owner_id, resumable, watcher_instance into v_waiter, v_owner, v_resumable, v_watcher;
@@ -429,13 +439,10 @@ begin
     raise exception 'a location for another instance''s waiter comes sealed' using errcode = '22023';
   end if;
 
-  if v_resumable then
-    -- The agent may come back for it from any instance: keep the answer (sealed) until the
-    -- request's TTL, never more than 10 minutes from now.
-    update relay.pending_requests set keep_until = least(keep_until, now() + interval '10 minutes') where id = p_id;
-    if p_sealed is not null then
-      insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
-    end if;
+  if v_resumable and p_sealed is not null then
+    -- The agent may come back for it from any instance: the answer is kept (sealed) until
+    -- the request's TTL, cut above to at most 10 minutes from now.
+    insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
   end if;
 
   select coalesce(array_agg(distinct c.instance_id), '{}') into v_holders

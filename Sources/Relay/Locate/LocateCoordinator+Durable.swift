@@ -23,15 +23,25 @@ extension LocateCoordinator {
     /// - Throws: database errors (503 for the caller).
     public func poll(_ token: RequestToken, binding: RelayDatabase.Binding, wait: Duration, email: String?) async throws -> Poll {
         let until = ContinuousClock.now + wait
+        let id = token.id
+        // An answer that arrives while the row is being read must not be missed: it marks
+        // the request woken, and the poll reads again instead of sleeping.
+        polling[id, default: 0] += 1
+        defer {
+            polling[id]! -= 1
+            if polling[id] == 0 { polling[id] = nil; woken.remove(id) }
+        }
         while true {
             let remaining = until - .now
-            guard let state = try await database.durableState(id: token.id, binding: binding, instance: instance,
+            woken.remove(id)
+            guard let state = try await database.durableState(id: id, binding: binding, instance: instance,
                                                               watch: remaining > .zero) else { return .unknown }
             if !state.waiting { return .settled(state, outcome(of: state, token: token, email: email)) }
             guard remaining > .zero, !Task.isCancelled else { return .waiting(state) }
+            if woken.contains(id) { continue }
             // Past the deadline and its grace the next read settles it as expired.
             let dueIn = Duration.milliseconds(Int(state.expiresAt.timeIntervalSinceNow * 1000)) + grace + .milliseconds(50)
-            await watch(token.id, for: min(remaining, Self.pollBackstop, max(dueIn, .milliseconds(50))))
+            await watch(id, for: min(remaining, Self.pollBackstop, max(dueIn, .milliseconds(50))))
         }
     }
 
@@ -63,8 +73,10 @@ extension LocateCoordinator {
         continuation.resume()
     }
 
-    /// Wakes every poll waiting here for `id` (its answer or cancel arrived).
+    /// Wakes every poll waiting here for `id` (its answer or cancel arrived), and marks it
+    /// woken for a poll that is reading its row right now.
     func wakeWatchers(of id: UUID) {
+        if polling[id] != nil { woken.insert(id) }
         guard let waiting = watchers.removeValue(forKey: id) else { return }
         for continuation in waiting.values { continuation.resume() }
     }

@@ -83,6 +83,10 @@ public actor LocateCoordinator {
     private var waiters: [UUID: Waiter] = [:]
     /// Polls of durable requests waiting here for an answer, by request and poll.
     var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
+    /// Polls in progress here per request, and the requests whose answer arrived while one
+    /// was reading the row (entries live only as long as a poll does).
+    var polling: [UUID: Int] = [:]
+    var woken: Set<UUID> = []
 
     /// One request waiting here: what re-creates its row after a crash, and its answer.
     private struct Waiter {
