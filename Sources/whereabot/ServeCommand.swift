@@ -35,6 +35,7 @@ enum ServeCommand {
             configuration.listenDatabase?.callTimeout = .seconds(number)
         }
         configuration.supabaseURL = supabaseURL
+        configuration.oauthAudience = value("OAUTH_AUDIENCE")
         configuration.supabaseAnonKey = value("SUPABASE_ANON_KEY")
         if let seconds = value("MCP_PROGRESS_SECONDS") {
             guard let number = Int(seconds), (1...60).contains(number) else {

@@ -36,6 +36,22 @@ import Testing
         #expect(claims.clientID == "6f1d0c1e-5b1a-4c1e-9a55-0a9f3c1e7b21")
     }
 
+    /// OAUTH_AUDIENCE: an OAuth client's token must carry it besides `authenticated` (the
+    /// project's access-token hook adds it, RFC 8707); a phone's session token need not.
+    @Test func theRelaysAudienceIsRequiredOfOAuthClientsTokens() throws {
+        let verifier = try JWTVerifier(hmacSecret: Self.secret, audience: "https://relay.example/mcp")
+        var agent = TestToken.claims(clientID: "6f1d0c1e-5b1a-4c1e-9a55-0a9f3c1e7b21")
+        #expect(throws: AuthError.wrongAudience) { try verifier.verify(hs256(agent)) }
+        agent["aud"] = ["authenticated", "https://other.example/mcp"]
+        #expect(throws: AuthError.wrongAudience) { try verifier.verify(hs256(agent)) }
+        agent["aud"] = ["https://relay.example/mcp"]
+        #expect(throws: AuthError.wrongAudience) { try verifier.verify(hs256(agent)) }  // authenticated is still required
+        agent["aud"] = ["authenticated", "https://relay.example/mcp"]
+        #expect(try verifier.verify(hs256(agent)).isAgentToken)
+        #expect(try !verifier.verify(hs256(TestToken.claims())).isAgentToken)  // a phone's session token
+        #expect(try self.verifier().verify(hs256(TestToken.claims(clientID: "c"))).isAgentToken)  // unset: not checked
+    }
+
     @Test func es256AndRS256FromTheJWKSVerify() throws {
         let verifier = try verifier(secret: nil)
         for key in [Self.rsa, Self.ec] {

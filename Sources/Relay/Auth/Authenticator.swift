@@ -31,6 +31,7 @@ public actor Authenticator {
     private var verifier: JWTVerifier
     private let hmacSecret: String?
     private let issuer: String?
+    private let audience: String?
     private let jwksSource: JWKSSource
     private let database: RelayDatabase
     private let sessionChecker: SessionChecker
@@ -54,19 +55,20 @@ public actor Authenticator {
     ///   - jwks: where ES256/RS256 keys come from.
     ///   - issuer: the expected `iss` (`SUPABASE_URL/auth/v1`), if SUPABASE_URL is set.
     ///   - database: for sessions and agent keys.
-    public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, database: RelayDatabase,
+    public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
                 now: @escaping @Sendable () -> Date = { Date() }) throws {
         self.hmacSecret = hmacSecret
         self.issuer = issuer
+        self.audience = audience
         self.jwksSource = jwks
         self.database = database
         self.sessionChecker = SessionChecker(database: database)
         self.sessionCacheTTL = sessionCacheTTL
         self.keyCacheTTL = keyCacheTTL
         self.now = now
-        self.verifier = try JWTVerifier(hmacSecret: hmacSecret, jwks: jwks.load(), issuer: issuer)
+        self.verifier = try JWTVerifier(hmacSecret: hmacSecret, jwks: jwks.load(), issuer: issuer, audience: audience)
         self.lastJWKSFetch = now()
     }
 
@@ -200,10 +202,10 @@ public actor Authenticator {
         lastJWKSFetch = now()
         jwksFetchInFlight = true
         defer { jwksFetchInFlight = false }
-        let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer
+        let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer, audience = self.audience
         let loaded: JWTVerifier? = await withCheckedContinuation { continuation in
             let thread = Thread {
-                continuation.resume(returning: try? JWTVerifier(hmacSecret: hmacSecret, jwks: source.load(), issuer: issuer))
+                continuation.resume(returning: try? JWTVerifier(hmacSecret: hmacSecret, jwks: source.load(), issuer: issuer, audience: audience))
             }
             thread.name = "jwks-fetch"
             thread.start()

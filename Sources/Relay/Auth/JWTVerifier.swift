@@ -7,8 +7,10 @@ import Foundation
 /// (SUPABASE_JWT_SECRET), RS256 only with an RSA key and ES256 only with a P-256 key from
 /// the JWKS, so `none` and "HS256 signed with the public key" never pass. Then `exp`/`nbf`
 /// with a small leeway, `aud` containing `authenticated`, `role` = `authenticated`, a UUID
-/// `sub`, and `iss` when an issuer is configured. The session check (auth.sessions) is the
-/// caller's, since it needs the database.
+/// `sub`, `iss` when an issuer is configured, and — for an OAuth client's token (one with
+/// `client_id`) — the relay's own audience when one is configured (`OAUTH_AUDIENCE`, for
+/// projects whose access-token hook adds it, RFC 8707). The session check (auth.sessions)
+/// is the caller's, since it needs the database.
 public struct JWTVerifier: Sendable {
     /// Clock skew tolerated on `exp` and `nbf`.
     public static let defaultLeeway: TimeInterval = 30
@@ -16,6 +18,7 @@ public struct JWTVerifier: Sendable {
     private let hmacSecret: [UInt8]?
     private let keys: [PublicKey]
     private let issuer: String?
+    private let audience: String?
     private let leeway: TimeInterval
 
     /// Creates a verifier.
@@ -23,13 +26,15 @@ public struct JWTVerifier: Sendable {
     ///   - hmacSecret: the project's JWT secret for HS256 tokens, if any.
     ///   - jwks: a JWKS document (`{"keys": [...]}`) for ES256/RS256 tokens, if any.
     ///   - issuer: the expected `iss` (`SUPABASE_URL/auth/v1`), or nil to skip the check.
+    ///   - audience: an `aud` an OAuth client's token must carry besides `authenticated`, or nil.
     ///   - leeway: clock skew tolerated on `exp` and `nbf`.
     /// - Throws: `AuthError.badKey` when the JWKS cannot be read.
-    public init(hmacSecret: String? = nil, jwks: Data? = nil, issuer: String? = nil,
+    public init(hmacSecret: String? = nil, jwks: Data? = nil, issuer: String? = nil, audience: String? = nil,
                 leeway: TimeInterval = JWTVerifier.defaultLeeway) throws {
         self.hmacSecret = hmacSecret.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
         self.keys = try jwks.map(Self.readJWKS) ?? []
         self.issuer = issuer
+        self.audience = audience
         self.leeway = leeway
     }
 
@@ -107,6 +112,9 @@ public struct JWTVerifier: Sendable {
         guard let session = claims["session_id"] else { throw .noSession }
         guard let text = session as? String, let sessionID = UUID(uuidString: text) else { throw .malformed }
         if claims["client_id"] != nil, !(claims["client_id"] is String) { throw .malformed }
+        if let audience, let client = claims["client_id"] as? String, !client.isEmpty, !audiences.contains(audience) {
+            throw .wrongAudience
+        }
         if claims["email"] != nil, !(claims["email"] is String) { throw .malformed }
         return JWTClaims(userID: userID, sessionID: sessionID,
                          clientID: (claims["client_id"] as? String).flatMap { $0.isEmpty ? nil : $0 },

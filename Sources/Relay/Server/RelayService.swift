@@ -31,6 +31,9 @@ public final class RelayService: Sendable {
         public var jwks: JWKSSource
         /// The expected issuer, when SUPABASE_URL is set.
         public var issuer: String?
+        /// OAUTH_AUDIENCE: an `aud` every OAuth client's token must carry besides
+        /// `authenticated` (set it when the project's access-token hook adds the relay's URL).
+        public var oauthAudience: String?
         /// SUPABASE_URL (the authorization server is SUPABASE_URL/auth/v1).
         public var supabaseURL: String?
         /// SUPABASE_ANON_KEY: the browser phone signs in with it (Supabase Auth's `apikey`).
@@ -104,7 +107,8 @@ public final class RelayService: Sendable {
         maintenanceDatabase.applicationName += "-beat"
         let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
-                                              issuer: configuration.issuer, database: database)
+                                              issuer: configuration.issuer, audience: configuration.oauthAudience,
+                                              database: database)
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
