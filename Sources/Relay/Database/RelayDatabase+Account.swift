@@ -40,4 +40,21 @@ extension RelayDatabase {
     func removeDevice(user: UUID, device: UUID) async throws -> PGJSON {
         try await pool.send("select relay.remove_device($1, $2)", [user, device]).scalar(PGJSON.self)
     }
+
+    /// `user`'s live agent keys as JSON (`[{id, name, prefix, created_at, last_used_at}]`).
+    func agentKeys(user: UUID) async throws -> PGJSON {
+        try await pool.send("select relay.agent_keys($1)", [user]).scalar(PGJSON.self)
+    }
+
+    /// Creates an agent key for `user`: its plaintext (once) and the new list.
+    func createAgentKey(user: UUID, name: String) async throws -> (key: String, keys: PGJSON) {
+        guard let row = try await pool.send("select r->>'key', r->'keys' from relay.create_agent_key($1, $2) r", [user, name]).first,
+              let key = try row.decode(0, as: String?.self) else { throw Self.malformed("create_agent_key") }
+        return (key, try row.decode(1, as: PGJSON.self))
+    }
+
+    /// Revokes one of `user`'s agent keys; returns the list.
+    func revokeAgentKey(user: UUID, id: UUID) async throws -> PGJSON {
+        try await pool.send("select relay.revoke_agent_key($1, $2)", [user, id]).scalar(PGJSON.self)
+    }
 }

@@ -35,8 +35,20 @@ struct PhoneAccount: Sendable {
                 return devices(try await database.renameDevice(user: user, device: id, name: name))
             case .removeDevice(let id):
                 return devices(try await database.removeDevice(user: user, device: id))
+            case .listAgentKeys:
+                return keys(try await database.agentKeys(user: user))
+            case .createAgentKey(let name):
+                let (key, list) = try await database.createAgentKey(user: user, name: name)
+                return String(keys(list).dropLast()) + #","created":\#(JSONText.quoted(key))}"#
+            case .revokeAgentKey(let id):
+                return keys(try await database.revokeAgentKey(user: user, id: id))
             }
         } catch let error as PGError where error.isRefusal {
+            if case .listAgentKeys = request {} else if request.isAboutAgentKeys {
+                // No name, the 25-key limit, a key of someone else: refused, list unchanged.
+                let current = (try? await database.agentKeys(user: user)).map(keys) ?? #"{"type":"agent_keys","keys":[]}"#
+                return String(current.dropLast()) + #","error":"refused"}"#
+            }
             // A generic agent id, a requester without a share, a limit: refused, list unchanged.
             let current = (try? await database.alwaysAllowedAgents(user: user)).map(agents) ?? #"{"type":"always_allowed","agents":[]}"#
             return String(current.dropLast()) + #","error":"refused"}"#
@@ -56,10 +68,20 @@ struct PhoneAccount: Sendable {
 
     private func agents(_ list: PGJSON) -> String { #"{"type":"always_allowed","agents":\#(list.text)}"# }
     private func devices(_ list: PGJSON) -> String { #"{"type":"devices","devices":\#(list.text)}"# }
+    private func keys(_ list: PGJSON) -> String { #"{"type":"agent_keys","keys":\#(list.text)}"# }
 }
 
 private extension PGError {
     /// The database refused the change (no share, a generic agent id, a limit, a bad
     /// argument): the phone asked for something it may not have, not a failure.
-    var isRefusal: Bool { ["42501", "23514", "54000", "22023", "22004", "23502"].contains(sqlState ?? "") }
+    var isRefusal: Bool { ["42501", "23514", "54000", "22023", "22004", "23502", "P0002"].contains(sqlState ?? "") }
+}
+
+private extension PhoneAccountRequest {
+    var isAboutAgentKeys: Bool {
+        switch self {
+        case .listAgentKeys, .createAgentKey, .revokeAgentKey: true
+        default: false
+        }
+    }
 }

@@ -1,8 +1,9 @@
 import Foundation
 
 /// What a phone asks of its own account over its socket (APP.md §A.3): its Web Push
-/// subscription, its always-allowed agents, and its device list. Only a phone socket
-/// carries these, so an agent's token can never add itself to the always-allowed list.
+/// subscription, its always-allowed agents, its device list and its agent keys. Only a
+/// phone socket carries these, so an agent's token can never add itself to the
+/// always-allowed list or mint itself a key.
 /// Every field is checked here; the database checks again.
 public enum PhoneAccountRequest: Sendable, Equatable {
     /// Save this subscription (`PushSubscription.toJSON()`), or with a nil endpoint delete
@@ -18,6 +19,12 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     case renameDevice(UUID, name: String)
     /// Remove one of the user's devices (its session is revoked).
     case removeDevice(UUID)
+    /// Send the user's live agent keys (never a key itself).
+    case listAgentKeys
+    /// Create an agent key with this name (its plaintext comes back once).
+    case createAgentKey(name: String)
+    /// Revoke one of the user's agent keys.
+    case revokeAgentKey(UUID)
 
     /// Longest endpoint accepted (the table's limit).
     static let maximumEndpointLength = 2048
@@ -58,6 +65,15 @@ public enum PhoneAccountRequest: Sendable, Equatable {
         case "device_remove":
             guard let id = object["device_id"]?.uuid else { return .some(nil) }
             return .some(.removeDevice(id))
+        case "agent_keys":
+            return .some(.listAgentKeys)
+        case "agent_key_create":
+            guard let name = object["name"]?.string, name.count <= 1000 else { return .some(nil) }
+            let clean = DisplayText.clean(name, maximumLength: 100)
+            return clean.isEmpty ? .some(nil) : .some(.createAgentKey(name: clean))
+        case "agent_key_revoke":
+            guard let id = object["id"]?.uuid else { return .some(nil) }
+            return .some(.revokeAgentKey(id))
         default:
             return nil
         }

@@ -9,6 +9,7 @@ import { PhoneSocket, sendOnce } from "./socket.js";
 import { History } from "./history.js";
 import { locateOnce } from "./position.js";
 import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
+import { renderKeys, bindKeys, clearKeys } from "./keys.js";
 
 const $ = (id) => document.getElementById(id);
 const history = new History();
@@ -224,6 +225,7 @@ function onMessage(message) {
     case "cancel": onCancel(message); break;
     case "always_allowed": renderAlways(Array.isArray(message.agents) ? message.agents : []); break;
     case "devices": renderDevices(Array.isArray(message.devices) ? message.devices : []); break;
+    case "agent_keys": renderKeys(message, (reply) => socket && socket.send(reply)); break;
     case "push_subscription":
       $("push-status").textContent = message.status === "saved" ? "Notifications are on."
         : message.status === "refused" ? `Notifications refused by the relay (${message.reason}).` : "";
@@ -239,6 +241,7 @@ function onState(state) {
   if (state === "connected") {
     if (noticeKind === "connection") notice("");
     socket.send({ type: "devices" });
+    socket.send({ type: "agent_keys" });
     const subscription = storedSubscription();
     if (subscription) socket.send({ type: "push_subscription", ...subscription });
   } else if (state === "replaced") {
@@ -316,6 +319,7 @@ function signOut(text, tellRelay = true) {
       } finally {
         if (phone) phone.close();
         session.clear();
+        clearKeys();
         $("push-status").textContent = "";  // the next account's notifications start off
         $("signout").disabled = false;
         leaving = null;
@@ -483,6 +487,7 @@ async function main() {
     localStorage.setItem("whereabot.device_name", name);
     socket.send({ type: "device_rename", device_id: deviceID(), name });
   };
+  bindKeys((message) => socket && socket.send(message));
   $("enable-push").onclick = async () => {
     const result = await enablePush(config.vapid_public_key);
     $("push-status").textContent = result.text;
