@@ -37,8 +37,7 @@ extension MCPHandler {
                   number.doubleValue.isFinite, number.doubleValue == number.doubleValue.rounded(),
                   (Double(range.lowerBound)...Double(range.upperBound)).contains(number.doubleValue) else {
                 // SEP-1303: input validation errors are tool results the model can read.
-                return Self.toolError("timeout_secs must be a whole number from 1 to \(range.upperBound)"
-                                      + (legacyTask == nil ? " (up to 600 when called as a task)." : "."))
+                return Self.toolError("timeout_secs must be a whole number from 1 to \(range.upperBound).")
             }
             timeout = Int(number.doubleValue)
         }
