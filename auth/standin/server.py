@@ -1,0 +1,968 @@
+#!/usr/bin/env python3
+# =============================================================================
+# DEVELOPMENT STAND-IN ONLY. Production never uses this file.
+# Production uses Supabase Auth's OAuth 2.1 server (authorization_url_path
+# `/app/oauth/consent`). This is a small, strict, local imitation of the parts of it
+# Whereabot's agents and consent page use, for development and tests on one machine.
+# =============================================================================
+"""A local stand-in for Supabase Auth's OAuth 2.1 server (see auth/standin/README.md).
+
+    .venv/bin/python auth/standin/server.py --port 54321 --database-url URL
+
+URL is a role that can write auth.* (locally the bootstrap superuser's admin URL).
+`--port 0` picks a free port; the first line on stdout is always
+`listening on http://127.0.0.1:<port>`.
+
+Environment: SUPABASE_JWT_SECRET (also accept HS256 user tokens), AUTH_SITE_URL (the
+consent page's site, default http://127.0.0.1:8080), STANDIN_CONSENT_PATH (default
+/app/oauth/consent), STANDIN_PUBLIC_URL (the URL clients reach this server at; default
+http://127.0.0.1:<port>), STANDIN_KEY_FILE (PEM of the ES256 key; created when missing),
+STANDIN_CODE_SECONDS (300), STANDIN_AUTHORIZATION_SECONDS (600), STANDIN_ACCESS_SECONDS
+(3600), STANDIN_REFRESH_SECONDS (2592000), STANDIN_AUDIENCE_HOOK=1 (add the RFC 8707
+`resource` to `aud`), STANDIN_DATABASE_URL (instead of --database-url).
+"""
+import argparse
+import base64
+import hashlib
+import hmac
+import html
+import json
+import os
+import re
+import secrets
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import jwt
+import psycopg
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+MAX_BODY = 64 * 1024
+MAX_PENDING = 1000          # pending authorization requests (before consent)
+MAX_CODES = 1000            # authorization codes, issued or used-and-remembered
+MAX_REFRESH = 10000         # refresh tokens (live and rotated-out, for reuse detection)
+MAX_CLIENT_NAME = 1024
+MAX_REDIRECT_URIS = 10
+MAX_URI = 2048
+MAX_STATE = 2048
+SCOPES = ("openid", "email", "profile", "phone")
+DEFAULT_SCOPE = "email"     # Supabase's default (GOTRUE_OAUTH_SERVER_DEFAULT_SCOPE)
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")           # BASE64URL(SHA-256), RFC 7636 §4.2
+VERIFIER_RE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")     # RFC 7636 §4.1
+
+
+def b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def digest(secret: str) -> str:
+    """How codes, refresh tokens and client secrets are kept: never in the clear."""
+    return b64url(hashlib.sha256(secret.encode()).digest())
+
+
+def env_int(name, default):
+    value = os.environ.get(name, "")
+    return int(value) if value.strip() else default
+
+
+class Refusal(Exception):
+    """An error response: status, a JSON body, and optional headers."""
+
+    def __init__(self, status, body, headers=None):
+        super().__init__(body.get("error") or body.get("error_code"))
+        self.status, self.body, self.headers = status, body, headers or {}
+
+
+def oauth_error(error, description, status=400, headers=None):
+    """RFC 6749 §5.2 / RFC 7591 §3.2.2 error."""
+    return Refusal(status, {"error": error, "error_description": description}, headers)
+
+
+def api_error(status, code, message):
+    """Supabase Auth's API error shape, as auth-js reads it (code, error_code, msg)."""
+    return Refusal(status, {"code": status, "error_code": code, "msg": message})
+
+
+# -----------------------------------------------------------------------------
+# Keys
+# -----------------------------------------------------------------------------
+class SigningKey:
+    def __init__(self, path=None):
+        if path and os.path.exists(path):
+            with open(path, "rb") as f:
+                self.private = serialization.load_pem_private_key(f.read(), password=None)
+            if not isinstance(self.private, ec.EllipticCurvePrivateKey) or self.private.curve.name != "secp256r1":
+                raise SystemExit(f"{path}: not a P-256 EC private key")
+        else:
+            self.private = ec.generate_private_key(ec.SECP256R1())
+            if path:
+                pem = self.private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                 serialization.NoEncryption())
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(pem)
+        numbers = self.private.public_key().public_numbers()
+        x, y = b64url(numbers.x.to_bytes(32, "big")), b64url(numbers.y.to_bytes(32, "big"))
+        # RFC 7638 thumbprint as the key id.
+        thumb = json.dumps({"crv": "P-256", "kty": "EC", "x": x, "y": y}, separators=(",", ":"), sort_keys=True)
+        self.kid = b64url(hashlib.sha256(thumb.encode()).digest())
+        self.jwk = {"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": self.kid, "alg": "ES256", "use": "sig",
+                    "key_ops": ["verify"]}
+
+    def sign(self, claims):
+        return jwt.encode(claims, self.private, algorithm="ES256", headers={"kid": self.kid, "typ": "JWT"})
+
+
+# -----------------------------------------------------------------------------
+# In-memory state (bounded; everything expires)
+# -----------------------------------------------------------------------------
+@dataclass
+class Pending:
+    id: str
+    client_id: str
+    redirect_uri: str
+    scope: str
+    state: str
+    resource: str
+    code_challenge: str
+    expires: float
+    user_id: str = None
+
+
+@dataclass
+class Code:
+    client_id: str
+    user_id: str
+    redirect_uri: str
+    scope: str
+    resource: str
+    code_challenge: str
+    expires: float
+    used: bool = False
+    session_id: str = None
+
+
+@dataclass
+class Refresh:
+    session_id: str
+    user_id: str
+    client_id: str
+    scope: str
+    resource: str
+    expires: float
+    used: bool = False
+
+
+@dataclass
+class State:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: dict = field(default_factory=dict)   # authorization_id -> Pending
+    codes: dict = field(default_factory=dict)     # digest(code) -> Code
+    refresh: dict = field(default_factory=dict)   # digest(refresh token) -> Refresh
+
+    def purge(self, now):
+        """Drops what has expired. Call with the lock held."""
+        for table in (self.pending, self.codes, self.refresh):
+            for key in [k for k, v in table.items() if v.expires <= now]:
+                del table[key]
+
+    def drop_session(self, session_id):
+        """Forgets every refresh token of a session. Call with the lock held."""
+        for key in [k for k, v in self.refresh.items() if v.session_id == session_id]:
+            del self.refresh[key]
+
+    def drop_grant(self, user_id, client_id):
+        """Forgets a user's refresh tokens, unused codes and pending requests for a client."""
+        for key in [k for k, v in self.refresh.items() if v.user_id == user_id and v.client_id == client_id]:
+            del self.refresh[key]
+        for key in [k for k, v in self.codes.items() if v.user_id == user_id and v.client_id == client_id]:
+            del self.codes[key]
+        for key in [k for k, v in self.pending.items() if v.user_id == user_id and v.client_id == client_id]:
+            del self.pending[key]
+
+
+# -----------------------------------------------------------------------------
+# Validation helpers
+# -----------------------------------------------------------------------------
+def is_loopback(host):
+    return host in LOOPBACK_HOSTS
+
+
+def check_web_uri(uri, what, error):
+    """An absolute https URI, or http on a loopback host; no fragment, no userinfo, no
+    whitespace, control characters, backslashes or commas (redirect_uris are stored
+    comma-separated, as Supabase Auth stores them)."""
+    if not isinstance(uri, str) or not uri:
+        raise oauth_error(error, f"{what} must be a non-empty string")
+    if len(uri) > MAX_URI:
+        raise oauth_error(error, f"{what} cannot exceed {MAX_URI} characters")
+    if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in uri) or "\\" in uri or "," in uri:
+        raise oauth_error(error, f"{what} contains characters that are not allowed")
+    if "#" in uri:
+        raise oauth_error(error, f"{what} must not include a fragment")
+    try:
+        parts = urllib.parse.urlsplit(uri)
+        host = parts.hostname
+        parts.port  # raises ValueError for a bad port
+    except ValueError:
+        raise oauth_error(error, f"{what} is not a valid URL") from None
+    if parts.scheme not in ("https", "http") or not parts.netloc or not host:
+        raise oauth_error(error, f"{what} must be an absolute https URL (or http on localhost)")
+    if "@" in parts.netloc:
+        raise oauth_error(error, f"{what} must not include userinfo")
+    if parts.scheme == "http" and not is_loopback(host):
+        raise oauth_error(error, f"{what}: http is only allowed for localhost, 127.0.0.1 and [::1]")
+    return uri
+
+
+def single(query, name):
+    """A query parameter given at most once (RFC 6749 §3.1); '' when absent; None when repeated."""
+    values = query.get(name, [])
+    if len(values) > 1:
+        return None
+    return values[0] if values else ""
+
+
+# -----------------------------------------------------------------------------
+# The server
+# -----------------------------------------------------------------------------
+class StandIn:
+    def __init__(self, database_url, public_url):
+        self.database_url = database_url
+        self.public_url = public_url.rstrip("/")
+        self.issuer = self.public_url + "/auth/v1"
+        self.site_url = os.environ.get("AUTH_SITE_URL", "http://127.0.0.1:8080").rstrip("/")
+        consent_path = os.environ.get("STANDIN_CONSENT_PATH", "/app/oauth/consent")
+        self.consent_url = self.site_url + ("" if consent_path.startswith("/") else "/") + consent_path
+        site = urllib.parse.urlsplit(self.site_url)
+        self.site_origin = f"{site.scheme}://{site.netloc}"
+        self.jwt_secret = os.environ.get("SUPABASE_JWT_SECRET") or None
+        self.code_seconds = env_int("STANDIN_CODE_SECONDS", 300)
+        self.authorization_seconds = env_int("STANDIN_AUTHORIZATION_SECONDS", 600)
+        self.access_seconds = env_int("STANDIN_ACCESS_SECONDS", 3600)
+        self.refresh_seconds = env_int("STANDIN_REFRESH_SECONDS", 30 * 24 * 3600)
+        self.audience_hook = os.environ.get("STANDIN_AUDIENCE_HOOK") == "1"
+        self.key = SigningKey(os.environ.get("STANDIN_KEY_FILE") or None)
+        self.state = State()
+
+    def db(self):
+        return psycopg.connect(self.database_url, autocommit=True, connect_timeout=5)
+
+    # --- documents --------------------------------------------------------------
+    def metadata(self):
+        return {
+            "issuer": self.issuer,
+            "authorization_endpoint": self.issuer + "/oauth/authorize",
+            "token_endpoint": self.issuer + "/oauth/token",
+            "registration_endpoint": self.issuer + "/oauth/clients/register",
+            "jwks_uri": self.issuer + "/.well-known/jwks.json",
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["none", "client_secret_basic", "client_secret_post"],
+            "scopes_supported": list(SCOPES),
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        }
+
+    def jwks(self):
+        return {"keys": [self.key.jwk]}
+
+    # --- clients ----------------------------------------------------------------
+    def register(self, body):
+        if not isinstance(body, dict):
+            raise oauth_error("invalid_client_metadata", "the body must be a JSON object")
+        uris = body.get("redirect_uris")
+        if not isinstance(uris, list) or not uris:
+            raise oauth_error("invalid_redirect_uri", "redirect_uris is required (a non-empty array)")
+        if len(uris) > MAX_REDIRECT_URIS:
+            raise oauth_error("invalid_redirect_uri", f"redirect_uris cannot exceed {MAX_REDIRECT_URIS} items")
+        uris = [check_web_uri(u, "redirect_uri", "invalid_redirect_uri") for u in uris]
+        uris = list(dict.fromkeys(uris))
+
+        def optional_string(name, limit):
+            value = body.get(name)
+            if value is None:
+                return None
+            if not isinstance(value, str) or len(value) > limit:
+                raise oauth_error("invalid_client_metadata", f"{name} must be a string of at most {limit} characters")
+            return value
+
+        name = optional_string("client_name", MAX_CLIENT_NAME)
+        if name is not None and any(ord(c) < 0x20 or ord(c) == 0x7f for c in name):
+            raise oauth_error("invalid_client_metadata", "client_name contains control characters")
+        client_uri = optional_string("client_uri", MAX_URI)
+        logo_uri = optional_string("logo_uri", MAX_URI)
+        for label, value in (("client_uri", client_uri), ("logo_uri", logo_uri)):
+            if value:
+                check_web_uri(value, label, "invalid_client_metadata")
+        method = body.get("token_endpoint_auth_method", "none")
+        if method not in ("none", "client_secret_basic", "client_secret_post"):
+            raise oauth_error("invalid_client_metadata",
+                              "token_endpoint_auth_method must be none, client_secret_basic or client_secret_post")
+        client_type = "public" if method == "none" else "confidential"
+        if body.get("client_type") not in (None, client_type):
+            raise oauth_error("invalid_client_metadata",
+                              f"client_type must be '{client_type}' for token_endpoint_auth_method '{method}'")
+        grant_types = body.get("grant_types", ["authorization_code", "refresh_token"])
+        if (not isinstance(grant_types, list) or not grant_types or "authorization_code" not in grant_types
+                or any(g not in ("authorization_code", "refresh_token") for g in grant_types)):
+            raise oauth_error("invalid_client_metadata",
+                              "grant_types must include authorization_code and may add refresh_token only")
+        grant_types = list(dict.fromkeys(grant_types))
+        response_types = body.get("response_types", ["code"])
+        if response_types != ["code"]:
+            raise oauth_error("invalid_client_metadata", "response_types must be [\"code\"]")
+
+        client_id = uuid.uuid4()
+        secret = secrets.token_urlsafe(32) if client_type == "confidential" else None
+        with self.db() as conn:
+            row = conn.execute(
+                "insert into auth.oauth_clients (id, client_secret_hash, registration_type, redirect_uris, grant_types,"
+                " client_name, client_uri, logo_uri, client_type)"
+                " values (%s, %s, 'dynamic', %s, %s, %s, %s, %s, %s) returning created_at, updated_at",
+                (client_id, digest(secret) if secret else None, ",".join(uris), ",".join(grant_types), name,
+                 client_uri, logo_uri, client_type)).fetchone()
+        response = {
+            "client_id": str(client_id),
+            "client_id_issued_at": int(row[0].timestamp()),
+            "client_name": name or "",
+            "redirect_uris": uris,
+            "grant_types": grant_types,
+            "response_types": ["code"],
+            "token_endpoint_auth_method": method,
+            "client_type": client_type,
+            "registration_type": "dynamic",
+            "created_at": row[0].isoformat(),
+            "updated_at": row[1].isoformat(),
+        }
+        if client_uri:
+            response["client_uri"] = client_uri
+        if logo_uri:
+            response["logo_uri"] = logo_uri
+        if secret:
+            response["client_secret"] = secret
+            response["client_secret_expires_at"] = 0
+        return response
+
+    def client(self, conn, client_id):
+        """The live client row as a dict, or None (also for a malformed id)."""
+        try:
+            client_id = str(uuid.UUID(client_id))
+        except (ValueError, TypeError, AttributeError):
+            return None
+        row = conn.execute(
+            "select id, client_secret_hash, redirect_uris, grant_types, client_name, client_uri, logo_uri, client_type"
+            " from auth.oauth_clients where id = %s and deleted_at is null", (client_id,)).fetchone()
+        if row is None:
+            return None
+        return {"id": str(row[0]), "secret_hash": row[1],
+                "redirect_uris": [u for u in re.split(r"[,\s]+", row[2] or "") if u],
+                "grant_types": [g for g in re.split(r"[,\s]+", row[3] or "") if g],
+                "name": row[4] or "", "uri": row[5] or "", "logo_uri": row[6] or "", "type": row[7]}
+
+    # --- authorize ----------------------------------------------------------------
+    def authorize(self, query):
+        """Returns ('page', status, text) or ('redirect', url)."""
+        client_id, redirect_uri = single(query, "client_id"), single(query, "redirect_uri")
+        if not client_id:
+            return ("page", 400, "client_id is required and must be given once")
+        if not redirect_uri:
+            return ("page", 400, "redirect_uri is required and must be given once")
+        with self.db() as conn:
+            client = self.client(conn, client_id)
+        if client is None:
+            return ("page", 400, "invalid client_id")
+        if redirect_uri not in client["redirect_uris"]:
+            return ("page", 400, "redirect_uri is not registered for this client")
+        state = single(query, "state")
+
+        def fail(description, error="invalid_request"):
+            return ("redirect", with_query(redirect_uri, error=error, error_description=description,
+                                           state=state or None))
+
+        if state is None:
+            return ("redirect", with_query(redirect_uri, error="invalid_request",
+                                           error_description="state must be given once"))
+        if len(state) > MAX_STATE:
+            return ("redirect", with_query(redirect_uri, error="invalid_request",
+                                           error_description=f"state cannot exceed {MAX_STATE} characters"))
+        values = {}
+        for name in ("response_type", "scope", "code_challenge", "code_challenge_method", "resource", "nonce"):
+            values[name] = single(query, name)
+            if values[name] is None:
+                return fail(f"{name} must be given at most once")
+        if values["response_type"] != "code":
+            return fail("response_type must be code", "unsupported_response_type" if values["response_type"] else
+                        "invalid_request")
+        scope = " ".join(values["scope"].split()) or DEFAULT_SCOPE
+        for s in scope.split(" "):
+            if s not in SCOPES:
+                return fail(f"unsupported scope: {s[:64]}", "invalid_scope")
+        if not values["code_challenge"] or not values["code_challenge_method"]:
+            return fail("PKCE is required: code_challenge and code_challenge_method=S256")
+        if values["code_challenge_method"] != "S256":
+            return fail("code_challenge_method must be S256")
+        if not CHALLENGE_RE.match(values["code_challenge"]):
+            return fail("code_challenge must be the 43-character BASE64URL of a SHA-256")
+        resource = values["resource"]
+        if resource:
+            try:
+                parts = urllib.parse.urlsplit(resource)
+            except ValueError:
+                return fail("resource must be an absolute URI", "invalid_target")
+            if (len(resource) > MAX_URI or not parts.scheme or not parts.netloc or "#" in resource or parts.query
+                    or any(c.isspace() for c in resource)):
+                return fail("resource must be an absolute URI without query or fragment", "invalid_target")
+        now = time.time()
+        pending = Pending(id=str(uuid.uuid4()), client_id=client["id"], redirect_uri=redirect_uri, scope=scope,
+                          state=state, resource=resource, code_challenge=values["code_challenge"],
+                          expires=now + self.authorization_seconds)
+        with self.state.lock:
+            self.state.purge(now)
+            if len(self.state.pending) >= MAX_PENDING:
+                return fail("too many pending authorization requests; try again later", "temporarily_unavailable")
+            self.state.pending[pending.id] = pending
+        return ("redirect", f"{self.consent_url}?authorization_id={pending.id}")
+
+    # --- the user's bearer --------------------------------------------------------
+    def user_from_bearer(self, header, conn):
+        """The signed-in user (id, email) behind `Authorization: Bearer <token>`: a token
+        of the user's own session (not an OAuth client's), whose session still exists."""
+        if not header:
+            raise api_error(401, "no_authorization", "This endpoint requires a Bearer token")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise api_error(401, "no_authorization", "This endpoint requires a Bearer token")
+        token = token.strip()
+        try:
+            alg = jwt.get_unverified_header(token).get("alg")
+            options = {"require": ["exp", "sub", "iat"]}
+            if alg == "ES256":
+                claims = jwt.decode(token, self.key.private.public_key(), algorithms=["ES256"],
+                                    audience="authenticated", issuer=self.issuer, options=options, leeway=5)
+            elif alg == "HS256" and self.jwt_secret:
+                claims = jwt.decode(token, self.jwt_secret, algorithms=["HS256"], audience="authenticated",
+                                    options=options, leeway=5)
+                if "iss" in claims and claims["iss"] != self.issuer:
+                    raise jwt.InvalidIssuerError("issuer")
+            else:
+                raise jwt.InvalidAlgorithmError("algorithm not accepted")
+        except jwt.PyJWTError:
+            raise api_error(403, "bad_jwt", "invalid JWT: unable to parse or verify signature") from None
+        if claims.get("client_id"):
+            raise api_error(403, "bad_jwt", "an OAuth client's token cannot be used here; sign in as the user")
+        try:
+            user_id, session_id = str(uuid.UUID(str(claims["sub"]))), str(uuid.UUID(str(claims.get("session_id"))))
+        except ValueError:
+            raise api_error(403, "bad_jwt", "invalid claim: sub and session_id must be UUIDs") from None
+        row = conn.execute(
+            "select u.email from auth.sessions s join auth.users u on u.id = s.user_id"
+            " where s.id = %s and s.user_id = %s and s.oauth_client_id is null and u.deleted_at is null"
+            " and (u.banned_until is null or u.banned_until < now()) and (s.not_after is null or s.not_after > now())",
+            (session_id, user_id)).fetchone()
+        if row is None:
+            raise api_error(403, "session_not_found", "Session from session_id claim in JWT does not exist")
+        return user_id, row[0] or ""
+
+    # --- consent API ----------------------------------------------------------------
+    def pending_for(self, authorization_id, user_id, bind):
+        """The pending authorization, bound to this user (the first GET binds it)."""
+        with self.state.lock:
+            self.state.purge(time.time())
+            pending = self.state.pending.get(authorization_id)
+            if pending is not None and pending.user_id is None and bind:
+                pending.user_id = user_id
+            if pending is None or pending.user_id != user_id:
+                raise api_error(404, "oauth_authorization_not_found", "authorization not found")
+            return pending
+
+    def issue_code(self, pending):
+        """Turns an approved pending authorization into a code; returns the redirect URL."""
+        code = secrets.token_urlsafe(32)
+        now = time.time()
+        with self.state.lock:
+            self.state.purge(now)
+            if self.state.pending.pop(pending.id, None) is None:
+                raise api_error(404, "oauth_authorization_not_found", "authorization not found")
+            if len(self.state.codes) >= MAX_CODES:
+                return with_query(pending.redirect_uri, error="temporarily_unavailable",
+                                  error_description="too many authorization codes; try again later",
+                                  state=pending.state or None)
+            self.state.codes[digest(code)] = Code(
+                client_id=pending.client_id, user_id=pending.user_id, redirect_uri=pending.redirect_uri,
+                scope=pending.scope, resource=pending.resource, code_challenge=pending.code_challenge,
+                expires=now + self.code_seconds)
+        return with_query(pending.redirect_uri, code=code, state=pending.state or None)
+
+    def authorization_details(self, authorization_id, bearer):
+        with self.db() as conn:
+            user_id, email = self.user_from_bearer(bearer, conn)
+            pending = self.pending_for(authorization_id, user_id, bind=True)
+            client = self.client(conn, pending.client_id)
+            if client is None:
+                raise api_error(404, "oauth_authorization_not_found", "authorization not found")
+            consent = conn.execute(
+                "select scopes from auth.oauth_consents where user_id = %s and client_id = %s and revoked_at is null",
+                (user_id, pending.client_id)).fetchone()
+        if consent is not None and set(pending.scope.split()) <= set(consent[0].split()):
+            return {"redirect_url": self.issue_code(pending)}
+        return {"authorization_id": pending.id, "redirect_uri": pending.redirect_uri,
+                "client": {"id": client["id"], "name": client["name"], "uri": client["uri"],
+                           "logo_uri": client["logo_uri"]},
+                "user": {"id": user_id, "email": email}, "scope": pending.scope}
+
+    def consent(self, authorization_id, bearer, body):
+        if not isinstance(body, dict) or body.get("action") not in ("approve", "deny"):
+            raise api_error(400, "validation_failed", "action must be 'approve' or 'deny'")
+        with self.db() as conn:
+            user_id, _ = self.user_from_bearer(bearer, conn)
+            pending = self.pending_for(authorization_id, user_id, bind=False)
+            if body["action"] == "deny":
+                with self.state.lock:
+                    self.state.pending.pop(pending.id, None)
+                return {"redirect_url": with_query(pending.redirect_uri, error="access_denied",
+                                                   error_description="User denied the request",
+                                                   state=pending.state or None)}
+            if self.client(conn, pending.client_id) is None:
+                raise api_error(404, "oauth_authorization_not_found", "authorization not found")
+            conn.execute(
+                "insert into auth.oauth_consents (id, user_id, client_id, scopes, granted_at)"
+                " values (%s, %s, %s, %s, now())"
+                " on conflict (user_id, client_id) do update set scopes = excluded.scopes,"
+                " granted_at = now(), revoked_at = null",
+                (uuid.uuid4(), user_id, pending.client_id, pending.scope))
+        return {"redirect_url": self.issue_code(pending)}
+
+    # --- grants -------------------------------------------------------------------------
+    def list_grants(self, bearer):
+        with self.db() as conn:
+            user_id, _ = self.user_from_bearer(bearer, conn)
+            rows = conn.execute(
+                "select c.id, c.client_name, c.client_uri, c.logo_uri, g.scopes, g.granted_at"
+                " from auth.oauth_consents g join auth.oauth_clients c on c.id = g.client_id"
+                " where g.user_id = %s and g.revoked_at is null and c.deleted_at is null"
+                " order by g.granted_at, c.id", (user_id,)).fetchall()
+        return [{"client": {"id": str(r[0]), "name": r[1] or "", "uri": r[2] or "", "logo_uri": r[3] or ""},
+                 "scopes": r[4].split(), "granted_at": r[5].isoformat()} for r in rows]
+
+    def revoke_grant(self, bearer, query):
+        client_id = single(query, "client_id")
+        if not client_id:
+            raise api_error(400, "validation_failed", "client_id query parameter is required")
+        try:
+            client_id = str(uuid.UUID(client_id))
+        except ValueError:
+            raise api_error(400, "validation_failed", "invalid client_id format") from None
+        with self.db() as conn:
+            user_id, _ = self.user_from_bearer(bearer, conn)
+            with conn.transaction():
+                revoked = conn.execute(
+                    "update auth.oauth_consents set revoked_at = now()"
+                    " where user_id = %s and client_id = %s and revoked_at is null returning id",
+                    (user_id, client_id)).fetchone()
+                if revoked is None:
+                    raise api_error(404, "oauth_consent_not_found", "No active grant found for this client")
+                conn.execute("delete from auth.sessions where user_id = %s and oauth_client_id = %s",
+                             (user_id, client_id))
+            with self.state.lock:
+                self.state.drop_grant(user_id, client_id)
+
+    # --- token endpoint -------------------------------------------------------------------
+    def authenticate_client(self, conn, form, authorization):
+        """The client making a token request (RFC 6749 §2.3): a public client by its
+        client_id alone, a confidential one by its secret (HTTP Basic or in the form)."""
+        basic = None
+        if authorization:
+            scheme, _, value = authorization.partition(" ")
+            if scheme.lower() != "basic":
+                raise oauth_error("invalid_client", "only HTTP Basic client authentication is accepted", 401)
+            try:
+                user, sep, password = base64.b64decode(value.strip(), validate=True).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                raise oauth_error("invalid_client", "malformed HTTP Basic credentials", 401,
+                                  {"WWW-Authenticate": 'Basic realm="oauth"'}) from None
+            if not sep:
+                raise oauth_error("invalid_client", "malformed HTTP Basic credentials", 401,
+                                  {"WWW-Authenticate": 'Basic realm="oauth"'})
+            basic = (urllib.parse.unquote_plus(user), urllib.parse.unquote_plus(password))
+        form_id, form_secret = form.get("client_id", ""), form.get("client_secret", "")
+        if basic and form_secret:
+            raise oauth_error("invalid_request", "use one client authentication method, not two")
+        if basic and form_id and form_id != basic[0]:
+            raise oauth_error("invalid_request", "client_id does not match the HTTP Basic credentials")
+        client_id = basic[0] if basic else form_id
+        secret = basic[1] if basic else form_secret
+        if not client_id:
+            raise oauth_error("invalid_client", "client_id is required", 401)
+        client = self.client(conn, client_id)
+        headers = {"WWW-Authenticate": 'Basic realm="oauth"'} if basic else None
+        if client is None:
+            raise oauth_error("invalid_client", "unknown client", 401, headers)
+        if client["type"] == "public":
+            if secret or basic:
+                raise oauth_error("invalid_client", "a public client must not authenticate with a secret", 401, headers)
+        elif not secret or not client["secret_hash"] or not hmac.compare_digest(digest(secret), client["secret_hash"]):
+            raise oauth_error("invalid_client", "client authentication failed", 401, headers)
+        return client
+
+    def token(self, form, authorization, user_agent, ip):
+        grant_type = form.get("grant_type", "")
+        with self.db() as conn:
+            if grant_type not in ("authorization_code", "refresh_token"):
+                if not grant_type:
+                    raise oauth_error("invalid_request", "grant_type is required")
+                raise oauth_error("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
+            client = self.authenticate_client(conn, form, authorization)
+            if grant_type not in client["grant_types"]:
+                raise oauth_error("unauthorized_client", f"this client may not use {grant_type}")
+            if grant_type == "authorization_code":
+                return self.exchange_code(conn, client, form, user_agent, ip)
+            return self.refresh_grant(conn, client, form)
+
+    def revoke_session(self, conn, session_id):
+        conn.execute("delete from auth.sessions where id = %s", (session_id,))
+        with self.state.lock:
+            self.state.drop_session(session_id)
+
+    def exchange_code(self, conn, client, form, user_agent, ip):
+        code, verifier, redirect_uri = form.get("code", ""), form.get("code_verifier", ""), form.get("redirect_uri", "")
+        if not code:
+            raise oauth_error("invalid_request", "code is required")
+        if not verifier:
+            raise oauth_error("invalid_request", "code_verifier is required (PKCE)")
+        if not redirect_uri:
+            raise oauth_error("invalid_request", "redirect_uri is required")
+        now = time.time()
+        key = digest(code)
+        with self.state.lock:
+            entry = self.state.codes.get(key)
+            if entry is not None and entry.expires <= now:
+                del self.state.codes[key]
+                raise oauth_error("invalid_grant", "authorization code has expired")
+            if entry is None:
+                raise oauth_error("invalid_grant", "invalid authorization code")
+            if entry.client_id != client["id"]:
+                raise oauth_error("invalid_grant", "authorization code was not issued to this client")
+            reused = entry.used
+            if not reused:
+                # Single use: whatever happens next, this code is spent.
+                entry.used = True
+        if reused:
+            # RFC 6749 §4.1.2: a code used twice revokes the tokens issued from it.
+            if entry.session_id:
+                self.revoke_session(conn, entry.session_id)
+            raise oauth_error("invalid_grant", "authorization code has already been used")
+        if redirect_uri != entry.redirect_uri:
+            raise oauth_error("invalid_grant", "redirect_uri does not match the authorization request")
+        if not VERIFIER_RE.match(verifier) or not hmac.compare_digest(
+                b64url(hashlib.sha256(verifier.encode("ascii")).digest()), entry.code_challenge):
+            raise oauth_error("invalid_grant", "PKCE verification failed")
+        resource = form.get("resource", "")
+        if resource and resource != entry.resource:
+            raise oauth_error("invalid_target", "resource does not match the authorization request")
+        user = conn.execute(
+            "select u.email, u.phone, u.raw_app_meta_data, u.raw_user_meta_data, u.is_anonymous"
+            " from auth.users u join auth.oauth_consents g on g.user_id = u.id"
+            " where u.id = %s and g.client_id = %s and g.revoked_at is null and u.deleted_at is null"
+            " and (u.banned_until is null or u.banned_until < now())", (entry.user_id, client["id"])).fetchone()
+        if user is None:
+            raise oauth_error("invalid_grant", "the grant is no longer valid")
+        session_id = str(uuid.uuid4())
+        conn.execute(
+            "insert into auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip, oauth_client_id)"
+            " values (%s, %s, now(), now(), 'aal1', %s, %s, %s)",
+            (session_id, entry.user_id, (user_agent or "")[:512] or None, ip, client["id"]))
+        with self.state.lock:
+            entry.session_id = session_id
+        return self.tokens(entry.user_id, session_id, client["id"], entry.scope, entry.resource, user,
+                           "oauth_provider/authorization_code")
+
+    def refresh_grant(self, conn, client, form):
+        token = form.get("refresh_token", "")
+        if not token:
+            raise oauth_error("invalid_request", "refresh_token is required")
+        now = time.time()
+        key = digest(token)
+        with self.state.lock:
+            self.state.purge(now)
+            entry = self.state.refresh.get(key)
+            if entry is None:
+                raise oauth_error("invalid_grant", "invalid refresh token")
+            if entry.client_id != client["id"]:
+                raise oauth_error("invalid_grant", "refresh token was not issued to this client")
+            reused = entry.used
+            entry.used = True
+        if reused:
+            # A rotated-out refresh token presented again: someone else may hold it. The
+            # whole session goes (RFC 9700 §4.14.2).
+            self.revoke_session(conn, entry.session_id)
+            raise oauth_error("invalid_grant", "refresh token has already been used")
+        user = conn.execute(
+            "select u.email, u.phone, u.raw_app_meta_data, u.raw_user_meta_data, u.is_anonymous"
+            " from auth.sessions s join auth.users u on u.id = s.user_id"
+            " join auth.oauth_consents g on g.user_id = u.id and g.client_id = s.oauth_client_id"
+            " where s.id = %s and s.user_id = %s and s.oauth_client_id = %s and g.revoked_at is null"
+            " and u.deleted_at is null and (u.banned_until is null or u.banned_until < now())"
+            " and (s.not_after is null or s.not_after > now())",
+            (entry.session_id, entry.user_id, client["id"])).fetchone()
+        if user is None:
+            with self.state.lock:
+                self.state.drop_session(entry.session_id)
+            raise oauth_error("invalid_grant", "the session or grant is no longer valid")
+        conn.execute("update auth.sessions set refreshed_at = now(), updated_at = now() where id = %s",
+                     (entry.session_id,))
+        return self.tokens(entry.user_id, entry.session_id, client["id"], entry.scope, entry.resource, user,
+                           "oauth_provider/refresh_token")
+
+    def tokens(self, user_id, session_id, client_id, scope, resource, user, method):
+        now = int(time.time())
+        email, phone, app_meta, user_meta, anonymous = user
+        aud = ["authenticated", resource] if self.audience_hook and resource else "authenticated"
+        claims = {"iss": self.issuer, "sub": user_id, "aud": aud, "exp": now + self.access_seconds, "iat": now,
+                  "email": email or "", "phone": phone or "", "app_metadata": app_meta or {},
+                  "user_metadata": user_meta or {}, "role": "authenticated", "aal": "aal1",
+                  "amr": [{"method": method, "timestamp": now}], "session_id": session_id,
+                  "is_anonymous": bool(anonymous), "client_id": client_id, "scope": scope}
+        refresh = secrets.token_urlsafe(32)
+        with self.state.lock:
+            self.state.purge(now)
+            if len(self.state.refresh) >= MAX_REFRESH:
+                raise oauth_error("temporarily_unavailable", "too many refresh tokens; try again later", 503)
+            self.state.refresh[digest(refresh)] = Refresh(
+                session_id=session_id, user_id=user_id, client_id=client_id, scope=scope, resource=resource,
+                expires=now + self.refresh_seconds)
+        return {"access_token": self.key.sign(claims), "token_type": "bearer", "expires_in": self.access_seconds,
+                "refresh_token": refresh, "scope": scope}
+
+
+def with_query(url, **params):
+    """`url` with `params` (None values left out) added to its query."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query += [(k, v) for k, v in params.items() if v is not None]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+# -----------------------------------------------------------------------------
+# HTTP
+# -----------------------------------------------------------------------------
+AUTHZ_RE = re.compile(r"^/auth/v1/oauth/authorizations/([^/]{1,64})$")
+CONSENT_RE = re.compile(r"^/auth/v1/oauth/authorizations/([^/]{1,64})/consent$")
+PUBLIC_PATHS = {
+    "/.well-known/oauth-authorization-server/auth/v1": "metadata",
+    "/auth/v1/.well-known/oauth-authorization-server": "metadata",
+    "/auth/v1/.well-known/jwks.json": "jwks",
+    "/auth/v1/oauth/clients/register": "register",
+    "/auth/v1/oauth/authorize": "authorize",
+    "/auth/v1/oauth/token": "token",
+    "/auth/v1/user/oauth/grants": "grants",
+}
+METHODS = {"metadata": ("GET",), "jwks": ("GET",), "register": ("POST",), "authorize": ("GET",),
+           "token": ("POST",), "grants": ("GET", "DELETE"), "details": ("GET",), "consent": ("POST",)}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "whereabot-auth-standin"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    timeout = 15
+    standin: StandIn = None
+    route_label = "-"
+
+    # Log the route only: never a query string, a code, a token or an authorization id.
+    def log_request(self, code="-", size="-"):
+        sys.stderr.write(f"standin: {self.command} {self.route_label} {code}\n")
+
+    def log_message(self, format, *args):
+        pass
+
+    def send(self, status, body=None, headers=None, content_type="application/json"):
+        data = b""
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        if body is not None:
+            self.send_header("Content-Type", content_type if content_type != "application/json"
+                             else "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("Pragma", "no-cache")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Expose-Headers", "Content-Length, Content-Type, X-Supabase-Api-Version")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def page(self, status, message):
+        text = ("<!doctype html><meta charset=utf-8><title>Authorization error</title>"
+                "<h1>Authorization error</h1><p>" + html.escape(message) + "</p>"
+                "<p>(Whereabot's local development stand-in for Supabase Auth)</p>")
+        self.send(status, text.encode(), {"Content-Security-Policy": "default-src 'none'"}, "text/html; charset=utf-8")
+
+    def read_body(self):
+        if self.headers.get("Transfer-Encoding"):
+            self.close_connection = True
+            raise Refusal(411, {"error": "invalid_request", "error_description": "send Content-Length, not chunks"})
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return b""
+        if not length.isdigit():
+            raise Refusal(400, {"error": "invalid_request", "error_description": "bad Content-Length"})
+        length = int(length)
+        if length > MAX_BODY:
+            self.close_connection = True
+            raise Refusal(413, {"error": "invalid_request", "error_description": f"the body exceeds {MAX_BODY} bytes"})
+        return self.rfile.read(length)
+
+    def json_body(self, error):
+        body = self.read_body()
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise error("the body must be application/json")
+        try:
+            return json.loads(body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            raise error("the body is not valid JSON") from None
+
+    def form_body(self):
+        body = self.read_body()
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            raise oauth_error("invalid_request", "the body must be application/x-www-form-urlencoded")
+        try:
+            pairs = urllib.parse.parse_qsl(body.decode("ascii"), keep_blank_values=True, strict_parsing=bool(body),
+                                           max_num_fields=32)
+        except (UnicodeDecodeError, ValueError):
+            raise oauth_error("invalid_request", "the body is not a valid form") from None
+        form = {}
+        for name, value in pairs:
+            if name in form:
+                raise oauth_error("invalid_request", f"{name[:64]} must be given once")
+            form[name] = value
+        return form
+
+    def check_origin(self):
+        """As Supabase Auth: the consent API answers only the site's own pages (or no Origin)."""
+        origin = self.headers.get("Origin")
+        if origin and origin.rstrip("/") != self.standin.site_origin:
+            raise api_error(400, "validation_failed", "unauthorized request origin")
+
+    def do_OPTIONS(self):
+        self.route_label = urllib.parse.urlsplit(self.path).path[:80]
+        self.send(204, None, {"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
+                              "Access-Control-Allow-Headers": "authorization, content-type, apikey, x-client-info,"
+                                                              " x-supabase-api-version",
+                              "Access-Control-Max-Age": "600"})
+
+    def do_GET(self):
+        self.dispatch()
+
+    def do_POST(self):
+        self.dispatch()
+
+    def do_DELETE(self):
+        self.dispatch()
+
+    def do_PUT(self):
+        self.dispatch()
+
+    def do_PATCH(self):
+        self.dispatch()
+
+    def dispatch(self):
+        standin = self.standin
+        try:
+            parts = urllib.parse.urlsplit(self.path)
+        except ValueError:
+            return self.send(400, {"error": "invalid_request", "error_description": "bad request target"})
+        path, authorization_id = parts.path, None
+        route = PUBLIC_PATHS.get(path)
+        if route is None and (m := CONSENT_RE.match(path)):
+            route, authorization_id = "consent", m.group(1)
+        elif route is None and (m := AUTHZ_RE.match(path)):
+            route, authorization_id = "details", m.group(1)
+        self.route_label = {"details": "/auth/v1/oauth/authorizations/{id}",
+                            "consent": "/auth/v1/oauth/authorizations/{id}/consent"}.get(route, path if route else "?")
+        if route is None:
+            return self.send(404, {"code": 404, "error_code": "not_found", "msg": "no such endpoint"})
+        if self.command not in METHODS[route]:
+            return self.send(405, {"code": 405, "error_code": "method_not_allowed", "msg": "method not allowed"},
+                             {"Allow": ", ".join(METHODS[route] + ("OPTIONS",))})
+        try:
+            query = urllib.parse.parse_qs(parts.query, keep_blank_values=True, max_num_fields=32)
+        except ValueError:
+            return self.send(400, {"error": "invalid_request", "error_description": "too many query parameters"})
+        bearer = self.headers.get("Authorization")
+        try:
+            if route == "metadata":
+                return self.send(200, standin.metadata())
+            if route == "jwks":
+                return self.send(200, standin.jwks())
+            if route == "register":
+                body = self.json_body(lambda d: oauth_error("invalid_client_metadata", d))
+                return self.send(201, standin.register(body))
+            if route == "authorize":
+                result = standin.authorize(query)
+                if result[0] == "page":
+                    return self.page(result[1], result[2])
+                return self.send(302, None, {"Location": result[1]})
+            if route == "token":
+                form = self.form_body()
+                return self.send(200, standin.token(form, bearer, self.headers.get("User-Agent"),
+                                                    self.client_address[0]))
+            self.check_origin()
+            if route == "details":
+                return self.send(200, standin.authorization_details(authorization_id, bearer))
+            if route == "consent":
+                body = self.json_body(lambda d: api_error(400, "bad_json", d))
+                return self.send(200, standin.consent(authorization_id, bearer, body))
+            if self.command == "GET":
+                return self.send(200, standin.list_grants(bearer))
+            standin.revoke_grant(bearer, query)
+            return self.send(204)
+        except Refusal as refusal:
+            return self.send(refusal.status, refusal.body, refusal.headers)
+        except psycopg.Error as error:
+            sys.stderr.write(f"standin: database error on {self.route_label}: {type(error).__name__}\n")
+            return self.send(500, {"error": "server_error", "error_description": "database error"})
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Local development stand-in for Supabase Auth's OAuth 2.1 server."
+                                                 " Production never uses it.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("STANDIN_PORT", "54321")))
+    parser.add_argument("--database-url", default=os.environ.get("STANDIN_DATABASE_URL"))
+    args = parser.parse_args(argv)
+    if not args.database_url:
+        parser.error("--database-url (or STANDIN_DATABASE_URL) is required")
+    httpd = ThreadingHTTPServer((args.host, args.port), Handler)
+    httpd.daemon_threads = True
+    host, port = httpd.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    public_url = os.environ.get("STANDIN_PUBLIC_URL") or f"http://{shown}:{port}"
+    Handler.standin = StandIn(args.database_url, public_url)
+    print(f"listening on http://{shown}:{port}", flush=True)
+    sys.stderr.write("standin: DEVELOPMENT STAND-IN for Supabase Auth's OAuth 2.1 server; never use in production\n")
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()
