@@ -677,3 +677,34 @@ def test_cors_preflight(standin):
         "Origin": SITE, "Access-Control-Request-Method": "GET"})
     assert status == 204 and headers["access-control-allow-origin"] == "*"
     assert "authorization" in headers["access-control-allow-headers"]
+
+
+# -----------------------------------------------------------------------------
+# With the relay: its tokens pass the relay's checks, and a revoked grant stops them
+# -----------------------------------------------------------------------------
+def test_the_relay_accepts_the_standins_tokens_until_the_grant_is_revoked(standin, flow):
+    from relay_server import BINARY, RelayServer
+    if not BINARY.exists():
+        pytest.skip("no relay binary (.build/debug/whereabot); this test never builds one")
+    relay = RelayServer(SUPABASE_URL=standin.base, SUPABASE_JWKS_URL=standin.issuer + "/.well-known/jwks.json")
+    try:
+        def locate(token):
+            conn = http.client.HTTPConnection("127.0.0.1", relay.port, timeout=10)
+            try:
+                conn.request("POST", "/v1/locate?timeout_secs=1", headers={"Authorization": "Bearer " + token})
+                return conn.getresponse().status
+            finally:
+                conn.close()
+
+        tokens = flow.tokens()
+        assert locate(tokens["access_token"]) == 503, "authenticated as the agent (no phone: 503)"
+        status, _, _ = standin.request("DELETE", f"/auth/v1/user/oauth/grants?client_id={flow.client_id}",
+                                       headers={"Authorization": "Bearer " + flow.token})
+        assert status == 204
+        # The relay caches an agent's session check for 5 s (Authenticator.defaultSessionCacheTTL).
+        deadline = time.monotonic() + 8
+        while (status := locate(tokens["access_token"])) != 401 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert status == 401, "the session is gone: the token is revoked"
+    finally:
+        relay.stop()
