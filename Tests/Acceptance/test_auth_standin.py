@@ -264,6 +264,15 @@ def test_registration_of_a_confidential_client(standin, admin, make_user):
     status, body = standin.form("/auth/v1/oauth/token", fields, {"Authorization": "Basic " + basic})
     assert status == 200, body
     assert verify(standin, body["access_token"])["client_id"] == client["client_id"]
+    # The secret in the form (client_secret_post) works too; both at once is refused.
+    refresh = {"grant_type": "refresh_token", "refresh_token": body["refresh_token"]}
+    status, answer = standin.form("/auth/v1/oauth/token", dict(refresh, client_id=client["client_id"],
+                                                               client_secret=client["client_secret"]),
+                                  {"Authorization": "Basic " + basic})
+    assert (status, answer["error"]) == (400, "invalid_request")
+    status, answer = standin.form("/auth/v1/oauth/token", dict(refresh, client_id=client["client_id"],
+                                                               client_secret=client["client_secret"]))
+    assert status == 200, answer
 
 
 @pytest.mark.parametrize("uri, error", [

@@ -147,6 +147,7 @@ class Code:
     expires: float
     used: bool = False
     session_id: str = None
+    reused: bool = False     # presented again while its first exchange was still running
 
 
 @dataclass
@@ -653,7 +654,9 @@ class StandIn:
             if entry.client_id != client["id"]:
                 raise oauth_error("invalid_grant", "authorization code was not issued to this client")
             reused = entry.used
-            if not reused:
+            if reused:
+                entry.reused = True
+            else:
                 # Single use: whatever happens next, this code is spent.
                 entry.used = True
         if reused:
@@ -683,6 +686,10 @@ class StandIn:
             (session_id, entry.user_id, (user_agent or "")[:512] or None, ip, client["id"]))
         with self.state.lock:
             entry.session_id = session_id
+            raced = entry.reused
+        if raced:
+            self.revoke_session(conn, session_id)
+            raise oauth_error("invalid_grant", "authorization code has already been used")
         return self.tokens(entry.user_id, session_id, client["id"], entry.scope, entry.resource, user,
                            "oauth_provider/authorization_code")
 
@@ -700,7 +707,13 @@ class StandIn:
             if entry.client_id != client["id"]:
                 raise oauth_error("invalid_grant", "refresh token was not issued to this client")
             reused = entry.used
-            entry.used = True
+            if not reused:
+                # Rotation: this token is spent. Only the newest spent token of a session is
+                # remembered (to detect its reuse), so the map stays at two per session.
+                for old in [k for k, v in self.state.refresh.items()
+                            if v.used and v.session_id == entry.session_id]:
+                    del self.state.refresh[old]
+                entry.used = True
         if reused:
             # A rotated-out refresh token presented again: someone else may hold it. The
             # whole session goes (RFC 9700 §4.14.2).
