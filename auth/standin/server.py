@@ -834,6 +834,7 @@ class Handler(BaseHTTPRequestHandler):
         if not length.isdigit():
             raise Refusal(400, {"error": "invalid_request", "error_description": "bad Content-Length"})
         length = int(length)
+        self.body_read = True
         if length > MAX_BODY:
             self.close_connection = True
             raise Refusal(413, {"error": "invalid_request", "error_description": f"the body exceeds {MAX_BODY} bytes"})
@@ -895,6 +896,16 @@ class Handler(BaseHTTPRequestHandler):
         self.dispatch()
 
     def dispatch(self):
+        self.body_read = False
+        try:
+            self.route()
+        finally:
+            # A body this request did not read would be taken for the next request.
+            if self.headers.get("Transfer-Encoding") or (
+                    not self.body_read and self.headers.get("Content-Length", "0") != "0"):
+                self.close_connection = True
+
+    def route(self):
         standin = self.standin
         try:
             parts = urllib.parse.urlsplit(self.path)
