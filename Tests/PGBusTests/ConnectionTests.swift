@@ -112,7 +112,7 @@ import Testing
     /// Bad credentials fail as connectionFailed, without the password in the description.
     @Test func badPasswordFailsToConnect() async throws {
         var configuration = TestDatabase.configuration
-        configuration.connectionString = "postgresql://supabase_admin:wrong-secret@127.0.0.1:54322/whereabot_test"
+        configuration.connectionString = "postgresql://supabase_admin:wrong-secret@127.0.0.1:\(TestDatabase.port)/whereabot_test"
         let error = await #expect(throws: PGError.self) { try await PGConnection.connect(configuration) }
         #expect(error?.code == .connectionFailed)
         #expect(error.map { !"\($0)".contains("wrong-secret") } == true)

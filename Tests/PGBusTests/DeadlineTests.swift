@@ -8,7 +8,7 @@ import Testing
 @Suite(.serialized) struct DeadlineTests {
     static func throughProxy(_ proxy: SilentProxy, timeout: Duration = .seconds(1)) -> PGConfiguration {
         var configuration = TestDatabase.configuration
-        configuration.connectionString = TestDatabase.adminURL.replacingOccurrences(of: ":54322/", with: ":\(proxy.port)/")
+        configuration.connectionString = TestDatabase.adminURL(port: proxy.port)
         configuration.callTimeout = timeout
         return configuration
     }
@@ -20,7 +20,7 @@ import Testing
 
     /// Before: the statement waited forever on a silent server.
     @Test func aSilentServerFailsTheStatementByItsDeadline() async throws {
-        let proxy = try SilentProxy(upstreamPort: 54322)
+        let proxy = try SilentProxy(upstreamPort: TestDatabase.port)
         defer { proxy.close() }
         let connection = try await PGConnection.connect(Self.throughProxy(proxy))
         #expect(try await connection.query("select 1").rows.count == 1)
@@ -50,7 +50,7 @@ import Testing
 
     /// The pool replaces an abandoned connection at the next call.
     @Test func aPoolReplacesAnAbandonedConnection() async throws {
-        let proxy = try SilentProxy(upstreamPort: 54322)
+        let proxy = try SilentProxy(upstreamPort: TestDatabase.port)
         defer { proxy.close() }
         let pool = PGPool(configuration: Self.throughProxy(proxy), size: 1)
         #expect(try await pool.send("select 1").rows.count == 1)
@@ -64,7 +64,7 @@ import Testing
     /// Connects that fail back off: callers meanwhile fail at once, without a login each.
     @Test func failedConnectsBackOff() async throws {
         var configuration = TestDatabase.configuration
-        configuration.connectionString = TestDatabase.adminURL.replacingOccurrences(of: ":54322/", with: ":1/")
+        configuration.connectionString = TestDatabase.adminURL(port: 1)
         let pool = PGPool(configuration: configuration, connectBackoff: PGBackoff(initial: .seconds(10), maximum: .seconds(10)))
         await #expect(throws: PGError.self) { try await pool.send("select 1") }
         let started = ContinuousClock.now

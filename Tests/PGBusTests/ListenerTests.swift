@@ -115,10 +115,10 @@ import Testing
     /// A connection that goes silent (no RST, no data) is detected by the heartbeat and
     /// replaced within 30 s, with the default heartbeat settings.
     @Test func silentConnectionIsReplacedWithinThirtySeconds() async throws {
-        let proxy = try SilentProxy(upstreamPort: 54322)
+        let proxy = try SilentProxy(upstreamPort: TestDatabase.port)
         defer { proxy.close() }
         var configuration = TestDatabase.configuration
-        configuration.connectionString = TestDatabase.adminURL.replacingOccurrences(of: ":54322/", with: ":\(proxy.port)/")
+        configuration.connectionString = TestDatabase.adminURL(port: proxy.port)
         let channel = TestDatabase.uniqueChannel()
         let notifier = try await TestDatabase.connect()
         defer { Task { await notifier.close() } }

@@ -9,6 +9,14 @@ enum TestDatabase {
             ?? "postgresql://supabase_admin:postgres@127.0.0.1:54322/whereabot_test"
     }
 
+    /// The test server's port (from `adminURL`: `make test` may run it on any port).
+    static var port: Int { URLComponents(string: adminURL)?.port ?? 5432 }
+
+    /// `adminURL` pointed at another port of this host (a proxy in front of the server).
+    static func adminURL(port other: Int) -> String {
+        adminURL.replacingOccurrences(of: ":\(port)/", with: ":\(other)/")
+    }
+
     static var configuration: PGConfiguration {
         var configuration = PGConfiguration(adminURL, applicationName: "pgbus-tests")
         configuration.connectTimeoutSeconds = 5

@@ -24,7 +24,8 @@ struct AppRoutes: Sendable {
             for name in names {
                 guard let type = Self.contentTypes[(name as NSString).pathExtension],
                       let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path) else { continue }
-                files[name] = File(body: Array(data), contentType: type, noCache: name == "index.html" || name == "sw.js")
+                files[name] = File(body: Array(data), contentType: type,
+                                   noCache: name == "index.html" || name == "consent.html" || name == "sw.js")
             }
         }
         self.files = files
@@ -44,6 +45,10 @@ struct AppRoutes: Sendable {
                                "css": "text/css; charset=utf-8", "webmanifest": "application/manifest+json",
                                "png": "image/png", "json": "application/json"]
 
+    /// Where Supabase Auth sends a person to consent to an OAuth client (set the project's
+    /// `authorization_url_path` to it).
+    static let consentPath = "/app/oauth/consent"
+
     /// Whether this route serves `path`.
     static func handles(_ path: String) -> Bool { path == "/app" || path.hasPrefix("/app/") }
 
@@ -52,7 +57,8 @@ struct AppRoutes: Sendable {
     func response(method: String, path: String) -> HTTPResponse {
         guard RelayRoutes.Route.app.allows(method) else { return RelayRoutes.Route.app.methodNotAllowed }
         if path == "/app" { return HTTPResponse(status: 301, headers: ["Location": "/app/"]) }
-        let name = path == "/app/" ? "index.html" : String(path.dropFirst("/app/".count))
+        // The OAuth consent page (Supabase Auth's authorization_url_path, SPEC §12).
+        let name = path == "/app/" ? "index.html" : path == Self.consentPath ? "consent.html" : String(path.dropFirst("/app/".count))
         var headers = securityHeaders
         if name == "config.json" {
             headers.set("Content-Type", "application/json")

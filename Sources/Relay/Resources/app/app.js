@@ -393,6 +393,13 @@ async function accept(fresh, switching) {
   else stopSocket();  // the same account, a new token: connect again with it
   session.save(fresh);
   notice("");
+  // Signed in on the way to the OAuth consent page: back to it (a path of this page only).
+  const back = JSON.parse(localStorage.getItem("whereabot.return_to") || "null");
+  localStorage.removeItem("whereabot.return_to");
+  if (back && Date.now() - back.at < 15 * 60 * 1000 && /^\/app\/oauth\/consent\?authorization_id=[A-Za-z0-9_-]{1,128}$/.test(back.path)) {
+    location.assign(back.path);
+    return;
+  }
   resume();
 }
 
