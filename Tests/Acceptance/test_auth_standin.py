@@ -717,3 +717,40 @@ def test_the_relay_accepts_the_standins_tokens_until_the_grant_is_revoked(standi
         assert status == 401, "the session is gone: the token is revoked"
     finally:
         relay.stop()
+
+
+# -----------------------------------------------------------------------------
+# HTTP limits
+# -----------------------------------------------------------------------------
+def test_http_limits(standin):
+    path = "/auth/v1/oauth/clients/register"
+    # A chunked body is refused (411); so is deeply nested JSON (400, not a crash).
+    status, _, _ = standin.request("POST", path, iter([b'{"redirect_uris": []}']),
+                                   {"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    assert status == 411
+    deep = b"[" * 20000 + b"]" * 20000
+    status, _, data = standin.request("POST", path, deep, {"Content-Type": "application/json"})
+    assert status == 413 or (status == 400 and json.loads(data)["error"] == "invalid_client_metadata")
+    deep = b"[" * 30000
+    assert standin.request("POST", path, deep, {"Content-Type": "application/json"})[0] == 400
+    # Too many query parameters.
+    query = "&".join(f"p{i}=1" for i in range(40))
+    assert standin.request("GET", "/auth/v1/oauth/authorize?" + query)[0] == 400
+
+
+def test_connections_are_capped(standin):
+    import socket
+    held = []
+    try:
+        for _ in range(64):
+            held.append(socket.create_connection(("127.0.0.1", standin.port), timeout=5))
+        time.sleep(0.2)
+        extra = socket.create_connection(("127.0.0.1", standin.port), timeout=5)
+        extra.sendall(b"GET /auth/v1/.well-known/jwks.json HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert extra.recv(100) == b"", "the 65th connection is closed unanswered"
+        extra.close()
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.2)
+    assert standin.json("GET", "/auth/v1/.well-known/jwks.json")[0] == 200

@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 MAX_BODY = 64 * 1024
+MAX_CONNECTIONS = 64        # connections served at once (each has a thread)
 MAX_PENDING = 1000          # pending authorization requests (before consent)
 MAX_CODES = 1000            # authorization codes, issued or used-and-remembered
 MAX_REFRESH = 10000         # refresh tokens (live and rotated-out, for reuse detection)
@@ -404,7 +405,7 @@ class StandIn:
         if values["response_type"] != "code":
             return fail("response_type must be code", "unsupported_response_type" if values["response_type"] else
                         "invalid_request")
-        scope = " ".join(values["scope"].split()) or DEFAULT_SCOPE
+        scope = " ".join(dict.fromkeys(values["scope"].split())) or DEFAULT_SCOPE
         for s in scope.split(" "):
             if s not in SCOPES:
                 return fail(f"unsupported scope: {s[:64]}", "invalid_scope")
@@ -847,7 +848,7 @@ class Handler(BaseHTTPRequestHandler):
             raise error("the body must be application/json")
         try:
             return json.loads(body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
             raise error("the body is not valid JSON") from None
 
     def form_body(self):
@@ -963,6 +964,29 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(500, {"error": "server_error", "error_description": "database error"})
 
 
+class Server(ThreadingHTTPServer):
+    """At most MAX_CONNECTIONS connections at once; more are closed at once."""
+    daemon_threads = True
+    request_queue_size = 128
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def process_request(self, request, client_address):
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Local development stand-in for Supabase Auth's OAuth 2.1 server."
                                                  " Production never uses it.")
@@ -972,8 +996,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if not args.database_url:
         parser.error("--database-url (or STANDIN_DATABASE_URL) is required")
-    httpd = ThreadingHTTPServer((args.host, args.port), Handler)
-    httpd.daemon_threads = True
+    httpd = Server((args.host, args.port), Handler)
     host, port = httpd.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     public_url = os.environ.get("STANDIN_PUBLIC_URL") or f"http://{shown}:{port}"
