@@ -10,6 +10,7 @@ import { History } from "./history.js";
 import { locateOnce } from "./position.js";
 import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
 import { renderKeys, bindKeys, clearKeys } from "./keys.js";
+import { showGrants, clearGrants } from "./grants.js";
 
 const $ = (id) => document.getElementById(id);
 const history = new History();
@@ -320,6 +321,7 @@ function signOut(text, tellRelay = true) {
         if (phone) phone.close();
         session.clear();
         clearKeys();
+        clearGrants();
         $("push-status").textContent = "";  // the next account's notifications start off
         $("signout").disabled = false;
         leaving = null;
@@ -371,6 +373,7 @@ function resume() {
   renderHistory();
   renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
   if (socket) return;
+  showGrants(config, current.access_token);
   socket = new PhoneSocket({
     // A refreshed token of the same account; never another account's (another tab may switch).
     token: () => {

@@ -1,0 +1,103 @@
+"""Connected agents in the browser phone (issue 26, SPEC §12), in Debian's real Chromium
+driven by Playwright, against a real `whereabot serve` and the local Supabase Auth stand-in
+(auth/standin): an agent that went through the OAuth flow is listed by its registered name;
+Revoke ends its sessions, and the relay refuses its token on both instances."""
+import http.client
+import json
+import time
+import urllib.parse
+
+import pytest
+from playwright.sync_api import expect
+
+import relay_server
+from relay_server import RelayServer
+from test_auth_standin import REDIRECT, SECRET as STANDIN_SECRET, StandIn, approve, authorization_id, pkce, register, user_token
+from test_browser_phone import browser  # noqa: F401 (fixture)
+
+
+# The stand-in answers the grants API only for its site's pages (as Supabase Auth checks
+# Origin), so the first relay's port is chosen before either starts.
+SITE_PORT = relay_server.free_port()
+
+
+@pytest.fixture(scope="module")
+def standin():
+    server = StandIn({"AUTH_SITE_URL": f"http://127.0.0.1:{SITE_PORT}"})
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def relays(standin, monkeypatch_module):
+    environment = {"SUPABASE_URL": standin.base, "SUPABASE_JWKS_URL": standin.issuer + "/.well-known/jwks.json",
+                   "SUPABASE_JWT_SECRET": STANDIN_SECRET, "SUPABASE_ANON_KEY": "anon-key-for-tests"}
+    ports = iter([SITE_PORT])
+    monkeypatch_module.setattr(relay_server, "free_port", lambda: next(ports))
+    site = RelayServer(**environment)
+    monkeypatch_module.undo()
+    servers = [site, RelayServer(**environment)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    patch = pytest.MonkeyPatch()
+    yield patch
+    patch.undo()
+
+
+def locate_status(relay, token):
+    conn = http.client.HTTPConnection("127.0.0.1", relay.port, timeout=10)
+    try:
+        conn.request("POST", "/v1/locate?timeout_secs=1", headers={"Authorization": "Bearer " + token})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def oauth_agent(standin, user_bearer, name):
+    """An agent that registered and was approved by the user: its access token."""
+    client = register(standin, client_name=name)
+    verifier, challenge = pkce()
+    code = approve(standin, user_bearer, authorization_id(standin, client["client_id"], challenge))["code"]
+    status, tokens = standin.form("/auth/v1/oauth/token", {
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client["client_id"],
+        "code_verifier": verifier})
+    assert status == 200, tokens
+    return tokens["access_token"]
+
+
+def test_connected_agents_are_listed_and_revoked(browser, standin, relays, make_user):
+    user, session, email = make_user(with_session=True)
+    bearer = user_token(user, session, email, iss=standin.issuer)
+    agent = oauth_agent(standin, bearer, "Claude <b>Desktop</b>")
+    other = oauth_agent(standin, bearer, "Cursor")
+    assert [locate_status(relay, agent) for relay in relays] == [503, 503]  # authenticated; no phone
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('whereabot.session', "
+                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
+    page = context.new_page()
+    try:
+        page.goto(relays[0].base + "/app/")
+        rows = page.locator("#grants li")
+        expect(rows).to_have_count(2, timeout=10000)
+        expect(page.locator("#grants")).to_contain_text("Claude <b>Desktop</b> — connected")
+        assert page.locator("#grants b").count() == 0
+        page.on("dialog", lambda dialog: dialog.accept())
+        rows.filter(has_text="Claude").locator("button").click()
+        expect(rows).to_have_count(1, timeout=10000)
+        expect(rows).to_contain_text("Cursor")
+        revoked_at = time.monotonic()
+        # Every instance refuses the revoked client's token (its sessions are gone; the
+        # relay re-checks a session after at most Authenticator.defaultSessionCacheTTL, 5 s).
+        while time.monotonic() - revoked_at < 8 and any(locate_status(relay, agent) != 401 for relay in relays):
+            time.sleep(0.25)
+        assert [locate_status(relay, agent) for relay in relays] == [401, 401]
+        # The other client is untouched: authenticated (this page is its phone now and lets the
+        # 1 s request lapse: 408).
+        assert all(locate_status(relay, other) in (408, 504) for relay in relays)
+    finally:
+        context.close()
