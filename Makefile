@@ -9,7 +9,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
+.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,8 +31,14 @@ $(VENV)/.installed: Tests/Acceptance/requirements.txt
 	@$(PYTHON) -m pip install -q --disable-pip-version-check -r Tests/Acceptance/requirements.txt
 	@touch $@
 
-run: deps db ## Start the local database and one relay on 127.0.0.1:8080, and print what to try
+run: deps db auth ## Start the local database, the Supabase Auth stand-in and one relay on 127.0.0.1:8080, and print what to try
 	@scripts/run.sh
+
+auth: deps db ## Start the local stand-in for Supabase Auth (OAuth 2.1, magic links) on 127.0.0.1:54321, mailbox on :54324
+	@scripts/auth.sh start
+
+auth-stop: ## Stop the Supabase Auth stand-in
+	@scripts/auth.sh stop
 
 env: ## Print the local environment as export lines: eval "$$(make -s env)"
 	@scripts/env.sh
@@ -70,7 +76,7 @@ test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
 test-faults: deps ## Fault tests: two relays behind HAProxy; rolling restart, kill -9, Postgres restart and crash
 	@scripts/test.sh faults
 
-cluster: deps db ## Two relays behind HAProxy on 127.0.0.1:8080 against the local database
+cluster: deps db auth ## Two relays behind HAProxy on 127.0.0.1:8080 against the local database and the Supabase Auth stand-in
 	@scripts/cluster.sh
 
 bench: bench-pgbus bench-http bench-relay bench-push bench-scale ## Every benchmark (prints numbers, asserts nothing)
