@@ -15,8 +15,9 @@ import Foundation
 /// - Nothing here blocks: the JWKS refetch runs on a thread of its own while the actor
 ///   keeps answering (tokens with the unknown `kid` fail meanwhile).
 public actor Authenticator {
-    /// How long a session check is trusted.
-    public static let defaultSessionCacheTTL: TimeInterval = 5
+    /// How long a session check is trusted: under 5 s, so that a revoked OAuth grant (its
+    /// sessions deleted) or a signed-out session is refused within 5 s of the revoke (SPEC §12).
+    public static let defaultSessionCacheTTL: TimeInterval = 4
     /// How long an agent key lookup is trusted (revocation also drops it at once).
     public static let defaultKeyCacheTTL: TimeInterval = 60
     /// How long "no such agent key" is remembered (short: a new key works almost at once).
