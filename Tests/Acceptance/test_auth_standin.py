@@ -3,7 +3,8 @@
 # Auth's own OAuth 2.1 server, with authorization_url_path `/app/oauth/consent`).
 """The auth stand-in, end to end over HTTP, against the test database: metadata, dynamic
 registration, authorize, consent (details, approve, deny), the token endpoint (code with
-PKCE, refresh rotation), grants (list, revoke) and every refusal."""
+PKCE, refresh rotation), grants (list, revoke), sign-in by magic link (otp, the development
+mailbox, verify, the user's refresh grant, logout) and every refusal."""
 import base64
 import hashlib
 import http.client
@@ -29,16 +30,21 @@ REDIRECT = "http://127.0.0.1:9999/callback"
 class StandIn:
     def __init__(self, extra_env=None):
         env = {**os.environ, "SUPABASE_JWT_SECRET": SECRET, "AUTH_SITE_URL": SITE, **(extra_env or {})}
-        for name in ("STANDIN_PUBLIC_URL", "STANDIN_KEY_FILE", "STANDIN_CODE_SECONDS", "STANDIN_AUDIENCE_HOOK"):
+        for name in ("STANDIN_PUBLIC_URL", "STANDIN_KEY_FILE", "STANDIN_CODE_SECONDS", "STANDIN_AUDIENCE_HOOK",
+                     "STANDIN_OTP_SECONDS", "STANDIN_OTP_INTERVAL_SECONDS", "STANDIN_MAILBOX_PORT"):
             if name not in (extra_env or {}):
                 env.pop(name, None)
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "auth/standin/server.py"), "--port", "0", "--database-url", ADMIN_URL],
+            [sys.executable, str(ROOT / "auth/standin/server.py"), "--port", "0", "--mailbox-port", "0",
+             "--database-url", ADMIN_URL],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("listening on "):
             self.proc.kill()
             raise RuntimeError("the stand-in did not start: " + line + self.proc.stderr.read())
+        mailbox = self.proc.stdout.readline()
+        assert mailbox.startswith("mailbox on http://127.0.0.1:"), mailbox
+        self.mailbox_port = int(mailbox.strip().rsplit(":", 1)[1])
         self.base = line.split()[-1]
         self.site = env["AUTH_SITE_URL"]
         self.port = int(self.base.rsplit(":", 1)[1])
@@ -73,6 +79,19 @@ class StandIn:
         status, _, data = self.request(method, path, body, headers)
         return status, (json.loads(data) if data else None)
 
+    def mail(self, method, path, body=None, headers=None):
+        """A request to the development mailbox: (status, JSON or text)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.mailbox_port, timeout=10)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            response = conn.getresponse()
+            data = response.read()
+            if response.getheader("Content-Type", "").startswith("application/json"):
+                return response.status, json.loads(data)
+            return response.status, data.decode()
+        finally:
+            conn.close()
+
     def form(self, path, fields, headers=None):
         status, _, data = self.request("POST", path, urllib.parse.urlencode(fields).encode(),
                                        dict({"Content-Type": "application/x-www-form-urlencoded"}, **(headers or {})))
@@ -86,6 +105,7 @@ def standin():
     server.stop()
     # No line of the log carries a code, a token or an authorization id.
     assert "code=" not in server.log and "eyJ" not in server.log and "authorization_id" not in server.log
+    assert "token=" not in server.log and "verify?" not in server.log and "redirect_to" not in server.log
 
 
 def user_token(user_id, session_id, email, **extra):
@@ -753,3 +773,353 @@ def test_connections_are_capped(standin):
             sock.close()
     time.sleep(0.2)
     assert standin.json("GET", "/auth/v1/.well-known/jwks.json")[0] == 200
+
+
+# -----------------------------------------------------------------------------
+# Sign-in by magic link (the browser phone's emailLink, takeFragment, refresh)
+# -----------------------------------------------------------------------------
+OTP_EXPIRED = {"error": "access_denied", "error_code": "otp_expired",
+               "error_description": "Email link is invalid or has expired"}
+
+
+def new_email():
+    return f"{uuid.uuid4().hex[:12]}@test.example"
+
+
+def ask_link(server, email, redirect_to=None, **fields):
+    """What session.js emailLink sends: redirect_to in the query, {email, create_user}, apikey."""
+    path = "/auth/v1/otp"
+    if redirect_to is not None:
+        path += "?redirect_to=" + urllib.parse.quote(redirect_to, safe="")
+    return server.json("POST", path, {"email": email, "create_user": True, **fields},
+                       headers={"apikey": "anon-key", "Origin": SITE})
+
+
+def mails_to(server, email):
+    status, listing = server.mail("GET", "/api/v1/messages")
+    assert status == 200
+    return [m for m in listing["messages"] if [t["Address"] for t in m["To"]] == [email]]
+
+
+def link_in_mail(server, email):
+    """The sign-in link of the newest mail to `email` (from its Text; the HTML has it too)."""
+    import html
+    import re
+    mine = mails_to(server, email)
+    assert mine, "no mail to " + email
+    status, mail = server.mail("GET", f"/api/v1/message/{mine[0]['ID']}")
+    assert status == 200 and mail["ID"] == mine[0]["ID"] and mail["Subject"] == "Your Magic Link"
+    (link,) = re.findall(r"http://\S+/auth/v1/verify\?\S+", mail["Text"])
+    assert f'href="{html.escape(link)}"' in mail["HTML"]
+    return link
+
+
+def open_link(server, link):
+    """Follows a sign-in link: (the URL it redirects to without the fragment, the fragment)."""
+    parts = urllib.parse.urlsplit(link)
+    assert f"{parts.scheme}://{parts.netloc}{parts.path}" == server.issuer + "/verify"
+    status, headers, _ = server.request("GET", f"{parts.path}?{parts.query}")
+    assert status == 303, status
+    url, _, fragment = headers["location"].partition("#")
+    return url, dict(urllib.parse.parse_qsl(fragment, keep_blank_values=True))
+
+
+def sign_in(server, email=None, state="st-app"):
+    email = email or new_email()
+    assert ask_link(server, email, f"{SITE}/app/?state={state}") == (200, {})
+    url, fragment = open_link(server, link_in_mail(server, email))
+    assert url == f"{SITE}/app/?state={state}" and "access_token" in fragment, fragment
+    return email, fragment
+
+
+def refresh_user(server, refresh_token):
+    """What session.js refresh sends."""
+    return server.json("POST", "/auth/v1/token?grant_type=refresh_token", {"refresh_token": refresh_token},
+                       headers={"apikey": "anon-key", "Origin": SITE})
+
+
+def test_magic_link_signs_in_by_the_implicit_flow(standin, admin):
+    email = new_email()
+    state = secrets.token_urlsafe(32)
+    assert ask_link(standin, email, f"{SITE}/app/?state={state}") == (200, {})
+    # A new user, not yet confirmed.
+    user_id, confirmed, app_meta = admin.execute(
+        "select id, email_confirmed_at, raw_app_meta_data from auth.users where email = %s", (email,)).fetchone()
+    assert confirmed is None and app_meta["provider"] == "email"
+    # The mail, in Mailpit's shape.
+    status, listing = standin.mail("GET", "/api/v1/messages")
+    assert status == 200 and listing["total"] >= 1 and listing["count"] == len(listing["messages"])
+    (mail,) = mails_to(standin, email)
+    assert mail["Subject"] == "Your Magic Link" and mail["From"]["Address"] and mail["Created"]
+    link = link_in_mail(standin, email)
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query))
+    assert query["type"] == "magiclink" and len(query["token"]) >= 40
+    assert query["redirect_to"] == f"{SITE}/app/?state={state}"
+
+    before = int(time.time())
+    url, fragment = open_link(standin, link)
+    assert url == f"{SITE}/app/?state={state}", "redirect_to's own query (the page's state) is kept"
+    assert list(fragment) == ["access_token", "expires_at", "expires_in", "refresh_token", "token_type", "type"]
+    assert (fragment["expires_in"], fragment["token_type"], fragment["type"]) == ("3600", "bearer", "magiclink")
+    claims = verify(standin, fragment["access_token"])
+    assert claims["sub"] == str(user_id) and claims["email"] == email and claims["iss"] == standin.issuer
+    assert claims["aud"] == "authenticated" and claims["role"] == "authenticated" and claims["aal"] == "aal1"
+    assert [a["method"] for a in claims["amr"]] == ["otp"] and before - 5 <= claims["amr"][0]["timestamp"]
+    assert "client_id" not in claims and "scope" not in claims and claims["is_anonymous"] is False
+    assert claims["exp"] == int(fragment["expires_at"]) == claims["iat"] + 3600
+    session = admin.execute("select user_id, oauth_client_id, aal::text from auth.sessions where id = %s",
+                            (claims["session_id"],)).fetchone()
+    assert session == (user_id, None, "aal1")
+    assert admin.execute("select email_confirmed_at is not null from auth.users where id = %s",
+                         (user_id,)).fetchone()[0]
+    # It is the user's own token: the consent and grants API take it.
+    assert standin.json("GET", "/auth/v1/user/oauth/grants", token=fragment["access_token"]) == (200, [])
+
+    # Refresh (session.js refresh): rotation, same session and account.
+    status, fresh = refresh_user(standin, fragment["refresh_token"])
+    assert status == 200, fresh
+    assert fresh["token_type"] == "bearer" and fresh["expires_in"] == 3600
+    assert fresh["refresh_token"] != fragment["refresh_token"]
+    assert fresh["user"]["id"] == str(user_id) and fresh["user"]["email"] == email
+    assert fresh["user"]["email_confirmed_at"]
+    again = verify(standin, fresh["access_token"])
+    assert again["sub"] == str(user_id) and again["session_id"] == claims["session_id"]
+    assert again["exp"] == fresh["expires_at"] and "client_id" not in again
+    assert [a["method"] for a in again["amr"]] == ["otp"]
+    # The old refresh token is spent; presented again it ends the session (reuse).
+    status, body = refresh_user(standin, fragment["refresh_token"])
+    assert (status, body["error"], body["code"], body["error_code"]) == (
+        400, "invalid_grant", 400, "refresh_token_already_used")
+    assert admin.execute("select count(*) from auth.sessions where id = %s",
+                         (claims["session_id"],)).fetchone()[0] == 0
+    assert refresh_user(standin, fresh["refresh_token"])[1]["error"] == "invalid_grant"
+
+
+def test_logout_ends_the_session_and_its_refresh(standin, admin, make_user):
+    user_id, other_session, email = make_user(with_session=True)
+    _, fragment = sign_in(standin, email)
+    claims = verify(standin, fragment["access_token"])
+    assert claims["sub"] == str(user_id), "an existing user signs in as themselves"
+    assert admin.execute("select email_confirmed_at is not null from auth.users where id = %s",
+                         (user_id,)).fetchone()[0]
+    assert standin.json("POST", "/auth/v1/logout")[0] == 401
+    status, _, body = standin.request("POST", "/auth/v1/logout", headers={
+        "Authorization": "Bearer " + fragment["access_token"], "apikey": "anon-key"})
+    assert (status, body) == (204, b"")
+    assert admin.execute("select count(*) from auth.sessions where id = %s",
+                         (claims["session_id"],)).fetchone()[0] == 0
+    assert admin.execute("select count(*) from auth.sessions where id = %s",
+                         (other_session,)).fetchone()[0] == 1, "only that session ends"
+    status, body = refresh_user(standin, fragment["refresh_token"])
+    assert (status, body["error"]) == (400, "invalid_grant")
+    status, body = standin.json("POST", "/auth/v1/logout", token=fragment["access_token"])
+    assert (status, body["error_code"]) == (403, "session_not_found")
+
+
+def test_a_used_link_redirects_with_otp_expired(standin):
+    email = new_email()
+    assert ask_link(standin, email, f"{SITE}/app/?state=used") == (200, {})
+    link = link_in_mail(standin, email)
+    assert "access_token" in open_link(standin, link)[1]
+    assert open_link(standin, link) == (f"{SITE}/app/?state=used", OTP_EXPIRED)
+    # An unknown token: the same error, at redirect_to when it is allowed, else the site.
+    app = urllib.parse.quote(f"{SITE}/app/?state=x", safe="")
+    status, headers, _ = standin.request("GET", f"/auth/v1/verify?token=nope&type=magiclink&redirect_to={app}")
+    assert status == 303 and headers["location"] == f"{SITE}/app/?state=x#" + urllib.parse.urlencode(OTP_EXPIRED)
+    status, headers, _ = standin.request("GET", "/auth/v1/verify?token=nope&type=magiclink&redirect_to="
+                                         + urllib.parse.quote("https://evil.example/", safe=""))
+    assert status == 303 and headers["location"] == SITE + "#" + urllib.parse.urlencode(OTP_EXPIRED)
+
+
+def test_an_expired_link_redirects_with_otp_expired():
+    server = StandIn({"STANDIN_OTP_SECONDS": "1"})
+    try:
+        email = new_email()
+        assert ask_link(server, email, f"{SITE}/app/?state=late") == (200, {})
+        link = link_in_mail(server, email)
+        time.sleep(1.2)
+        assert open_link(server, link) == (f"{SITE}/app/?state=late", OTP_EXPIRED)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("redirect_to", [
+    "https://evil.example/app/?state=x", "http://127.0.0.1:8081/app/", "https://127.0.0.1:8080/app/",
+    "http://user@127.0.0.1:8080/app/", "http://127.0.0.1:8080/app/#frag", "//evil.example/app/", "/app/",
+    "javascript:alert(1)", "http://127.0.0.1:8080/" + "a" * 2100, ""])
+def test_a_redirect_to_on_another_origin_falls_back_to_the_site(standin, redirect_to):
+    email = new_email()
+    assert ask_link(standin, email, redirect_to) == (200, {})
+    link = link_in_mail(standin, email)
+    assert dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(link).query))["redirect_to"] == SITE
+    url, fragment = open_link(standin, link)
+    assert url == SITE and "access_token" in fragment
+
+
+def test_redirect_to_in_the_body_and_none(standin):
+    email = new_email()
+    assert ask_link(standin, email, redirect_to=f"{SITE}/app/?state=b") == (200, {})  # the query one
+    email = new_email()
+    status, _ = standin.json("POST", "/auth/v1/otp", {"email": email, "redirect_to": f"{SITE}/app/?state=body"})
+    assert status == 200
+    assert open_link(standin, link_in_mail(standin, email))[0] == f"{SITE}/app/?state=body"
+    email = new_email()
+    assert standin.json("POST", "/auth/v1/otp", {"email": email}) == (200, {})
+    assert open_link(standin, link_in_mail(standin, email))[0] == SITE
+    # A repeated redirect_to is refused.
+    status, body = standin.json("POST", "/auth/v1/otp?redirect_to=a&redirect_to=b", {"email": new_email()})
+    assert (status, body["error_code"]) == (400, "validation_failed")
+
+
+@pytest.mark.parametrize("payload", [
+    {}, {"email": ""}, {"email": "   "}, {"email": 42}, {"email": None}, {"email": "not-an-email"},
+    {"email": "a@b@test.example"}, {"email": "a b@test.example"}, {"email": "a@-test.example"},
+    {"email": "x" * 250 + "@test.example"}, {"email": "a@test.example\n"[:-1] + "\r\nBcc: x@y.z"},
+    {"email": ["a@test.example"]}, {"email": "ok@test.example", "create_user": "yes"},
+    {"email": "ok@test.example", "data": "x"}, {"phone": "+15555550100"},
+    {"email": "ok@test.example", "code_challenge": "c" * 43, "code_challenge_method": "s256"},
+])
+def test_a_bad_otp_request_is_refused(standin, payload):
+    status, body = standin.json("POST", "/auth/v1/otp", payload)
+    assert (status, body["code"], body["error_code"]) == (400, 400, "validation_failed"), body
+    assert body["msg"]
+    assert not mails_to(standin, "ok@test.example")
+
+
+def test_otp_refuses_bodies_and_unknown_users_without_create_user(standin, admin):
+    for body, ctype in ((b"email=a@test.example", "application/x-www-form-urlencoded"), (b"{", "application/json"),
+                        (b"[1]", "application/json")):
+        status, _, data = standin.request("POST", "/auth/v1/otp", body, {"Content-Type": ctype})
+        assert (status, json.loads(data)["code"]) == (400, 400)
+    email = new_email()
+    status, body = standin.json("POST", "/auth/v1/otp", {"email": email, "create_user": False})
+    assert (status, body["error_code"]) == (422, "otp_disabled")
+    assert admin.execute("select count(*) from auth.users where email = %s", (email,)).fetchone()[0] == 0
+    assert not mails_to(standin, email)
+
+
+def test_verify_refusals(standin):
+    for query in ("token=x", "token=x&type=signup", "type=magiclink", "token=&type=magiclink",
+                  "token=x&token=y&type=magiclink"):
+        status, _, data = standin.request("GET", "/auth/v1/verify?" + query)
+        assert (status, json.loads(data)["error_code"]) == (400, "validation_failed"), query
+    assert standin.request("POST", "/auth/v1/verify")[0] == 405
+
+
+def test_otp_is_rate_limited_per_email(standin):
+    email = new_email()
+    assert ask_link(standin, email) == (200, {})
+    for again in (email, email.upper()):
+        status, body = ask_link(standin, again)
+        assert (status, body["code"], body["error_code"]) == (429, 429, "over_email_send_rate_limit")
+        assert "after 2 seconds" in body["msg"]
+    assert ask_link(standin, new_email()) == (200, {}), "another address is not held up"
+    assert len(mails_to(standin, email)) == 1
+
+
+def test_the_rate_limit_is_configurable_and_a_new_link_replaces_the_last():
+    server = StandIn({"STANDIN_OTP_INTERVAL_SECONDS": "1"})
+    try:
+        email = new_email()
+        assert ask_link(server, email, f"{SITE}/app/?state=1") == (200, {})
+        first = link_in_mail(server, email)
+        assert ask_link(server, email)[0] == 429
+        time.sleep(1.1)
+        assert ask_link(server, email, f"{SITE}/app/?state=2") == (200, {})
+        second = link_in_mail(server, email)
+        assert second != first and len(mails_to(server, email)) == 2
+        assert open_link(server, first) == (f"{SITE}/app/?state=1", OTP_EXPIRED)
+        assert "access_token" in open_link(server, second)[1]
+    finally:
+        server.stop()
+
+
+def test_user_refresh_refusals(standin, flow):
+    _, fragment = sign_in(standin)
+    for path, payload in (("/auth/v1/token", {"refresh_token": fragment["refresh_token"]}),
+                          ("/auth/v1/token?grant_type=password", {"email": "a@test.example", "password": "x"})):
+        status, body = standin.json("POST", path, payload)
+        assert (status, body["error"], body["code"]) == (400, "unsupported_grant_type", 400)
+    status, body = standin.json("POST", "/auth/v1/token?grant_type=refresh_token", {})
+    assert (status, body["error"]) == (400, "invalid_request")
+    status, _, data = standin.request("POST", "/auth/v1/token?grant_type=refresh_token",
+                                      urllib.parse.urlencode({"refresh_token": fragment["refresh_token"]}).encode(),
+                                      {"Content-Type": "application/x-www-form-urlencoded"})
+    assert (status, json.loads(data)["error"]) == (400, "invalid_request")
+    status, body = refresh_user(standin, "not-a-token")
+    assert (status, body["error"], body["error_code"]) == (400, "invalid_grant", "refresh_token_not_found")
+    # An OAuth client's refresh token is not the user's, and the user's is not a client's.
+    agent = flow.tokens()
+    assert refresh_user(standin, agent["refresh_token"])[1]["error"] == "invalid_grant"
+    assert flow.refresh(fragment["refresh_token"])[1]["error"] == "invalid_grant"
+    # None of that spent them.
+    assert refresh_user(standin, fragment["refresh_token"])[0] == 200
+    assert flow.refresh(agent["refresh_token"])[0] == 200
+
+
+def test_the_mailbox_api(standin):
+    first, second = new_email(), new_email()
+    assert ask_link(standin, first) == (200, {}) and ask_link(standin, second) == (200, {})
+    status, listing = standin.mail("GET", "/api/v1/messages")
+    assert [m["To"][0]["Address"] for m in listing["messages"][:2]] == [second, first], "newest first"
+    assert standin.mail("GET", "/api/v1/messages?limit=1")[1]["count"] == 1
+    assert standin.mail("GET", "/api/v1/message/nope")[0] == 404
+    assert standin.mail("GET", "/api/v1/messages?limit=x")[0] == 400
+    status, page = standin.mail("GET", "/")
+    assert status == 200 and "Your Magic Link" in page
+    # Only loopback Host names (no DNS rebinding), and no CORS: other pages cannot read links.
+    assert standin.mail("GET", "/api/v1/messages", headers={"Host": "evil.example"})[0] == 403
+    conn = http.client.HTTPConnection("127.0.0.1", standin.mailbox_port, timeout=10)
+    conn.request("GET", "/api/v1/messages", headers={"Origin": "https://evil.example"})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    assert response.getheader("Access-Control-Allow-Origin") is None
+    # Delete some, then all.
+    (mail,) = mails_to(standin, first)
+    assert standin.mail("DELETE", "/api/v1/messages", json.dumps({"IDs": [mail["ID"]]}).encode()) == (200, "ok")
+    assert not mails_to(standin, first) and mails_to(standin, second)
+    assert standin.mail("DELETE", "/api/v1/messages") == (200, "ok")
+    assert standin.mail("GET", "/api/v1/messages")[1]["total"] == 0
+
+
+def test_the_mailbox_keeps_the_last_200_mails():
+    server = StandIn()
+    try:
+        emails = [new_email() for _ in range(203)]
+        for email in emails:
+            assert ask_link(server, email) == (200, {})
+        status, listing = server.mail("GET", "/api/v1/messages?limit=500")
+        assert listing["total"] == 200 and listing["count"] == 200
+        assert listing["messages"][0]["To"][0]["Address"] == emails[-1]
+        assert listing["messages"][-1]["To"][0]["Address"] == emails[3]
+    finally:
+        server.stop()
+
+
+def test_cors_for_the_sign_in_endpoints(standin):
+    for path in ("/auth/v1/otp", "/auth/v1/token?grant_type=refresh_token", "/auth/v1/logout"):
+        status, headers, _ = standin.request("OPTIONS", path, headers={
+            "Origin": SITE, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "apikey, content-type"})
+        assert status == 204 and headers["access-control-allow-origin"] == "*"
+        assert "apikey" in headers["access-control-allow-headers"]
+    status, headers, _ = standin.request("POST", "/auth/v1/otp", json.dumps({"email": new_email()}).encode(),
+                                         {"Content-Type": "application/json", "Origin": SITE})
+    assert status == 200 and headers["access-control-allow-origin"] == "*"
+
+
+def test_a_banned_user_gets_no_link_and_a_refused_request_does_not_hold_the_address(standin, admin, make_user):
+    user_id, _, email = make_user(with_session=True)
+    admin.execute("update auth.users set banned_until = now() + interval '1 hour' where id = %s", (user_id,))
+    status, body = ask_link(standin, email)
+    assert (status, body["error_code"]) == (403, "user_banned") and not mails_to(standin, email)
+    # Banned after the link was sent: the link no longer signs in.
+    user_id, _, email = make_user(with_session=True)
+    assert ask_link(standin, email, f"{SITE}/app/?state=b") == (200, {})
+    admin.execute("update auth.users set banned_until = now() + interval '1 hour' where id = %s", (user_id,))
+    assert open_link(standin, link_in_mail(standin, email)) == (f"{SITE}/app/?state=b", OTP_EXPIRED)
+    # otp_disabled (no such user, create_user false) does not count against the rate limit.
+    email = new_email()
+    assert ask_link(standin, email, create_user=False)[0] == 422
+    assert ask_link(standin, email) == (200, {})

@@ -19,7 +19,15 @@ consent page's site, default http://127.0.0.1:8080), STANDIN_CONSENT_PATH (defau
 http://127.0.0.1:<port>), STANDIN_KEY_FILE (PEM of the ES256 key; created when missing),
 STANDIN_CODE_SECONDS (300), STANDIN_AUTHORIZATION_SECONDS (600), STANDIN_ACCESS_SECONDS
 (3600), STANDIN_REFRESH_SECONDS (2592000), STANDIN_AUDIENCE_HOOK=1 (add the RFC 8707
-`resource` to `aud`), STANDIN_DATABASE_URL (instead of --database-url).
+`resource` to `aud`), STANDIN_DATABASE_URL (instead of --database-url), STANDIN_OTP_SECONDS
+(3600: a sign-in link's lifetime), STANDIN_OTP_INTERVAL_SECONDS (2: at most one mail per
+address in that time), STANDIN_MAILBOX_PORT (instead of --mailbox-port).
+
+It also signs people in by magic link (POST /auth/v1/otp, GET /auth/v1/verify, the refresh
+grant at POST /auth/v1/token, POST /auth/v1/logout). Its mails land in a development
+mailbox, a second server in this process (`--mailbox-port`, default 54324; 0 = a free
+port) with Mailpit's API shape; the second line on stdout is
+`mailbox on http://127.0.0.1:<port>`.
 """
 import argparse
 import base64
@@ -48,6 +56,10 @@ MAX_CONNECTIONS = 64        # connections served at once (each has a thread)
 MAX_PENDING = 1000          # pending authorization requests (before consent)
 MAX_CODES = 1000            # authorization codes, issued or used-and-remembered
 MAX_REFRESH = 10000         # refresh tokens (live and rotated-out, for reuse detection)
+MAX_OTPS = 1000             # unused sign-in links
+MAX_MAILS = 200             # mails the development mailbox keeps (the newest)
+MAX_MAILBOX_CONNECTIONS = 16
+MAX_EMAIL = 255             # GoTrue's limit on an email address
 MAX_CLIENT_NAME = 1024
 MAX_REDIRECT_URIS = 10
 MAX_URI = 2048
@@ -57,6 +69,13 @@ DEFAULT_SCOPE = "email"     # Supabase's default (GOTRUE_OAUTH_SERVER_DEFAULT_SC
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 CHALLENGE_RE = re.compile(r"^[A-Za-z0-9_-]{43}$")           # BASE64URL(SHA-256), RFC 7636 §4.2
 VERIFIER_RE = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")     # RFC 7636 §4.1
+# GoTrue's email check (internal/api/mail.go, after the HTML5 spec's "valid e-mail address").
+EMAIL_RE = re.compile(r"^[a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
+                      r"(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$")
+OTP_EXPIRED = {"error": "access_denied", "error_code": "otp_expired",
+               "error_description": "Email link is invalid or has expired"}
+USER_COLUMNS = ("u.email, u.phone, u.raw_app_meta_data, u.raw_user_meta_data, u.is_anonymous, u.id, u.aud, u.role,"
+                " u.email_confirmed_at, u.created_at, u.updated_at, u.last_sign_in_at")
 
 
 def b64url(data: bytes) -> str:
@@ -89,6 +108,13 @@ def oauth_error(error, description, status=400, headers=None):
 def api_error(status, code, message):
     """Supabase Auth's API error shape, as auth-js reads it (code, error_code, msg)."""
     return Refusal(status, {"code": status, "error_code": code, "msg": message})
+
+
+def grant_error(code, message, error="invalid_grant", status=400):
+    """An error of Supabase Auth's own /token endpoint: its API shape (code, error_code, msg)
+    and the OAuth fields (error, error_description) older GoTrue and auth-js also read."""
+    return Refusal(status, {"code": status, "error_code": code, "msg": message, "error": error,
+                            "error_description": message})
 
 
 # -----------------------------------------------------------------------------
@@ -163,17 +189,29 @@ class Refresh:
 
 
 @dataclass
+class Otp:
+    """An emailed sign-in link's token (kept as its digest)."""
+    user_id: str
+    redirect_to: str
+    expires: float
+
+
+@dataclass
 class State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     pending: dict = field(default_factory=dict)   # authorization_id -> Pending
     codes: dict = field(default_factory=dict)     # digest(code) -> Code
     refresh: dict = field(default_factory=dict)   # digest(refresh token) -> Refresh
+    otps: dict = field(default_factory=dict)      # digest(link token) -> Otp
+    sent: dict = field(default_factory=dict)      # email -> when it may get its next mail
 
     def purge(self, now):
         """Drops what has expired. Call with the lock held."""
-        for table in (self.pending, self.codes, self.refresh):
+        for table in (self.pending, self.codes, self.refresh, self.otps):
             for key in [k for k, v in table.items() if v.expires <= now]:
                 del table[key]
+        for key in [k for k, v in self.sent.items() if v <= now]:
+            del self.sent[key]
 
     def drop_session(self, session_id):
         """Forgets every refresh token of a session. Call with the lock held."""
@@ -188,6 +226,59 @@ class State:
             del self.codes[key]
         for key in [k for k, v in self.pending.items() if v.user_id == user_id and v.client_id == client_id]:
             del self.pending[key]
+
+
+class Mailbox:
+    """The development mailbox: the newest MAX_MAILS mails, in memory, in Mailpit's shapes."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.mails = []   # oldest first
+
+    def deliver(self, to, subject, text, body_html):
+        now = time.time()
+        created = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+        mail = {"ID": secrets.token_urlsafe(16), "MessageID": f"{uuid.uuid4()}@whereabot-auth-standin",
+                "From": {"Name": "Whereabot (development)", "Address": "noreply@whereabot.localhost"},
+                "To": [{"Name": "", "Address": to}], "Subject": subject, "Created": created,
+                "Text": text, "HTML": body_html}
+        with self.lock:
+            self.mails.append(mail)
+            del self.mails[:-MAX_MAILS]
+        return mail["ID"]
+
+    @staticmethod
+    def summary(mail):
+        return {"ID": mail["ID"], "MessageID": mail["MessageID"], "Read": False, "From": mail["From"],
+                "To": mail["To"], "Cc": [], "Bcc": [], "ReplyTo": [], "Subject": mail["Subject"],
+                "Created": mail["Created"], "Tags": [], "Size": len(mail["Text"]) + len(mail["HTML"]),
+                "Attachments": 0, "Snippet": ""}
+
+    def messages(self, start=0, limit=50):
+        with self.lock:
+            newest = list(reversed(self.mails))
+        page = newest[start:start + limit]
+        return {"total": len(newest), "unread": len(newest), "count": len(page), "messages_count": len(newest),
+                "start": start, "tags": [], "messages": [self.summary(m) for m in page]}
+
+    def message(self, mail_id):
+        with self.lock:
+            mail = next((m for m in self.mails if m["ID"] == mail_id), None)
+        if mail is None:
+            return None
+        return {**self.summary(mail), "ReturnPath": mail["From"]["Address"], "Date": mail["Created"],
+                "Text": mail["Text"], "HTML": mail["HTML"], "Inline": [], "Attachments": []}
+
+    def delete(self, ids=None):
+        with self.lock:
+            if ids is None:
+                self.mails.clear()
+            else:
+                self.mails[:] = [m for m in self.mails if m["ID"] not in set(ids)]
+
+    def newest(self):
+        with self.lock:
+            return list(reversed(self.mails))
 
 
 # -----------------------------------------------------------------------------
@@ -251,8 +342,11 @@ class StandIn:
         self.access_seconds = env_int("STANDIN_ACCESS_SECONDS", 3600)
         self.refresh_seconds = env_int("STANDIN_REFRESH_SECONDS", 30 * 24 * 3600)
         self.audience_hook = os.environ.get("STANDIN_AUDIENCE_HOOK") == "1"
+        self.otp_seconds = env_int("STANDIN_OTP_SECONDS", 3600)
+        self.otp_interval = env_int("STANDIN_OTP_INTERVAL_SECONDS", 2)
         self.key = SigningKey(os.environ.get("STANDIN_KEY_FILE") or None)
         self.state = State()
+        self.mailbox = Mailbox()
 
     def db(self):
         return psycopg.connect(self.database_url, autocommit=True, connect_timeout=5)
@@ -436,9 +530,10 @@ class StandIn:
         return ("redirect", f"{self.consent_url}?authorization_id={pending.id}")
 
     # --- the user's bearer --------------------------------------------------------
-    def user_from_bearer(self, header, conn):
-        """The signed-in user (id, email) behind `Authorization: Bearer <token>`: a token
-        of the user's own session (not an OAuth client's), whose session still exists."""
+    def user_from_bearer(self, header, conn, with_session=False):
+        """The signed-in user (id, email; and the session id `with_session`) behind
+        `Authorization: Bearer <token>`: a token of the user's own session (not an OAuth
+        client's), whose session still exists."""
         if not header:
             raise api_error(401, "no_authorization", "This endpoint requires a Bearer token")
         scheme, _, token = header.partition(" ")
@@ -473,7 +568,7 @@ class StandIn:
             (session_id, user_id)).fetchone()
         if row is None:
             raise api_error(403, "session_not_found", "Session from session_id claim in JWT does not exist")
-        return user_id, row[0] or ""
+        return (user_id, row[0] or "", session_id) if with_session else (user_id, row[0] or "")
 
     # --- consent API ----------------------------------------------------------------
     def pending_for(self, authorization_id, user_id, bind):
@@ -698,15 +793,24 @@ class StandIn:
         token = form.get("refresh_token", "")
         if not token:
             raise oauth_error("invalid_request", "refresh_token is required")
+        entry, user = self.rotate_refresh(conn, token, client["id"],
+                                          lambda code, description: oauth_error("invalid_grant", description))
+        return self.tokens(entry.user_id, entry.session_id, client["id"], entry.scope, entry.resource, user,
+                           "oauth_provider/refresh_token")
+
+    def rotate_refresh(self, conn, token, client_id, fail):
+        """The one refresh-token rotation, for OAuth clients' sessions (`client_id`) and the
+        users' own (None, from a sign-in link). Spends `token`; returns (its entry, the user
+        row). `fail(error_code, description)` makes the refusal in the caller's shape."""
         now = time.time()
         key = digest(token)
         with self.state.lock:
             self.state.purge(now)
             entry = self.state.refresh.get(key)
             if entry is None:
-                raise oauth_error("invalid_grant", "invalid refresh token")
-            if entry.client_id != client["id"]:
-                raise oauth_error("invalid_grant", "refresh token was not issued to this client")
+                raise fail("refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found")
+            if entry.client_id != client_id:
+                raise fail("refresh_token_not_found", "refresh token was not issued to this client")
             reused = entry.used
             if not reused:
                 # Rotation: this token is spent. Only the newest spent token of a session is
@@ -719,43 +823,240 @@ class StandIn:
             # A rotated-out refresh token presented again: someone else may hold it. The
             # whole session goes (RFC 9700 §4.14.2).
             self.revoke_session(conn, entry.session_id)
-            raise oauth_error("invalid_grant", "refresh token has already been used")
-        user = conn.execute(
-            "select u.email, u.phone, u.raw_app_meta_data, u.raw_user_meta_data, u.is_anonymous"
-            " from auth.sessions s join auth.users u on u.id = s.user_id"
-            " join auth.oauth_consents g on g.user_id = u.id and g.client_id = s.oauth_client_id"
-            " where s.id = %s and s.user_id = %s and s.oauth_client_id = %s and g.revoked_at is null"
-            " and u.deleted_at is null and (u.banned_until is null or u.banned_until < now())"
-            " and (s.not_after is null or s.not_after > now())",
-            (entry.session_id, entry.user_id, client["id"])).fetchone()
+            raise fail("refresh_token_already_used", "Invalid Refresh Token: Already Used")
+        live = (" u.deleted_at is null and (u.banned_until is null or u.banned_until < now())"
+                " and (s.not_after is null or s.not_after > now())")
+        if client_id is None:
+            user = conn.execute(
+                f"select {USER_COLUMNS} from auth.sessions s join auth.users u on u.id = s.user_id"
+                " where s.id = %s and s.user_id = %s and s.oauth_client_id is null and" + live,
+                (entry.session_id, entry.user_id)).fetchone()
+        else:
+            user = conn.execute(
+                f"select {USER_COLUMNS} from auth.sessions s join auth.users u on u.id = s.user_id"
+                " join auth.oauth_consents g on g.user_id = u.id and g.client_id = s.oauth_client_id"
+                " where s.id = %s and s.user_id = %s and s.oauth_client_id = %s and g.revoked_at is null and" + live,
+                (entry.session_id, entry.user_id, client_id)).fetchone()
         if user is None:
             with self.state.lock:
                 self.state.drop_session(entry.session_id)
-            raise oauth_error("invalid_grant", "the session or grant is no longer valid")
+            raise fail("session_not_found", "the session or grant is no longer valid")
         conn.execute("update auth.sessions set refreshed_at = now(), updated_at = now() where id = %s",
                      (entry.session_id,))
-        return self.tokens(entry.user_id, entry.session_id, client["id"], entry.scope, entry.resource, user,
-                           "oauth_provider/refresh_token")
+        return entry, user
 
     def tokens(self, user_id, session_id, client_id, scope, resource, user, method):
+        """An access token and a refresh token for a session: an OAuth client's (`client_id`,
+        `scope`) or, with client_id None, the user's own (no client_id or scope claim)."""
         now = int(time.time())
-        email, phone, app_meta, user_meta, anonymous = user
+        email, phone, app_meta, user_meta, anonymous = user[:5]
         aud = ["authenticated", resource] if self.audience_hook and resource else "authenticated"
         claims = {"iss": self.issuer, "sub": user_id, "aud": aud, "exp": now + self.access_seconds, "iat": now,
                   "email": email or "", "phone": phone or "", "app_metadata": app_meta or {},
                   "user_metadata": user_meta or {}, "role": "authenticated", "aal": "aal1",
                   "amr": [{"method": method, "timestamp": now}], "session_id": session_id,
-                  "is_anonymous": bool(anonymous), "client_id": client_id, "scope": scope}
+                  "is_anonymous": bool(anonymous)}
+        if client_id is not None:
+            claims["client_id"], claims["scope"] = client_id, scope
         refresh = secrets.token_urlsafe(32)
         with self.state.lock:
             self.state.purge(now)
             if len(self.state.refresh) >= MAX_REFRESH:
+                if client_id is None:
+                    raise api_error(503, "over_request_rate_limit", "too many refresh tokens; try again later")
                 raise oauth_error("temporarily_unavailable", "too many refresh tokens; try again later", 503)
             self.state.refresh[digest(refresh)] = Refresh(
                 session_id=session_id, user_id=user_id, client_id=client_id, scope=scope, resource=resource,
                 expires=now + self.refresh_seconds)
-        return {"access_token": self.key.sign(claims), "token_type": "bearer", "expires_in": self.access_seconds,
-                "refresh_token": refresh, "scope": scope}
+        answer = {"access_token": self.key.sign(claims), "token_type": "bearer", "expires_in": self.access_seconds,
+                  "refresh_token": refresh}
+        if client_id is not None:
+            answer["scope"] = scope
+        else:
+            answer["expires_at"] = claims["exp"]
+        return answer
+
+    # --- sign-in by magic link (the users' own sessions) --------------------------------
+    def allowed_redirect(self, url):
+        """`url` when it may receive a sign-in (same origin as AUTH_SITE_URL), else the site:
+        as Supabase Auth falls back to SITE_URL for a redirect_to not on its allow-list."""
+        if not url or not isinstance(url, str) or len(url) > MAX_URI or "#" in url or "\\" in url:
+            return self.site_url
+        if any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7f for c in url):
+            return self.site_url
+        try:
+            parts = urllib.parse.urlsplit(url)
+            parts.port
+        except ValueError:
+            return self.site_url
+        if f"{parts.scheme.lower()}://{parts.netloc.lower()}" != self.site_origin.lower() or "@" in parts.netloc:
+            return self.site_url
+        return url
+
+    def link_user(self, email, create_user, data):
+        """The user a link for `email` signs in: found, or created (`create_user`)."""
+        with self.db() as conn:
+            find = ("select id, deleted_at is not null or coalesce(banned_until > now(), false)"
+                    " from auth.users where lower(email) = %s and is_sso_user = false order by created_at limit 1")
+            row = conn.execute(find, (email,)).fetchone()
+            if row is None:
+                if not create_user:
+                    raise api_error(422, "otp_disabled", "Signups not allowed for otp")
+                conn.execute(
+                    "insert into auth.users (instance_id, id, aud, role, email, raw_app_meta_data, raw_user_meta_data,"
+                    " created_at, updated_at, is_sso_user, is_anonymous)"
+                    " values ('00000000-0000-0000-0000-000000000000', %s, 'authenticated', 'authenticated', %s, %s,"
+                    " %s, now(), now(), false, false) on conflict do nothing",
+                    (uuid.uuid4(), email, json.dumps({"provider": "email", "providers": ["email"]}),
+                     json.dumps(data or {})))
+                row = conn.execute(find, (email,)).fetchone()
+            if row is None or row[1]:
+                raise api_error(403, "user_banned", "User is banned")
+            conn.execute("update auth.users set recovery_sent_at = now() where id = %s", (row[0],))
+        return str(row[0])
+
+    def send_magic_link(self, query, body):
+        """POST /otp: a one-time sign-in link, mailed to the development mailbox. 200 {}."""
+        if not isinstance(body, dict):
+            raise api_error(400, "validation_failed", "the body must be a JSON object")
+        if body.get("phone"):
+            raise api_error(400, "validation_failed", "phone sign-in is not supported by the stand-in")
+        if body.get("code_challenge") or body.get("code_challenge_method"):
+            raise api_error(400, "validation_failed",
+                            "the PKCE flow is not supported by the stand-in; use the implicit flow")
+        email = body.get("email")
+        if not isinstance(email, str) or not email.strip():
+            raise api_error(400, "validation_failed", "An email address is required")
+        email = email.strip().lower()
+        if len(email) > MAX_EMAIL:
+            raise api_error(400, "validation_failed", "An email address is too long")
+        if not EMAIL_RE.match(email):
+            raise api_error(400, "validation_failed", "Unable to validate email address: invalid format")
+        create_user = body.get("create_user", True)
+        data = body.get("data")
+        if not isinstance(create_user, bool) or (data is not None and not isinstance(data, dict)):
+            raise api_error(400, "validation_failed", "create_user must be a boolean and data an object")
+        redirect = single(query, "redirect_to")
+        if redirect is None:
+            raise api_error(400, "validation_failed", "redirect_to must be given once")
+        if not redirect and isinstance(body.get("redirect_to"), str):
+            redirect = body["redirect_to"]
+        redirect = self.allowed_redirect(redirect)
+        now = time.time()
+        with self.state.lock:
+            self.state.purge(now)
+            if email in self.state.sent:
+                wait = max(1, int(self.state.sent[email] - now + 0.999))
+                raise api_error(429, "over_email_send_rate_limit",
+                                f"For security purposes, you can only request this after {wait} seconds.")
+            if len(self.state.sent) >= MAX_OTPS:
+                raise api_error(429, "over_email_send_rate_limit", "Email rate limit exceeded")
+            if self.otp_interval > 0:
+                self.state.sent[email] = now + self.otp_interval
+        try:
+            user_id = self.link_user(email, create_user, data)
+        except BaseException:
+            with self.state.lock:   # a refused request does not hold the address up
+                self.state.sent.pop(email, None)
+            raise
+        token = secrets.token_urlsafe(32)
+        with self.state.lock:
+            # As Supabase Auth keeps one link per user and kind: a new link replaces the last.
+            for key in [k for k, v in self.state.otps.items() if v.user_id == user_id]:
+                del self.state.otps[key]
+            if len(self.state.otps) >= MAX_OTPS:
+                raise api_error(429, "over_email_send_rate_limit", "too many sign-in links pending; try again later")
+            self.state.otps[digest(token)] = Otp(user_id=user_id, redirect_to=redirect,
+                                                 expires=now + self.otp_seconds)
+        link = self.issuer + "/verify?" + urllib.parse.urlencode(
+            {"token": token, "type": "magiclink", "redirect_to": redirect})
+        text = ("Magic Link\n\nFollow this link to login:\n\n" + link + "\n\n"
+                "(Whereabot's local development stand-in for Supabase Auth; the link works once,"
+                f" for {self.otp_seconds} seconds.)\n")
+        body_html = ("<h2>Magic Link</h2>\n<p>Follow this link to login:</p>\n<p><a href=\"" + html.escape(link) +
+                     "\">Log In</a></p>\n")
+        self.mailbox.deliver(email, "Your Magic Link", text, body_html)
+        return {}
+
+    def verify_link(self, query, user_agent, ip):
+        """GET /verify: spends a link's token and returns the URL to 303 to: the page that
+        asked, with the session in the fragment (implicit flow) or Supabase's error."""
+        token, kind = single(query, "token"), single(query, "type")
+        if kind != "magiclink":
+            raise api_error(400, "validation_failed", "Verify requires a verification type (magiclink)")
+        if not token:
+            raise api_error(400, "validation_failed", "Verify requires a token")
+        now = time.time()
+        with self.state.lock:
+            self.state.purge(now)
+            entry = self.state.otps.pop(digest(token), None)   # single use
+        if entry is None:
+            asked = single(query, "redirect_to")
+            return self.allowed_redirect(asked) + "#" + urllib.parse.urlencode(OTP_EXPIRED)
+        with self.db() as conn:
+            user = conn.execute(
+                "update auth.users u set email_confirmed_at = coalesce(u.email_confirmed_at, now()),"
+                " last_sign_in_at = now(), updated_at = now()"
+                " where u.id = %s and u.deleted_at is null and (u.banned_until is null or u.banned_until < now())"
+                f" returning {USER_COLUMNS}", (entry.user_id,)).fetchone()
+            if user is None:
+                return entry.redirect_to + "#" + urllib.parse.urlencode(OTP_EXPIRED)
+            session_id = str(uuid.uuid4())
+            conn.execute(
+                "insert into auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip)"
+                " values (%s, %s, now(), now(), 'aal1', %s, %s)",
+                (session_id, entry.user_id, (user_agent or "")[:512] or None, ip))
+        answer = self.tokens(entry.user_id, session_id, None, None, None, user, "otp")
+        fragment = urllib.parse.urlencode({
+            "access_token": answer["access_token"], "expires_at": answer["expires_at"],
+            "expires_in": answer["expires_in"], "refresh_token": answer["refresh_token"],
+            "token_type": "bearer", "type": "magiclink"})
+        return entry.redirect_to + "#" + fragment
+
+    @staticmethod
+    def user_json(user):
+        email, phone, app_meta, user_meta, anonymous, user_id, aud, role, confirmed, created, updated, last = user
+        stamp = lambda t: t.isoformat() if t else None  # noqa: E731
+        return {"id": str(user_id), "aud": aud or "authenticated", "role": role or "authenticated",
+                "email": email or "", "email_confirmed_at": stamp(confirmed), "phone": phone or "",
+                "confirmed_at": stamp(confirmed), "last_sign_in_at": stamp(last),
+                "app_metadata": app_meta or {}, "user_metadata": user_meta or {}, "is_anonymous": bool(anonymous),
+                "created_at": stamp(created), "updated_at": stamp(updated)}
+
+    def user_token_grant(self, query, body):
+        """POST /token?grant_type=refresh_token with JSON {refresh_token}: Supabase Auth's
+        own refresh (what auth-js and the browser phone send), for sessions from a link."""
+        grant_type = single(query, "grant_type")
+        if grant_type != "refresh_token":
+            raise grant_error("validation_failed", "grant_type must be refresh_token (the stand-in signs in by"
+                                                   " magic link only)", "unsupported_grant_type")
+        token = body.get("refresh_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise grant_error("validation_failed", "refresh_token is required", "invalid_request")
+        with self.db() as conn:
+            entry, user = self.rotate_refresh(conn, token, None, grant_error)
+        # As Supabase Auth, a refreshed token keeps the session's sign-in method in `amr`.
+        answer = self.tokens(entry.user_id, entry.session_id, None, None, None, user, "otp")
+        answer["user"] = self.user_json(user)
+        return answer
+
+    def logout(self, bearer, query):
+        """POST /logout: ends the bearer's session (scope local, the default here), or all
+        the user's own sessions (global), or all but this one (others). Never OAuth
+        clients' sessions: those end when their grant is revoked."""
+        scope = single(query, "scope") or "local"
+        if scope not in ("local", "global", "others"):
+            raise api_error(400, "validation_failed", "scope must be local, global or others")
+        with self.db() as conn:
+            user_id, _, session_id = self.user_from_bearer(bearer, conn, with_session=True)
+            if scope == "local":
+                gone = [session_id]
+            else:
+                gone = [str(r[0]) for r in conn.execute(
+                    "select id from auth.sessions where user_id = %s and oauth_client_id is null"
+                    " and (%s or id <> %s)", (user_id, scope == "global", session_id)).fetchall()]
+            for sid in gone:
+                self.revoke_session(conn, sid)
 
 
 def with_query(url, **params):
@@ -779,9 +1080,14 @@ PUBLIC_PATHS = {
     "/auth/v1/oauth/authorize": "authorize",
     "/auth/v1/oauth/token": "token",
     "/auth/v1/user/oauth/grants": "grants",
+    "/auth/v1/otp": "otp",
+    "/auth/v1/verify": "verify",
+    "/auth/v1/token": "user_token",
+    "/auth/v1/logout": "logout",
 }
 METHODS = {"metadata": ("GET",), "jwks": ("GET",), "register": ("POST",), "authorize": ("GET",),
-           "token": ("POST",), "grants": ("GET", "DELETE"), "details": ("GET",), "consent": ("POST",)}
+           "token": ("POST",), "grants": ("GET", "DELETE"), "details": ("GET",), "consent": ("POST",),
+           "otp": ("POST",), "verify": ("GET",), "user_token": ("POST",), "logout": ("POST",)}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -947,6 +1253,19 @@ class Handler(BaseHTTPRequestHandler):
                 form = self.form_body()
                 return self.send(200, standin.token(form, bearer, self.headers.get("User-Agent"),
                                                     self.client_address[0]))
+            # Sign-in by magic link: Supabase Auth's own endpoints, its error shape.
+            if route == "otp":
+                body = self.json_body(lambda d: api_error(400, "bad_json", d))
+                return self.send(200, standin.send_magic_link(query, body))
+            if route == "verify":
+                location = standin.verify_link(query, self.headers.get("User-Agent"), self.client_address[0])
+                return self.send(303, None, {"Location": location, "Referrer-Policy": "no-referrer"})
+            if route == "user_token":
+                body = self.json_body(lambda d: grant_error("bad_json", d, "invalid_request"))
+                return self.send(200, standin.user_token_grant(query, body))
+            if route == "logout":
+                standin.logout(bearer, query)
+                return self.send(204)
             self.check_origin()
             if route == "details":
                 return self.send(200, standin.authorization_details(authorization_id, bearer))
@@ -987,21 +1306,130 @@ class Server(ThreadingHTTPServer):
             self.slots.release()
 
 
+class MailboxServer(Server):
+    slots = threading.BoundedSemaphore(MAX_MAILBOX_CONNECTIONS)
+
+
+MESSAGE_RE = re.compile(r"^/api/v1/message/([A-Za-z0-9_-]{1,64})$")
+
+
+class MailboxHandler(BaseHTTPRequestHandler):
+    """The development mailbox, with Mailpit's API shape: GET /api/v1/messages (newest
+    first; `start`, `limit`), GET /api/v1/message/{ID}, DELETE /api/v1/messages (all, or
+    `{"IDs": [...]}`), and a page at / to read them. No CORS, and only a loopback Host
+    (DNS rebinding): no other web page may read the links."""
+    server_version = "whereabot-auth-standin-mailbox"
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    timeout = 15
+    mailbox: Mailbox = None
+    route_label = "-"
+
+    def log_request(self, code="-", size="-"):
+        sys.stderr.write(f"mailbox: {self.command} {self.route_label} {code}\n")
+
+    def log_message(self, format, *args):
+        pass
+
+    def send(self, status, body, content_type="application/json; charset=utf-8", headers=None):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def do_GET(self):
+        self.handle_mailbox()
+
+    def do_DELETE(self):
+        self.handle_mailbox()
+
+    def do_POST(self):
+        self.handle_mailbox()
+
+    def handle_mailbox(self):
+        length = self.headers.get("Content-Length", "0")
+        if self.headers.get("Transfer-Encoding") or not length.isdigit() or int(length) > MAX_BODY:
+            self.close_connection = True
+            self.route_label = "?"
+            return self.send(400, {"error": "bad body"})
+        raw = self.rfile.read(int(length)) if int(length) else b""
+        parts = urllib.parse.urlsplit(self.path)
+        match = MESSAGE_RE.match(parts.path)
+        self.route_label = "/api/v1/message/{id}" if match else parts.path[:80]
+        host = (self.headers.get("Host") or "").rsplit(":", 1)[0].lower()
+        if host not in ("127.0.0.1", "localhost", "[::1]"):
+            return self.send(403, {"error": "the mailbox answers loopback hosts only"})
+        if parts.path == "/api/v1/messages" and self.command == "GET":
+            try:
+                query = urllib.parse.parse_qs(parts.query, max_num_fields=32)
+                start = int(query.get("start", ["0"])[0])
+                limit = int(query.get("limit", ["50"])[0])
+            except ValueError:
+                return self.send(400, {"error": "start and limit must be integers"})
+            return self.send(200, self.mailbox.messages(max(start, 0), min(max(limit, 0), MAX_MAILS) or 50))
+        if parts.path == "/api/v1/messages" and self.command == "DELETE":
+            ids = None
+            if raw.strip():
+                try:
+                    body = json.loads(raw)
+                    ids = body.get("IDs") or body.get("ids") or None
+                    if ids is not None and not all(isinstance(i, str) for i in ids):
+                        raise ValueError
+                except (ValueError, AttributeError, TypeError, RecursionError):
+                    return self.send(400, {"error": "the body must be {\"IDs\": [...]}"})
+            self.mailbox.delete(ids)
+            return self.send(200, b"ok", "text/plain; charset=utf-8")
+        if match and self.command == "GET":
+            mail = self.mailbox.message(match.group(1))
+            if mail is None:
+                return self.send(404, b"message not found", "text/plain; charset=utf-8")
+            return self.send(200, mail)
+        if parts.path == "/" and self.command == "GET":
+            items = "".join(
+                "<article><p><b>" + html.escape(m["Subject"]) + "</b> to " + html.escape(m["To"][0]["Address"]) +
+                " <small>" + html.escape(m["Created"]) + "</small></p>" + m["HTML"] + "</article><hr>"
+                for m in self.mailbox.newest())
+            page = ("<!doctype html><meta charset=utf-8><title>Development mailbox</title>"
+                    "<h1>Development mailbox</h1><p>The auth stand-in's mails, newest first (not a real mail"
+                    " server; reload to see new ones).</p><hr>" + (items or "<p>No mail yet.</p>"))
+            return self.send(200, page.encode(), "text/html; charset=utf-8",
+                             {"Content-Security-Policy": "default-src 'none'", "Referrer-Policy": "no-referrer"})
+        return self.send(404, b"not found", "text/plain; charset=utf-8")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Local development stand-in for Supabase Auth's OAuth 2.1 server."
                                                  " Production never uses it.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("STANDIN_PORT", "54321")))
     parser.add_argument("--database-url", default=os.environ.get("STANDIN_DATABASE_URL"))
+    parser.add_argument("--mailbox-port", type=int, default=int(os.environ.get("STANDIN_MAILBOX_PORT", "54324")),
+                        help="the development mailbox's port on 127.0.0.1 (0: a free port)")
     args = parser.parse_args(argv)
     if not args.database_url:
         parser.error("--database-url (or STANDIN_DATABASE_URL) is required")
     httpd = Server((args.host, args.port), Handler)
+    try:
+        mailbox_httpd = MailboxServer(("127.0.0.1", args.mailbox_port), MailboxHandler)
+    except OSError as error:
+        httpd.server_close()
+        raise SystemExit(f"standin: cannot open the mailbox on 127.0.0.1:{args.mailbox_port}: {error.strerror}"
+                         " (is Mailpit or another stand-in running? --mailbox-port 0 picks a free port)")
     host, port = httpd.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     public_url = os.environ.get("STANDIN_PUBLIC_URL") or f"http://{shown}:{port}"
     Handler.standin = StandIn(args.database_url, public_url)
+    MailboxHandler.mailbox = Handler.standin.mailbox
+    threading.Thread(target=mailbox_httpd.serve_forever, name="mailbox", daemon=True).start()
     print(f"listening on http://{shown}:{port}", flush=True)
+    print(f"mailbox on http://127.0.0.1:{mailbox_httpd.server_address[1]}", flush=True)
     sys.stderr.write("standin: DEVELOPMENT STAND-IN for Supabase Auth's OAuth 2.1 server; never use in production\n")
     try:
         httpd.serve_forever()
@@ -1009,6 +1437,7 @@ def main(argv=None):
         pass
     finally:
         httpd.server_close()
+        mailbox_httpd.server_close()
 
 
 if __name__ == "__main__":
