@@ -104,3 +104,33 @@ def test_connected_agents_are_listed_and_revoked(browser, standin, relays, make_
         assert all(locate_status(relay, other) in (408, 504) for relay in relays)
     finally:
         context.close()
+
+
+def test_the_browser_phone_signs_in_by_magic_link_from_the_mailbox(browser, standin, relays, make_user):
+    """Locally as on Supabase: the page asks for a link, the mail lands in the development
+    mailbox (Mailpit's API), the link opened in another tab signs the page in (the state the
+    page stored is in redirect_to), and the phone socket connects with the stand-in's token."""
+    email = f"ada-{int(time.time() * 1000)}@test.example"
+    context = browser.new_context()
+    page = context.new_page()
+    try:
+        page.goto(relays[0].base + "/app/")
+        page.fill("#email", email)
+        page.click("#email-form button[type=submit]")
+        expect(page.locator("#email-sent")).to_be_visible(timeout=10000)
+        deadline, message = time.monotonic() + 10, None
+        while message is None and time.monotonic() < deadline:
+            status, listing = standin.mail("GET", "/api/v1/messages")
+            message = next((m for m in listing["messages"] if m["To"][0]["Address"] == email), None)
+            time.sleep(0.1)
+        assert message, "the mail reached the mailbox"
+        _, body = standin.mail("GET", f"/api/v1/message/{message['ID']}")
+        link = next(word for word in body["Text"].split() if "/auth/v1/verify?" in word)
+        redirect = urllib.parse.parse_qs(urllib.parse.urlsplit(link).query)["redirect_to"][0]
+        assert redirect.startswith(relays[0].base + "/app/?state=")
+        other = context.new_page()  # opened from the mail: another tab
+        other.goto(link)
+        expect(other.locator("#account")).to_have_text(email, timeout=10000)
+        expect(other.locator("#status")).to_have_text("Connected", timeout=10000)
+    finally:
+        context.close()

@@ -12,7 +12,8 @@ public actor LocateCoordinator {
     public static let defaultGrace: Duration = .seconds(2)
     /// Requests that may wait for one user's phones at once (the 429 cap).
     public static let defaultMaxWaiting = 5
-    /// The owner's cap for resumable requests (each credential has its own cap of 20).
+    /// The owner's cap for tasks and async requests (each credential has its own cap of 20);
+    /// a get_phone_location call keeps the owner's cap of synchronous requests.
     static let maxWaitingDurable = 100
 
     /// One locate as the agent asked it.
@@ -307,7 +308,7 @@ public actor LocateCoordinator {
                 id: id, owner: waiter.request.owner, requester: waiter.request.requester, binding: resumable.binding,
                 clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
                 expiresAt: waiter.expiresAt, keepUntil: keepUntil, durable: durable, wrappedSecret: resumable.wrapped,
-                maxWaiting: Self.maxWaitingDurable)
+                maxWaiting: resumable.callBound == nil ? Self.maxWaitingDurable : maxWaiting)
         }
         return try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,

@@ -12,7 +12,7 @@
 
 const KEY = "whereabot.session";
 const STATES = "whereabot.signin_states";
-const STATE_LIFETIME_MS = 15 * 60 * 1000;  // a Google round trip or an email link opened soon
+const STATE_LIFETIME_MS = 60 * 60 * 1000;  // a Google round trip, or an email link (valid an hour) opened in another tab (SPEC §12)
 const MAX_STATES = 5;                      // a few sign-ins started in parallel (tabs, resent emails)
 
 /** The JWT's claims (no verification: the relay verifies). */
