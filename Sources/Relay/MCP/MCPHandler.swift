@@ -20,9 +20,8 @@ struct MCPHandler: Sendable {
     /// Whether tasks/list can name tasks (a REQUEST_ID_KEY is configured).
     var tasksListed: Bool { locator.requestIDKey != nil }
 
-    /// `MCP_WAIT_SECONDS`'s default and range.
+    /// `MCP_WAIT_SECONDS`'s default (5 to 110 are accepted).
     static let defaultWaitBound: Duration = .seconds(45)
-    static let waitBoundRange = 5...110
 
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
