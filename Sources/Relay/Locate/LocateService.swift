@@ -75,11 +75,14 @@ struct LocateService: Sendable {
     }
 
     /// Waits up to `wait` for request `token` of `agent` and phrases its outcome.
+    /// - Parameter namingWhileWaiting: whether a still-open request's result names whose
+    ///   phone was asked (the tool's waiting text; a poll's status needs no name, and no query).
     /// - Throws: database errors (503 for the caller).
-    func resume(agent: AgentIdentity, token: RequestToken, wait: Duration) async throws -> Resumed {
+    func resume(agent: AgentIdentity, token: RequestToken, wait: Duration, namingWhileWaiting: Bool = false) async throws -> Resumed {
         switch try await coordinator.poll(token, binding: .init(agent), wait: wait, email: agent.email) {
         case .unknown: return .unknown
-        case .waiting(let state): return .waiting(state, person: try await person(owning: state, agent: agent))
+        case .waiting(let state):
+            return .waiting(state, person: namingWhileWaiting ? try await person(owning: state, agent: agent) : nil)
         case .settled(let state, let outcome):
             return .settled(state, phrase(outcome, token: token, shared: try await person(owning: state, agent: agent)))
         }

@@ -72,7 +72,7 @@ extension MCPHandler {
     private func resumeTool(_ token: RequestToken, agent: AgentIdentity) async throws -> [String: Any] {
         if let wait = polls.take(token, by: .init(agent)) { throw RPCError.tooManyPolls(retryAfter: wait) }
         do {
-            switch try await locator.resume(agent: agent, token: token, wait: waitBound) {
+            switch try await locator.resume(agent: agent, token: token, wait: waitBound, namingWhileWaiting: true) {
             case .unknown: return Self.toolError(ResumeText.unknownRequestID)
             case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person))
             case .settled(_, let result): return Self.toolResult(result)

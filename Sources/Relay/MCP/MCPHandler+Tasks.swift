@@ -21,7 +21,7 @@ extension MCPHandler {
             // Blocks until the task ends, at most the wait bound; then the waiting result
             // (the client asks again, or the model calls get_phone_location with request_id).
             let token = try taskToken(params, agent: agent)
-            var result = Self.toolResult(try await task(token, agent: agent, wait: waitBound).result)
+            var result = Self.toolResult(try await task(token, agent: agent, wait: waitBound, naming: true).result)
             result["_meta"] = [MCPRevision.relatedTaskKey: ["taskId": token.text]]
             return result
         case "tasks/cancel":
@@ -70,8 +70,9 @@ extension MCPHandler {
     }
 
     /// The task behind `token` and its result (a waiting result while it is open).
-    private func task(_ token: RequestToken, agent: AgentIdentity, wait: Duration) async throws -> (task: MCPTask, result: LocateService.Result) {
-        switch try await locator.resume(agent: agent, token: token, wait: wait) {
+    private func task(_ token: RequestToken, agent: AgentIdentity, wait: Duration,
+                      naming: Bool = false) async throws -> (task: MCPTask, result: LocateService.Result) {
+        switch try await locator.resume(agent: agent, token: token, wait: wait, namingWhileWaiting: naming) {
         case .unknown:
             throw Self.taskNotFound
         case .waiting(let state, let person):

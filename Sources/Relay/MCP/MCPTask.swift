@@ -56,19 +56,15 @@ struct MCPTask: Equatable {
     var isTerminal: Bool { status != "working" }
 
     /// 2025-11-25's `Task`.
-    var legacy: [String: Any] {
-        var task: [String: Any] = ["taskId": token.text, "status": status, "createdAt": ResumeText.timestamp(createdAt),
-                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), "ttl": ttlMilliseconds,
-                                   "pollInterval": Self.pollIntervalMilliseconds]
-        if let statusMessage { task["statusMessage"] = statusMessage }
-        return task
-    }
+    var legacy: [String: Any] { object(ttl: "ttl", pollInterval: "pollInterval") }
 
-    /// The tasks extension's `Task` (2026-07-28).
-    var modern: [String: Any] {
+    /// The tasks extension's `Task` (2026-07-28): the same fields, its durations named in ms.
+    var modern: [String: Any] { object(ttl: "ttlMs", pollInterval: "pollIntervalMs") }
+
+    private func object(ttl: String, pollInterval: String) -> [String: Any] {
         var task: [String: Any] = ["taskId": token.text, "status": status, "createdAt": ResumeText.timestamp(createdAt),
-                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), "ttlMs": ttlMilliseconds,
-                                   "pollIntervalMs": Self.pollIntervalMilliseconds]
+                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), ttl: ttlMilliseconds,
+                                   pollInterval: Self.pollIntervalMilliseconds]
         if let statusMessage { task["statusMessage"] = statusMessage }
         return task
     }

@@ -31,15 +31,6 @@ function follow(url) {
   location.assign(target.href);
 }
 
-async function call(config, token, path, init = {}) {
-  const response = await fetch(`${config.supabase_url}/auth/v1${path}`, {
-    ...init,
-    headers: { apikey: config.supabase_anon_key || "", Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-  });
-  const body = await response.json().catch(() => ({}));
-  return { status: response.status, body };
-}
-
 async function load(config, id) {
   only("consent-loading");
   const current = session.load();
@@ -53,7 +44,7 @@ async function load(config, id) {
   $("account").hidden = false;
   let details;
   try {
-    details = await call(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}`);
+    details = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}`);
   } catch {
     return fail("Could not reach the sign-in service. Check your connection.", () => load(config, id));
   }
@@ -94,7 +85,7 @@ function render(config, current, id, details) {
 async function decide(config, current, id, action) {
   $("consent-approve").disabled = $("consent-deny").disabled = true;
   try {
-    const answer = await call(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}/consent`,
+    const answer = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}/consent`,
                               { method: "POST", body: JSON.stringify({ action }) });
     if (answer.status === 200 && answer.body.redirect_url) return follow(answer.body.redirect_url);
     fail("This request to connect an agent has expired or was already answered. Start again from your agent.", null);

@@ -3,15 +3,14 @@
 // /auth/v1/user/oauth/grants?client_id=…, each with the user's own access token and the
 // project's apikey). Revoking ends the client's sessions, so the relay refuses its tokens
 // within seconds on every instance. Shown only when the relay names a Supabase project.
+import { authRequest } from "./session.js";
+
 const $ = (id) => document.getElementById(id);
 
 async function call(config, token, method, query = "") {
-  const response = await fetch(`${config.supabase_url}/auth/v1/user/oauth/grants${query}`, {
-    method,
-    headers: { apikey: config.supabase_anon_key || "", Authorization: `Bearer ${token}` },
-  });
-  if (!response.ok) throw new Error(String(response.status));
-  return method === "GET" ? response.json() : null;
+  const { status, body } = await authRequest(config, token, `/user/oauth/grants${query}`, { method });
+  if (status !== (method === "GET" ? 200 : 204)) throw new Error(String(status));
+  return body;
 }
 
 /** Lists the grants of the signed-in account (`token`) with a Revoke button each. */

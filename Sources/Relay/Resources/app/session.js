@@ -160,3 +160,15 @@ export async function emailLink(config, email) {
     return false;
   }
 }
+
+/** A request to Supabase Auth's API (`/auth/v1` + `path`) as the signed-in user, as auth-js
+ * sends it (the user's access token and the project's apikey): `{status, body}`, the body
+ * parsed when it is JSON. Network failures throw. */
+export async function authRequest(config, token, path, init = {}) {
+  const response = await fetch(`${config.supabase_url}/auth/v1${path}`, {
+    ...init,
+    headers: { apikey: config.supabase_anon_key || "", Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+  });
+  const body = await response.json().catch(() => ({}));
+  return { status: response.status, body };
+}
