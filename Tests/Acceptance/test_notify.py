@@ -54,8 +54,13 @@ def open_request(conn, request_id, owner, requester=None, instance="relay-a", se
 
 
 def hello(conn, owner, session, instance, device=None, connection=None):
-    return conn.execute("select relay.device_hello(%s, %s, %s, %s, %s, 'Phone', 'ios', '1.0', now())",
-                        (instance, connection or uuid.uuid4(), owner, session, device or uuid.uuid4())).fetchone()[0]
+    """One socket's hello through relay.device_hellos: {status, pending locate messages}."""
+    result = conn.execute(
+        "select relay.device_hellos(%s, jsonb_build_array(jsonb_build_object('connection', %s::uuid, 'user', %s::uuid,"
+        " 'session', %s::uuid, 'device', %s::uuid, 'name', 'Phone', 'platform', 'ios', 'app_version', '1.0',"
+        " 'opened_at', now())))",
+        (instance, connection or uuid.uuid4(), owner, session, device or uuid.uuid4())).fetchone()[0]
+    return {"status": result["results"][0]["status"], "pending": [p["message"] for p in result["pending"]]}
 
 
 def expires_ms(conn, request_id):

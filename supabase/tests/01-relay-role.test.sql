@@ -1,7 +1,7 @@
 -- The relay's role executes relay.* functions and nothing else; the API roles cannot
 -- execute relay or private functions they were not granted.
 begin;
-select plan(12);
+select plan(13);
 
 select ok(
   (select not rolcanlogin and not rolsuper and not rolbypassrls from pg_roles where rolname = 'whereabot_relay')
@@ -30,6 +30,46 @@ select is_empty($$
   select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
   where n.nspname = 'relay' and not has_function_privilege('whereabot_relay', p.oid, 'EXECUTE')
 $$, 'whereabot_relay may execute every relay function');
+
+-- Exactly the functions the relay calls (Sources/Relay/Database), plus the three that
+-- relay.claim_push calls for its push targets and the always-allow check (granted since
+-- 20261129171200, not called by the relay itself); none of the single-socket forms
+-- (device_hello, device_disconnect, session_state, pending_locates: dropped), nothing
+-- outside relay.
+select set_eq($$
+  select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+  where n.nspname not in ('pg_catalog', 'information_schema', 'extensions', 'auth', 'tests')
+    and has_function_privilege('whereabot_relay', p.oid, 'EXECUTE')
+$$, array[
+        -- called by the relay
+        'relay.agent_key_owner(text)', 'relay.agent_keys(uuid)',
+        'relay.always_allowed_agents(uuid)', 'relay.cancel_durable(uuid,uuid,text,uuid,boolean)',
+        'relay.claim_push(uuid,text,text,integer,integer)', 'relay.client_name(text)',
+        'relay.create_agent_key(uuid,text)', 'relay.delete_web_push_subscriptions(uuid,uuid)',
+        'relay.device_disconnects(uuid[])', 'relay.device_hellos(text,jsonb,integer)',
+        'relay.drain_connections(text)', 'relay.drop_apns_token(text,timestamp with time zone)',
+        'relay.drop_web_push_subscription(text)',
+        'relay.durable_requests(uuid,text,uuid,bigint,uuid,integer)',
+        'relay.durable_state(uuid,uuid,text,uuid,text,boolean)', 'relay.finish(uuid,text,text)',
+        'relay.forget_ended_sessions(integer)', 'relay.heartbeat(text)',
+        'relay.make_durable(uuid,text)', 'relay.mark_delivered(uuid[])',
+        'relay.open_durable_request(uuid,uuid,uuid,text,text,uuid,text,bytea,timestamp with time zone,timestamp with time zone,boolean,bytea,integer)',
+        'relay.open_request(uuid,uuid,uuid,text,text,text,bytea,timestamp with time zone,integer)',
+        'relay.pending_locates_on(text)', 'relay.people_sharing_with(uuid)',
+        'relay.reap(interval,interval)', 'relay.register_instance(text)',
+        'relay.remove_device(uuid,uuid)', 'relay.rename_device(uuid,uuid,text)',
+        'relay.replay_answer(uuid,text)', 'relay.reply_key(uuid,uuid)',
+        'relay.request_replay(uuid[],text)', 'relay.request_states(uuid[])',
+        'relay.resolve_person(uuid,text)', 'relay.revoke_agent_key(uuid,uuid)',
+        'relay.revoked_connections(text)',
+        'relay.save_web_push_subscription(uuid,uuid,text,text,text,text[])',
+        'relay.session_states(uuid[],uuid[])',
+        'relay.set_always_allowed(uuid,text,text,uuid,boolean)',
+        'relay.settle(uuid,uuid,uuid,text,text,text,text)', 'relay.user_devices(uuid)',
+        -- called by relay.claim_push
+        'relay.apns_tokens(uuid)', 'relay.is_always_allowed(uuid,text,uuid)',
+        'relay.web_push_subscriptions(uuid)'],
+  'whereabot_relay may execute exactly the relay functions the relay needs');
 
 select is_empty($$
   select p.oid::regprocedure::text || ' by ' || r

@@ -15,7 +15,7 @@ select is(relay.heartbeat('relay-a'), false, 'a heartbeat of a registered instan
 select is(relay.heartbeat('relay-c'), true, 'a heartbeat of a vanished instance re-creates it and reports the loss');
 
 -- relay-b holds a socket of Ada's phone and waits for one request; then it goes silent.
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now()) ->> 'status', 'ok', 'a phone connects to relay-b');
 select is(relay.open_request('00000000-0000-4000-8000-0000000000e1', tests.get_supabase_uid('ada'), null,
   'agent-key', 'CI', 'relay-b', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds') ->> 'status',

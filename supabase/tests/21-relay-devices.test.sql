@@ -1,4 +1,5 @@
--- relay.device_hello, relay.device_disconnect and relay.pending_locates.
+-- One socket's hello (relay.device_hellos, through tests.device_hello), the pings a hello
+-- returns, and relay.device_disconnects.
 begin;
 select plan(22);
 
@@ -20,7 +21,7 @@ select relay.open_request('00000000-0000-4000-8000-0000000000e1', tests.get_supa
   tests.get_supabase_uid('bob'), '11111111-1111-4111-8111-111111111111', 'Claude', 'relay-a',
   decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds');
 
-insert into stash values ('hello', relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1',
+insert into stash values ('hello', tests.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1',
   tests.get_supabase_uid('ada'), tests.get_session_id('ada'), '00000000-0000-4000-8000-00000000000a', ' Ada''s iPhone ', 'ios', '2.1.0', now()));
 select is((select v ->> 'status' from stash where k = 'hello'), 'ok', 'hello registers a new device');
 select is((select jsonb_array_length(v -> 'pending') from stash where k = 'hello'), 1,
@@ -44,7 +45,7 @@ select results_eq($$ select instance_id, device_id from relay.connections $$,
 
 -- The same device connects again through relay-b: the older socket is replaced.
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0', now()) ->> 'status', 'ok', 'the device says hello again elsewhere');
 reset role;
 select results_eq($$ select id, instance_id from relay.connections $$,
@@ -54,36 +55,44 @@ select is((select name from public.devices where id = '00000000-0000-4000-8000-0
   'an empty name keeps the device''s name');
 
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', '', 'ios', '2.2.0', now()) ->> 'status', 'ok',
   'hello for a live socket again (resync) is harmless');
-select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
+select is(tests.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
   '00000000-0000-4000-8000-00000000000a', 'stolen', 'ios', '1', now()) ->> 'status', 'forbidden',
   'hello with another user''s device_id is forbidden');
-select is(relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-0000000000a9', 'old', 'ios', '1', now()),
   '{"status": "revoked", "pending": []}'::jsonb, 'hello of a removed device reports revoked');
 reset role;
 select is((select count(*)::int from relay.connections), 1, 'forbidden and revoked sockets are not registered');
 
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-a', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   gen_random_uuid(), 'x', 'nokia', '1', now()) ->> 'status', 'invalid', 'hello refuses an unknown platform (status invalid)');
-select throws_ok($$ select relay.device_hello('relay-a', null, tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select throws_ok($$ select tests.device_hello('relay-a', null, tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   gen_random_uuid(), 'x', 'ios', '1', now()) $$, '22004', null, 'hello refuses a null connection id');
-select throws_ok($$ select relay.device_hello('relay-a', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
-  gen_random_uuid(), 'x', 'ios', '1', now()) $$, 'P0002', null, 'hello refuses an unknown user');
-select throws_ok($$ select relay.device_hello('no good', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-a', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(),
+  gen_random_uuid(), 'x', 'ios', '1', now()), '{"status": "revoked", "pending": []}'::jsonb,
+  'hello of an unknown user is refused (status revoked)');
+select throws_ok($$ select tests.device_hello('no good', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   gen_random_uuid(), 'x', 'ios', '1', now()) $$, '22023', null, 'hello refuses a malformed instance id');
 
-select results_eq($$ select owner_id from relay.pending_locates(array[tests.get_supabase_uid('ada'), tests.get_supabase_uid('bob')]) $$,
-  array[tests.get_supabase_uid('ada')], 'pending_locates lists the requests waiting for the given users');
-select throws_ok($$ select * from relay.pending_locates(null) $$, '22023', null, 'pending_locates refuses null');
+select results_eq($$ select (p ->> 'owner')::uuid from jsonb_array_elements(relay.device_hellos('relay-a', jsonb_build_array(
+    jsonb_build_object('connection', '00000000-0000-4000-8000-0000000000c5', 'user', tests.get_supabase_uid('ada'),
+      'session', tests.get_session_id('ada'), 'device', '00000000-0000-4000-8000-00000000000c', 'name', 'iPad',
+      'platform', 'ios', 'app_version', '1', 'opened_at', now()),
+    jsonb_build_object('connection', '00000000-0000-4000-8000-0000000000c6', 'user', tests.get_supabase_uid('bob'),
+      'session', tests.get_session_id('bob'), 'device', '00000000-0000-4000-8000-00000000000b', 'name', 'Phone',
+      'platform', 'ios', 'app_version', '1', 'opened_at', now()))) -> 'pending') p $$,
+  array[tests.get_supabase_uid('ada')], 'a batch of hellos gets the requests waiting for its users, and only those');
+select throws_ok($$ select relay.device_hellos('relay-a', null) $$, '22023', null, 'device_hellos refuses null');
 
-select is(relay.device_disconnect('00000000-0000-4000-8000-0000000000c1'), false,
+select is(relay.device_disconnects(array['00000000-0000-4000-8000-0000000000c1']::uuid[]), 0,
   'disconnecting a replaced socket reports that it was not registered');
-select is(relay.device_disconnect('00000000-0000-4000-8000-0000000000c2'), true, 'disconnecting the live socket removes it');
-select throws_ok($$ select relay.device_disconnect(null) $$, '22004', null, 'device_disconnect refuses null');
+select is(relay.device_disconnects(array['00000000-0000-4000-8000-0000000000c2']::uuid[]), 1,
+  'disconnecting the live socket removes it');
+select throws_ok($$ select relay.device_disconnects(null) $$, '22023', null, 'device_disconnects refuses null');
 
 reset role;
 select * from finish();

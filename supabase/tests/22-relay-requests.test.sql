@@ -22,11 +22,11 @@ grant execute on all functions in schema pg_temp to public;
 select tests.authenticate_as_relay();
 select relay.register_instance('relay-a');
 select relay.register_instance('relay-b');
-select relay.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone A', 'ios', '1', now());
-select relay.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000b', 'Phone B', 'android', '1', now());
-select relay.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
+select tests.device_hello('relay-b', gen_random_uuid(), tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
   '00000000-0000-4000-8000-0000000000bb', 'Bob''s', 'ios', '1', now());
 
 -- ---------------------------------------------------------------- open

@@ -1,4 +1,4 @@
--- relay.agent_key_owner, relay.session_state, relay.client_name.
+-- relay.agent_key_owner, relay.session_states, relay.client_name.
 begin;
 select plan(14);
 
@@ -40,13 +40,14 @@ select is((select last_used_at from public.agent_keys where name = 'CI runner'),
   'last_used_at is touched at most once a minute');
 
 select tests.authenticate_as_relay();
-select is(relay.session_state(tests.get_session_id('ada'), tests.get_supabase_uid('ada')), 'alive',
+select is(relay.session_states(array[tests.get_session_id('ada')], array[tests.get_supabase_uid('ada')]), array['alive'],
   'a live session is alive');
-select is(relay.session_state(tests.get_session_id('ada'), gen_random_uuid()), 'signed_out',
+select is(relay.session_states(array[tests.get_session_id('ada')], array[gen_random_uuid()]), array['signed_out'],
   'a session is alive only for its own user');
-select is(relay.session_state('00000000-0000-4000-8000-0000000000f1', tests.get_supabase_uid('ada')), 'signed_out',
-  'a session past not_after is not alive');
-select throws_ok($$ select relay.session_state(null, null) $$, '22004', null, 'session_state refuses null');
+select is(relay.session_states(array['00000000-0000-4000-8000-0000000000f1']::uuid[], array[tests.get_supabase_uid('ada')]),
+  array['signed_out'], 'a session past not_after is not alive');
+select throws_ok($$ select relay.session_states(array[null]::uuid[], array[null]::uuid[]) $$, '22004', null,
+  'session_states refuses a null session or user');
 
 select results_eq($$ select relay.client_name('11111111-1111-4111-8111-111111111111') $$, array['Claude'],
   'client_name reads the OAuth client''s name');

@@ -1,5 +1,6 @@
--- relay.device_hello / relay.device_disconnect rewrite the device row only when something
--- changed or last_seen_at is older than 30 s (no durable write in a reconnect storm).
+-- A hello (relay.device_hellos) and a disconnect (relay.device_disconnects) rewrite the
+-- device row only when something changed or last_seen_at is older than 30 s (no durable
+-- write in a reconnect storm).
 begin;
 select plan(7);
 
@@ -9,13 +10,13 @@ grant all on stash to public;
 
 select tests.authenticate_as_relay();
 select relay.register_instance('relay-a'), relay.register_instance('relay-b');
-select relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now());
 reset role;
 insert into stash select 'first', ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a';
 
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select is(tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.0', now()) ->> 'status', 'ok', 'the same phone says hello again');
 reset role;
 select is((select ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a'),
@@ -24,7 +25,7 @@ select results_eq($$ select id from relay.connections $$, $$ values ('00000000-0
   'the socket is still replaced');
 
 select tests.authenticate_as_relay();
-select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c3', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1', now());
 reset role;
 select is((select app_version from public.devices where id = '00000000-0000-4000-8000-00000000000a'), '1.1',
@@ -32,7 +33,7 @@ select is((select app_version from public.devices where id = '00000000-0000-4000
 
 update public.devices set last_seen_at = now() - interval '5 minutes' where id = '00000000-0000-4000-8000-00000000000a';
 select tests.authenticate_as_relay();
-select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c4', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1.1', now());
 reset role;
 select is((select last_seen_at from public.devices where id = '00000000-0000-4000-8000-00000000000a'), now(),
@@ -41,7 +42,7 @@ select is((select last_seen_at from public.devices where id = '00000000-0000-400
 delete from stash;
 insert into stash select 'fresh', ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a';
 select tests.authenticate_as_relay();
-select is(relay.device_disconnect('00000000-0000-4000-8000-0000000000c4'), true, 'the socket closes');
+select is(relay.device_disconnects(array['00000000-0000-4000-8000-0000000000c4']::uuid[]), 1, 'the socket closes');
 reset role;
 select is((select ctid from public.devices where id = '00000000-0000-4000-8000-00000000000a'),
   (select v from stash where k = 'fresh'), 'a disconnect right after being seen rewrites nothing');

@@ -7,9 +7,9 @@ select tests.create_supabase_user('bob');
 
 select tests.authenticate_as_relay();
 select relay.register_instance('relay-a'), relay.register_instance('relay-b');
-select relay.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
+select tests.device_hello('relay-a', '00000000-0000-4000-8000-0000000000c1', tests.get_supabase_uid('ada'), tests.get_session_id('ada'),
   '00000000-0000-4000-8000-00000000000a', 'Phone', 'ios', '1', now());
-select relay.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
+select tests.device_hello('relay-b', '00000000-0000-4000-8000-0000000000c2', tests.get_supabase_uid('bob'), tests.get_session_id('bob'),
   '00000000-0000-4000-8000-00000000000b', 'Phone', 'ios', '1', now());
 select relay.open_request('00000000-0000-4000-8000-0000000000e1', tests.get_supabase_uid('ada'), null,
   'agent-key', null, 'relay-b', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds');

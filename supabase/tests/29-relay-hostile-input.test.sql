@@ -33,17 +33,17 @@ select results_eq($$ select owner_id, email from relay.resolve_person(tests.get_
 
 -- ------------------------------------------------------------ sessions
 select relay.register_instance('relay-h');
-select is(relay.session_state(tests.get_session_id('alice'), tests.get_supabase_uid('alice')), 'alive', 'a live session is alive');
-select is(relay.session_state(tests.get_session_id('alice'), tests.get_supabase_uid('victor')), 'signed_out',
+select is(relay.session_states(array[tests.get_session_id('alice')], array[tests.get_supabase_uid('alice')]), array['alive'], 'a live session is alive');
+select is(relay.session_states(array[tests.get_session_id('alice')], array[tests.get_supabase_uid('victor')]), array['signed_out'],
   'a session checked against another user is not alive');
-select is(relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c1', tests.get_supabase_uid('alice'),
+select is(tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c1', tests.get_supabase_uid('alice'),
   tests.get_session_id('alice'), '00000000-0000-4000-8000-0000000001d1', 'Alice phone', 'ios', '1', now()) ->> 'status',
   'ok', 'a phone registers');
 reset role;
 select is((select session_id from public.devices where id = '00000000-0000-4000-8000-0000000001d1'),
   tests.get_session_id('alice'), 'the device remembers the session that registered it');
 select tests.authenticate_as_relay();
-select is(relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c2', tests.get_supabase_uid('alice'),
+select is(tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c2', tests.get_supabase_uid('alice'),
   gen_random_uuid(), '00000000-0000-4000-8000-0000000001d2', 'x', 'ios', '1', now()) ->> 'status',
   'revoked', 'a hello with a session that does not exist is refused');
 select is_empty($$ select relay.revoked_connections('relay-h') $$, 'nothing to close while sessions and devices are fine');
@@ -53,16 +53,16 @@ select tests.authenticate_as('alice');
 update public.devices set revoked_at = now() where id = '00000000-0000-4000-8000-0000000001d1';
 reset role;
 select tests.authenticate_as_relay();
-select is(relay.session_state(tests.get_session_id('alice'), tests.get_supabase_uid('alice')), 'device_removed',
+select is(relay.session_states(array[tests.get_session_id('alice')], array[tests.get_supabase_uid('alice')]), array['device_removed'],
   'removing a device revokes the session that registered it');
-select is(relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c3', tests.get_supabase_uid('alice'),
+select is(tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000001c3', tests.get_supabase_uid('alice'),
   tests.get_session_id('alice'), '00000000-0000-4000-8000-0000000001d3', 'new id', 'ios', '1', now()) ->> 'status',
   'revoked', 'that session cannot register a device again, not even under a new device id');
 select results_eq($$ select relay.revoked_connections('relay-h') $$,
   $$ values ('00000000-0000-4000-8000-0000000001c1'::uuid) $$, 'the heartbeat finds the removed device''s socket');
 select is_empty($$ select relay.revoked_connections('relay-h') $$, 'and removes its row, so it is reported once');
 
-select relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000002c1', tests.get_supabase_uid('victor'),
+select tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000002c1', tests.get_supabase_uid('victor'),
   tests.get_session_id('victor'), '00000000-0000-4000-8000-0000000002d1', 'Victor phone', 'ios', '1', now());
 reset role;
 delete from auth.sessions where id = tests.get_session_id('victor');
@@ -76,14 +76,14 @@ insert into public.devices (id, user_id, platform, session_id)
   values ('00000000-0000-4000-8000-0000000003d1', tests.get_supabase_uid('mallory'), 'ios', tests.get_session_id('trudy'));
 update public.devices set revoked_at = now() where id = '00000000-0000-4000-8000-0000000003d1';
 select tests.authenticate_as_relay();
-select is(relay.session_state(tests.get_session_id('trudy'), tests.get_supabase_uid('trudy')), 'alive',
+select is(relay.session_states(array[tests.get_session_id('trudy')], array[tests.get_supabase_uid('trudy')]), array['alive'],
   'removing a device that names someone else''s session revokes nothing');
 
 -- ------------------------------------------------------------ stale hello, socket cap
-select is(relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000004c2', tests.get_supabase_uid('trudy'),
+select is(tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000004c2', tests.get_supabase_uid('trudy'),
   tests.get_session_id('trudy'), '00000000-0000-4000-8000-0000000004d1', 'T', 'web', '1', now()) ->> 'status',
   'ok', 'a socket opened now registers');
-select is(relay.device_hello('relay-h', '00000000-0000-4000-8000-0000000004c1', tests.get_supabase_uid('trudy'),
+select is(tests.device_hello('relay-h', '00000000-0000-4000-8000-0000000004c1', tests.get_supabase_uid('trudy'),
   tests.get_session_id('trudy'), '00000000-0000-4000-8000-0000000004d1', 'T', 'web', '1', now() - interval '5 seconds') ->> 'status',
   'replaced', 'a late hello from a socket opened earlier does not replace the live one');
 reset role;
@@ -91,11 +91,11 @@ select results_eq($$ select id from relay.connections where device_id = '0000000
   $$ values ('00000000-0000-4000-8000-0000000004c2'::uuid) $$, 'the live socket stays registered');
 select tests.authenticate_as_relay();
 
-select is(relay.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
+select is(tests.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
   gen_random_uuid(), 'T', 'web', '1', now(), 2) ->> 'status', 'ok', 'a second device of the user registers');
-select is(relay.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
+select is(tests.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
   gen_random_uuid(), 'T', 'web', '1', now(), 2) ->> 'status', 'too_many', 'a socket past the per-user cap is refused');
-select is(relay.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
+select is(tests.device_hello('relay-h', gen_random_uuid(), tests.get_supabase_uid('trudy'), tests.get_session_id('trudy'),
   '00000000-0000-4000-8000-0000000004d1', 'T', 'web', '1', now(), 2) ->> 'status', 'ok',
   'a device replacing its own socket is not counted against the cap');
 

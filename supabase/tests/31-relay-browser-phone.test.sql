@@ -27,7 +27,9 @@ select relay.open_request('11111111-0000-4000-8000-000000000001', tests.get_supa
   E'Claude\u202E\n', 'relay-a', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds', 5);
 select relay.open_request('11111111-0000-4000-8000-000000000002', tests.get_supabase_uid('ada'), null, 'nameless',
   null, 'relay-a', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds', 5);
-select results_eq($$ select message ->> 'agent_name' from relay.pending_locates(array[tests.get_supabase_uid('ada')]) $$,
+select results_eq($$ select p ->> 'agent_name' from jsonb_array_elements(tests.device_hello('relay-a', gen_random_uuid(),
+  tests.get_supabase_uid('ada'), tests.get_session_id('ada'), '00000000-0000-4000-8000-00000000000a', '', 'web', null, now())
+  -> 'pending') p $$,
   array['Claude', null], 'pings carry the agent''s cleaned name, or null when unknown');
 
 -- ---------------------------------------------------------------- Web Push subscriptions

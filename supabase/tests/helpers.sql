@@ -129,4 +129,21 @@ returns void
 language sql
 as $$ select tests.act_as('whereabot_relay', null) $$;
 
+-- One socket's hello through relay.device_hellos (the relay has no single-socket form):
+-- {status, pending}, pending being the locate messages of the pings waiting for the user.
+-- Security invoker, so it proves what the calling role (the relay's) may do.
+create or replace function tests.device_hello(
+  p_instance text, p_connection uuid, p_user uuid, p_session uuid, p_device uuid,
+  p_name text, p_platform text, p_app_version text, p_opened_at timestamptz, p_max_sockets int default 20)
+returns jsonb
+language sql
+as $$
+  select jsonb_build_object(
+    'status', r -> 'results' -> 0 ->> 'status',
+    'pending', coalesce((select jsonb_agg(p -> 'message') from jsonb_array_elements(r -> 'pending') p), '[]'::jsonb))
+  from relay.device_hellos(p_instance, jsonb_build_array(jsonb_build_object(
+    'connection', p_connection, 'user', p_user, 'session', p_session, 'device', p_device, 'name', p_name,
+    'platform', p_platform, 'app_version', p_app_version, 'opened_at', p_opened_at)), p_max_sockets) r
+$$;
+
 grant execute on all functions in schema tests to public;
