@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "Loop", targets: ["Loop"]),
         .library(name: "PGBus", targets: ["PGBus"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "Crypto", targets: ["Crypto"]),
         .library(name: "Push", targets: ["Push"]),
         .library(name: "Relay", targets: ["Relay"]),
     ],
@@ -26,14 +27,16 @@ let package = Package(
         .target(name: "Loop", dependencies: ["CSystem"]),
         .target(name: "PGBus", dependencies: ["CLibPQ", "Loop"]),
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL", "Loop"]),
+        // base64url, SHA-256, HMAC, HKDF, AES-GCM, X25519 and P-256 over OpenSSL, for everyone.
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
-        .target(name: "Push", dependencies: ["CSystem", "CCurl", "COpenSSL"]),
-        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Push", "CSystem", "COpenSSL"],
+        .target(name: "Push", dependencies: ["CSystem", "CCurl", "Crypto"]),
+        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Crypto", "Push", "CSystem", "COpenSSL"],
                 resources: [.copy("Resources/app")]),
-        .executableTarget(name: "whereabot", dependencies: ["Relay", "Push"]),
+        .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
-        .executableTarget(name: "push-bench", dependencies: ["Push"], path: "Benchmarks/PushBench"),
+        .executableTarget(name: "push-bench", dependencies: ["Crypto", "Push"], path: "Benchmarks/PushBench"),
         .executableTarget(name: "locate-load", dependencies: ["HTTPServer"], path: "Benchmarks/LocateLoad"),
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
@@ -41,8 +44,9 @@ let package = Package(
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "PGBusTests", dependencies: ["PGBus", "Loop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem", "Loop"]),
-        .testTarget(name: "PushTests", dependencies: ["Push", "HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "PushTests", dependencies: ["Crypto", "Push", "HTTPServer"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Crypto", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 import Foundation
 
 // libFuzzer entry for JWTVerifier (the header and claims of every bearer token). The
@@ -25,9 +25,5 @@ public func fuzzJWT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 /// HMAC-SHA256 with the fuzz secret, so that fuzzed claims pass the signature check.
 func fuzzHMAC(_ message: [UInt8]) -> [UInt8] {
-    var digest = [UInt8](repeating: 0, count: 32)
-    var length: UInt32 = 0
-    let key = Array(fuzzSecret.utf8)
-    _ = HMAC(EVP_sha256(), key, Int32(key.count), message, message.count, &digest, &length)
-    return digest
+    Digest.hmacSHA256(key: Array(fuzzSecret.utf8), message)
 }

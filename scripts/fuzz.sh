@@ -22,9 +22,9 @@ messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAc
           Sources/Relay/Locate/JSONValue.swift Sources/Relay/Locate/JSONText.swift Sources/Relay/Locate/UUIDText.swift
           Sources/Relay/AgentFailure.swift)
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
-      Sources/Relay/Auth/Base64URL.swift Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
+      Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
 
-push=(Sources/Push/PushHTTP.swift Sources/Push/PushDelivery.swift Sources/Push/PushCrypto.swift
+push=(Sources/Push/PushHTTP.swift Sources/Push/PushDelivery.swift
       Sources/Push/APNsResponse.swift Sources/Push/WebPushResponse.swift)
 
 sources_of() {
@@ -34,8 +34,8 @@ sources_of() {
     PushEndpoint) echo Sources/Push/PushEndpoint.swift ;;
     PhoneMessage) echo "${messages[@]}" ;;
     MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift \
-                     Sources/Relay/Locate/DurableParams.swift Sources/Relay/Sealing/RequestToken.swift Sources/Relay/Sealing/Crypto.swift \
-                     Sources/Relay/Sealing/ReplyKey.swift Sources/Relay/Sealing/X25519KeyPool.swift Sources/Relay/Auth/Base64URL.swift ;;
+                     Sources/Relay/Locate/DurableParams.swift Sources/Relay/Sealing/RequestToken.swift \
+                     Sources/Relay/Sealing/ReplyKey.swift Sources/Relay/Sealing/X25519KeyPool.swift ;;
     JWT) echo "${auth[@]}" ;;
     Notification) echo "${messages[@]}" Sources/Relay/Server/RelayNotification.swift Sources/Relay/Auth/AgentKey.swift ;;
     PushResponse) echo "${push[@]}" ;;
@@ -43,12 +43,21 @@ sources_of() {
   esac
 }
 
+# The Crypto module, instrumented like the targets, that every target links (its base64url
+# and key parsers are on the fuzzed paths).
+echo "fuzz: building the Crypto module"
+rm -f "$out/libCrypto.a"
+swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name Crypto -I Sources/COpenSSL \
+  -emit-library -static -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
+  Sources/Crypto/*.swift -o "$out/libCrypto.a" 2>&1 | grep -v "warning:" || true
+[ -f "$out/libCrypto.a" ] || die "building the Crypto module for the fuzz targets failed"
+
 for target in $targets; do
   echo "fuzz: building $target"
   rm -f "$out/$target"  # a binary from an earlier run must not pass for this build
   # shellcheck disable=SC2046
   swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget \
-    -I Sources/COpenSSL -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
+    -I Sources/COpenSSL -I "$out" -L "$out" -lCrypto -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
     | grep -v "warning:" || true
   [ -x "$out/$target" ] || die "building the $target fuzz target failed"
   mkdir -p "$out/corpus-$target"

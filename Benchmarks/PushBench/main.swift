@@ -1,6 +1,7 @@
 // `push-bench`: APNs pushes per second through the Push module's transport to a (fake)
 // APNs, with how many connections it opened. Prints numbers, asserts nothing.
 //   push-bench URL CA_FILE KEY_FILE KEY_ID TEAM_ID TOPIC COUNT CONCURRENCY
+import Crypto
 import Foundation
 import Push
 

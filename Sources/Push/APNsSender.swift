@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Sends notifications to APNs over HTTP/2 with token authentication (PUSH.md §3), and
@@ -152,7 +153,7 @@ public final class APNsSender: Sendable {
     /// `apns-id` for one (request, stage, target): a version-4-shaped UUID from SHA-256 of
     /// the parts, the same on every retry.
     public static func notificationID(_ parts: String...) -> String {
-        var bytes = Array(PushCrypto.sha256(Array(parts.joined(separator: "\u{0}").utf8)).prefix(16))
+        var bytes = Array(Digest.sha256(Array(parts.joined(separator: "\u{0}").utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x40
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         let hex = bytes.map { String(format: "%02X", $0) }.joined()

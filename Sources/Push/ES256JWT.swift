@@ -1,11 +1,12 @@
+import Crypto
 import Foundation
 
 /// A compact JWS signed with ES256, as APNs provider tokens and VAPID use it.
 enum ES256JWT {
     /// `base64url(header).base64url(claims).base64url(r ‖ s)`; header and claims are JSON text.
     static func sign(header: String, claims: String, key: P256Key) throws -> String {
-        let input = PushBase64URL.encode(Array(header.utf8)) + "." + PushBase64URL.encode(Array(claims.utf8))
-        return input + "." + PushBase64URL.encode(try key.signES256(Array(input.utf8)))
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        return input + "." + Base64URL.encode(try key.signES256(Array(input.utf8)))
     }
 
     /// A JSON string literal (quotes and escapes) for `text`.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// How one push to one target ended, in the words of the metric
@@ -58,5 +59,5 @@ public struct PushDelivery: Sendable, Equatable {
 
 /// The first 8 hex digits of SHA-256 of a device token or endpoint: what logs may show.
 public func pushTargetFingerprint(_ target: String) -> String {
-    PushCrypto.sha256(Array(target.utf8)).prefix(4).map { String(format: "%02x", $0) }.joined()
+    Digest.sha256(Array(target.utf8)).prefix(4).map { String(format: "%02x", $0) }.joined()
 }

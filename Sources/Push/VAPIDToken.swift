@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Synchronization
 
@@ -27,7 +28,7 @@ public final class VAPIDToken: Sendable {
         self.key = key
         self.subject = subject
         self.clock = clock
-        self.publicKey = PushBase64URL.encode(key.publicPoint)
+        self.publicKey = Base64URL.encode(key.publicPoint)
     }
 
     /// `mailto:user@host` (host not localhost) or `https://host…`.

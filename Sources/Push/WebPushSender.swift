@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// Sends RFC 8030 Web Push messages: RFC 8291 encryption, RFC 8292 VAPID, and the
@@ -82,11 +83,11 @@ public final class WebPushSender: Sendable {
         let body: [UInt8]
         let authorization: String
         do {
-            guard let p256dh = PushBase64URL.decode(message.subscription.p256dh),
-                  let auth = PushBase64URL.decode(message.subscription.auth) else { throw PushCryptoError.badKey }
+            guard let p256dh = Base64URL.decode(message.subscription.p256dh),
+                  let auth = Base64URL.decode(message.subscription.auth) else { throw CryptoError.badKey }
             body = try WebPushEncryption.encrypt(message.payload, p256dh: p256dh, auth: auth)
             authorization = try vapid.authorization(for: message.subscription.endpoint)
-        } catch PushCryptoError.payloadTooLarge {
+        } catch WebPushEncryptionError.payloadTooLarge {
             return PushDelivery(result: .rejected, reason: "payload too large")
         } catch {
             return PushDelivery(result: .rejected, reason: "bad subscription keys")

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPServer
 import PGBus
@@ -91,7 +92,7 @@ enum PhoneCommand {
     private static func registerAPNsToken(_ hex: String, environment apnsEnvironment: String, device: UUID, token: String,
                                           settings: [String: String]) async throws {
         let parts = token.split(separator: ".")
-        guard parts.count == 3, let claims = PushBase64URL.decode(String(parts[1])),
+        guard parts.count == 3, let claims = Base64URL.decode(String(parts[1])),
               let json = String(bytes: claims, encoding: .utf8) else { throw CommandError.usage("--token is not a JWT") }
         try await TokenCommand.withAdminConnection(settings) { db in
             // RLS admits the row once the relay has taken the hello (the device row exists):

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @testable import Push
 import Testing
@@ -56,7 +57,7 @@ import Testing
         let vapid = try VAPIDToken(key: key, subject: "mailto:ops@whereabot.example", clock: clock.function)
         let header = try vapid.authorization(for: "https://FCM.googleapis.com:443/fcm/send/abc?x=1")
         #expect(header.hasPrefix("vapid t="))
-        #expect(header.hasSuffix(", k=\(PushBase64URL.encode(key.publicPoint))"))
+        #expect(header.hasSuffix(", k=\(Base64URL.encode(key.publicPoint))"))
         let token = String(header.dropFirst(8).prefix { $0 != "," })
         let jwt = try DecodedJWT(token, publicPoint: key.publicPoint)
         #expect(jwt.header["typ"] as? String == "JWT")

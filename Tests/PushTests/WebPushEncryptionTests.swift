@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @testable import Push
 import Testing
@@ -6,13 +7,13 @@ import Testing
 @Suite struct WebPushEncryptionTests {
     /// The RFC 8291 §5 example, byte for byte, given its sender key and salt.
     @Test func reproducesTheRFC8291Example() throws {
-        let sender = try P256Key(rawPrivate: try #require(PushBase64URL.decode("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw")))
+        let sender = try P256Key(rawPrivate: try #require(Base64URL.decode("yfWPiYE-n46HLnH0KqZOF1fJJU3MYrct3AELtAQ-oRw")))
         let body = try WebPushEncryption.encrypt(
             Array("When I grow up, I want to be a watermelon".utf8),
-            p256dh: try #require(PushBase64URL.decode("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4")),
-            auth: try #require(PushBase64URL.decode("BTBZMqHH6r4Tts7J_aSIgg")),
-            senderKey: sender, salt: try #require(PushBase64URL.decode("DGv6ra1nlYgDCS1FRnbzlw")))
-        #expect(PushBase64URL.encode(body) ==
+            p256dh: try #require(Base64URL.decode("BCVxsr7N_eNgVRqvHtD0zTZsEc6-VV-JvLexhqUzORcxaOzi6-AYWXvTBHm4bjyPjs7Vd8pZGH6SRpkNtoIAiw4")),
+            auth: try #require(Base64URL.decode("BTBZMqHH6r4Tts7J_aSIgg")),
+            senderKey: sender, salt: try #require(Base64URL.decode("DGv6ra1nlYgDCS1FRnbzlw")))
+        #expect(Base64URL.encode(body) ==
             "DGv6ra1nlYgDCS1FRnbzlwAAEABBBP4z9KsN6nGRTbVYI_c7VJSPQTBtkgcy27mlmlMoZIIgDll6e3vCYLocInmYWAmS6TlzAC8wEqKK6PBru3jl7A_yl95bQpu6cVPTpK4Mqgkf1CXztLVBSt2Ks3oZwbuwXPXLWyouBWLVWGNWQexSgSxsj_Qulcy4a-fN")
     }
 
@@ -27,7 +28,7 @@ import Testing
         #expect(one.count == 86 + 3 + 1 + 16)
         let largest = try WebPushEncryption.encrypt([UInt8](repeating: 65, count: 3993), p256dh: receiver.publicPoint, auth: auth)
         #expect(largest.count == 4096)
-        #expect(throws: PushCryptoError.payloadTooLarge) {
+        #expect(throws: WebPushEncryptionError.payloadTooLarge) {
             try WebPushEncryption.encrypt([UInt8](repeating: 65, count: 3994), p256dh: receiver.publicPoint, auth: auth)
         }
     }
@@ -37,9 +38,9 @@ import Testing
         let receiver = try P256Key.generate()
         var offCurve = receiver.publicPoint
         offCurve[64] ^= 1
-        #expect(throws: PushCryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: offCurve, auth: [UInt8](repeating: 0, count: 16)) }
-        #expect(throws: PushCryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: Array(receiver.publicPoint.prefix(33)), auth: [UInt8](repeating: 0, count: 16)) }
-        #expect(throws: PushCryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: receiver.publicPoint, auth: [1, 2]) }
+        #expect(throws: CryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: offCurve, auth: [UInt8](repeating: 0, count: 16)) }
+        #expect(throws: CryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: Array(receiver.publicPoint.prefix(33)), auth: [UInt8](repeating: 0, count: 16)) }
+        #expect(throws: CryptoError.badKey) { try WebPushEncryption.encrypt([1], p256dh: receiver.publicPoint, auth: [1, 2]) }
     }
 
     /// Keys load from PKCS#8 PEM (Apple's .p8) and raw scalars; other curves and garbage are refused.
@@ -50,11 +51,11 @@ import Testing
         let again = try P256Key(rawPrivate: key.rawPrivate)
         #expect(again.publicPoint == key.publicPoint)
         let p384 = try opensslPEM(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
-        #expect(throws: PushCryptoError.badKey) { try P256Key(pem: p384) }
-        #expect(throws: PushCryptoError.badKey) { try P256Key(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
-        #expect(throws: PushCryptoError.badKey) { try P256Key(rawPrivate: [UInt8](repeating: 0, count: 32)) }
-        #expect(throws: PushCryptoError.badKey) { try P256Key(rawPrivate: [UInt8](repeating: 0xFF, count: 32)) }
-        #expect(throws: PushCryptoError.badKey) { try P256Key(rawPrivate: [1, 2, 3]) }
+        #expect(throws: CryptoError.badKey) { try P256Key(pem: p384) }
+        #expect(throws: CryptoError.badKey) { try P256Key(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
+        #expect(throws: CryptoError.badKey) { try P256Key(rawPrivate: [UInt8](repeating: 0, count: 32)) }
+        #expect(throws: CryptoError.badKey) { try P256Key(rawPrivate: [UInt8](repeating: 0xFF, count: 32)) }
+        #expect(throws: CryptoError.badKey) { try P256Key(rawPrivate: [1, 2, 3]) }
     }
 
     /// ES256 signatures verify, and ECDH agrees from both sides.
@@ -63,7 +64,10 @@ import Testing
         for _ in 0..<20 {
             let signature = try one.signES256(Array("message".utf8))
             #expect(signature.count == 64)
-            #expect(DecodedJWT.verify(Array("message".utf8), signature: signature, key: try P256Key(publicPoint: one.publicPoint)))
+            let verifier = try P256Key(publicPoint: one.publicPoint)
+            #expect(verifier.verifyES256(signature, message: Array("message".utf8)))
+            #expect(!verifier.verifyES256(signature, message: Array("massage".utf8)))
+            #expect(!(try P256Key(publicPoint: two.publicPoint)).verifyES256(signature, message: Array("message".utf8)))
         }
         #expect(try one.sharedSecret(with: P256Key(publicPoint: two.publicPoint)) == two.sharedSecret(with: P256Key(publicPoint: one.publicPoint)))
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 @testable import Relay
 import Testing
@@ -29,7 +30,7 @@ import Testing
         let sealed = try Sealing.seal(Array("fix".utf8), to: token.replyKey().publicKey, requestID: token.id)
         let same = try #require(RequestToken(parsing: token.text))
         #expect(try same.replyKey().open(sealed, requestID: token.id) == Array("fix".utf8))
-        #expect(throws: SealError.cannotOpen) { try RequestToken().replyKey().open(sealed, requestID: token.id) }
+        #expect(throws: CryptoError.cannotOpen) { try RequestToken().replyKey().open(sealed, requestID: token.id) }
     }
 
     @Test func aWrappedSecretUnwrapsOnlyUnderItsKeyAndForItsRow() throws {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Relay
 import Testing
@@ -12,13 +13,13 @@ import Testing
         let sealed = try Sealing.seal(fix, to: waiter.publicKey, requestID: request)
         #expect(try waiter.open(sealed, requestID: request) == fix)
         #expect(!sealed.contains("52.52"))
-        #expect(throws: SealError.cannotOpen) { try ReplyKey().open(sealed, requestID: request) }
+        #expect(throws: CryptoError.cannotOpen) { try ReplyKey().open(sealed, requestID: request) }
     }
 
     @Test func sealedAnswerIsBoundToItsRequest() throws {
         let waiter = try ReplyKey()
         let sealed = try Sealing.seal(fix, to: waiter.publicKey, requestID: UUID())
-        #expect(throws: SealError.cannotOpen) { try waiter.open(sealed, requestID: UUID()) }
+        #expect(throws: CryptoError.cannotOpen) { try waiter.open(sealed, requestID: UUID()) }
     }
 
     @Test func alteredAnswerDoesNotOpen() throws {
@@ -26,9 +27,9 @@ import Testing
         let request = UUID()
         var bytes = Array(Data(base64Encoded: try Sealing.seal(fix, to: waiter.publicKey, requestID: request))!)
         bytes[50] ^= 0x01
-        #expect(throws: SealError.cannotOpen) { try waiter.open(Data(bytes).base64EncodedString(), requestID: request) }
-        #expect(throws: SealError.cannotOpen) { try waiter.open("not base64!", requestID: request) }
-        #expect(throws: SealError.cannotOpen) { try waiter.open("AAAA", requestID: request) }
+        #expect(throws: CryptoError.cannotOpen) { try waiter.open(Data(bytes).base64EncodedString(), requestID: request) }
+        #expect(throws: CryptoError.cannotOpen) { try waiter.open("not base64!", requestID: request) }
+        #expect(throws: CryptoError.cannotOpen) { try waiter.open("AAAA", requestID: request) }
     }
 
     @Test func sealingTwiceGivesDifferentCiphertexts() throws {
@@ -38,8 +39,8 @@ import Testing
     }
 
     @Test func badRecipientKeysAreRefused() throws {
-        #expect(throws: SealError.badKey) { try Sealing.seal(fix, to: [1, 2, 3], requestID: UUID()) }
-        #expect(throws: SealError.badKey) { try Sealing.seal(fix, to: [UInt8](repeating: 0, count: 32), requestID: UUID()) }
+        #expect(throws: CryptoError.badKey) { try Sealing.seal(fix, to: [1, 2, 3], requestID: UUID()) }
+        #expect(throws: CryptoError.badKey) { try Sealing.seal(fix, to: [UInt8](repeating: 0, count: 32), requestID: UUID()) }
     }
 
     /// A full location stays far below relay.settle's 6000-character limit for `sealed`.

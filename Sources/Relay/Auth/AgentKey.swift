@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 
 /// Agent keys (`wb_` + 64 hex digits): recognized by shape, looked up only by SHA-256.
 public enum AgentKey {
@@ -10,9 +10,7 @@ public enum AgentKey {
 
     /// The lowercase hex SHA-256 of the key, as `agent_keys.key_hash` stores it.
     public static func hash(_ key: String) -> String {
-        let bytes = Array(key.utf8)
-        var digest = [UInt8](repeating: 0, count: 32)
-        _ = bytes.withUnsafeBufferPointer { SHA256($0.baseAddress, $0.count, &digest) }
+        let digest = Digest.sha256(Array(key.utf8))
         let hex = Array("0123456789abcdef".utf8)
         return String(decoding: digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 0x0F)]] }, as: UTF8.self)
     }

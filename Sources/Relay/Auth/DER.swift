@@ -1,5 +1,5 @@
-/// The few DER (X.690) encodings JWT verification needs: SubjectPublicKeyInfo for RSA and
-/// P-256 keys from a JWK, and ECDSA signatures from JWS's raw r||s form.
+/// The few DER (X.690) encodings JWT verification needs: SubjectPublicKeyInfo for an RSA
+/// key from a JWK (P-256 keys and signatures are Crypto's `P256Key`).
 enum DER {
     static func length(_ count: Int) -> [UInt8] {
         if count < 0x80 { return [UInt8(count)] }
@@ -27,22 +27,8 @@ enum DER {
 
     /// rsaEncryption (1.2.840.113549.1.1.1) with NULL parameters.
     static let rsaAlgorithm: [UInt8] = sequence([0x06, 0x09, 0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01], [0x05, 0x00])
-    /// id-ecPublicKey (1.2.840.10045.2.1) on prime256v1 (1.2.840.10045.3.1.7).
-    static let p256Algorithm: [UInt8] = sequence([0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01],
-                                                 [0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07])
-
     /// SubjectPublicKeyInfo of an RSA key.
     static func rsaPublicKey(modulus: [UInt8], exponent: [UInt8]) -> [UInt8] {
         sequence(rsaAlgorithm, bitString(sequence(unsignedInteger(modulus), unsignedInteger(exponent))))
-    }
-
-    /// SubjectPublicKeyInfo of a P-256 key from its 32-byte coordinates.
-    static func p256PublicKey(x: [UInt8], y: [UInt8]) -> [UInt8] {
-        sequence(p256Algorithm, bitString([0x04] + x + y))
-    }
-
-    /// ECDSA-Sig-Value from JWS's 64-byte r||s.
-    static func ecdsaSignature(raw: [UInt8]) -> [UInt8] {
-        sequence(unsignedInteger(Array(raw[0..<32])), unsignedInteger(Array(raw[32..<64])))
     }
 }

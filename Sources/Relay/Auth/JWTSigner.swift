@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 import Foundation
 
 /// Signs HS256 tokens like Supabase Auth does, for development (`whereabot token`) only:
@@ -9,10 +9,7 @@ public enum JWTSigner {
         let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))
         let payload = Base64URL.encode(Array(try JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)))
         let input = Array("\(header).\(payload)".utf8)
-        let key = Array(secret.utf8)
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        _ = HMAC(EVP_sha256(), key, Int32(key.count), input, input.count, &digest, &length)
+        let digest = Digest.hmacSHA256(key: Array(secret.utf8), input)
         return "\(header).\(payload).\(Base64URL.encode(digest))"
     }
 }

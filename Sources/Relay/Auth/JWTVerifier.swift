@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 import Foundation
 
 /// Verifies Supabase access tokens (RFC 7519 JWS compact form).
@@ -69,10 +69,7 @@ public struct JWTVerifier: Sendable {
         switch header["alg"] as? String {
         case "HS256":
             guard let hmacSecret else { throw .unknownKey }
-            var digest = [UInt8](repeating: 0, count: 32)
-            var length: UInt32 = 0
-            _ = HMAC(EVP_sha256(), hmacSecret, Int32(hmacSecret.count), message, message.count, &digest, &length)
-            guard length == 32, signature.count == 32, CRYPTO_memcmp(digest, signature, 32) == 0 else { throw .badSignature }
+            guard Digest.constantTimeEqual(Digest.hmacSHA256(key: hmacSecret, message), signature) else { throw .badSignature }
         case "RS256":
             try verifyWithKey(kind: .rsa, kid: kid, signature: signature, message: message)
         case "ES256":

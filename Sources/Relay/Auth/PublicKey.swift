@@ -1,3 +1,4 @@
+import Crypto
 import COpenSSL
 
 /// A public key from a JWKS (RSA or EC P-256), ready for signature checks with OpenSSL.
@@ -8,22 +9,30 @@ final class PublicKey: @unchecked Sendable {
         case p256
     }
 
-    let kind: Kind
-    let kid: String?
-    private let key: OpaquePointer
-
-    private init(kind: Kind, kid: String?, subjectPublicKeyInfo der: [UInt8]) throws {
-        let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-            var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &pointer, buffer.count)
-        }
-        guard let key else { throw AuthError.badKey }
-        self.kind = kind
-        self.kid = kid
-        self.key = key
+    /// The key itself: an RSA EVP_PKEY (immutable, safe to share) or a P-256 key.
+    private enum Material {
+        case rsa(OpaquePointer)
+        case p256(P256Key)
     }
 
-    deinit { EVP_PKEY_free(key) }
+    let kid: String?
+    private let material: Material
+
+    private init(kid: String?, material: Material) {
+        self.kid = kid
+        self.material = material
+    }
+
+    deinit {
+        if case .rsa(let key) = material { EVP_PKEY_free(key) }
+    }
+
+    var kind: Kind {
+        switch material {
+        case .rsa: .rsa
+        case .p256: .p256
+        }
+    }
 
     /// Reads one JWK; nil for key types and curves we do not use (skipped, not an error).
     static func fromJWK(_ jwk: [String: Any]) throws -> PublicKey? {
@@ -33,12 +42,18 @@ final class PublicKey: @unchecked Sendable {
         case "RSA":
             guard let n = (jwk["n"] as? String).flatMap(Base64URL.decode), let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
                   n.count >= 256 else { throw AuthError.badKey }
-            return try PublicKey(kind: .rsa, kid: kid, subjectPublicKeyInfo: DER.rsaPublicKey(modulus: n, exponent: e))
+            let der = DER.rsaPublicKey(modulus: n, exponent: e)
+            let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
+                var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
+                return d2i_PUBKEY(nil, &pointer, buffer.count)
+            }
+            guard let key else { throw AuthError.badKey }
+            return PublicKey(kid: kid, material: .rsa(key))
         case "EC":
             guard jwk["crv"] as? String == "P-256" else { return nil }
             guard let x = (jwk["x"] as? String).flatMap(Base64URL.decode), let y = (jwk["y"] as? String).flatMap(Base64URL.decode),
-                  x.count == 32, y.count == 32 else { throw AuthError.badKey }
-            return try PublicKey(kind: .p256, kid: kid, subjectPublicKeyInfo: DER.p256PublicKey(x: x, y: y))
+                  x.count == 32, y.count == 32, let key = try? P256Key(publicPoint: [0x04] + x + y) else { throw AuthError.badKey }
+            return PublicKey(kid: kid, material: .p256(key))
         default:
             return nil
         }
@@ -46,16 +61,14 @@ final class PublicKey: @unchecked Sendable {
 
     /// Whether `signature` (JWS form) signs `message` with SHA-256 under this key.
     func verify(signature: [UInt8], message: [UInt8]) -> Bool {
-        let der: [UInt8]
-        switch kind {
-        case .rsa: der = signature
-        case .p256:
-            guard signature.count == 64 else { return false }
-            der = DER.ecdsaSignature(raw: signature)
+        switch material {
+        case .p256(let key):
+            return key.verifyES256(signature, message: message)
+        case .rsa(let key):
+            guard let context = EVP_MD_CTX_new() else { return false }
+            defer { EVP_MD_CTX_free(context) }
+            return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
+                && EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
         }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
-        return EVP_DigestVerify(context, der, der.count, message, message.count) == 1
     }
 }

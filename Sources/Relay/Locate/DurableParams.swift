@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 
 /// What agents send about durable requests, decoded strictly (fuzzed in the MCPRequest

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Push
 
@@ -87,7 +88,7 @@ public enum PushSettings {
         guard let encoded = value("VAPID_PRIVATE_KEY"), let subject = value("VAPID_SUBJECT") else { return nil }
         let key: P256Key
         do {
-            guard let scalar = PushBase64URL.decode(encoded) else { throw PushCryptoError.badKey }
+            guard let scalar = Base64URL.decode(encoded) else { throw CryptoError.badKey }
             key = try P256Key(rawPrivate: scalar)
         } catch {
             throw Invalid(variable: "VAPID_PRIVATE_KEY", problem: "not a base64url P-256 private key (see `whereabot vapid-keys`)")

@@ -1,11 +1,11 @@
-import COpenSSL
+import Crypto
 import Foundation
 
 /// A waiting instance's per-request X25519 key pair. Its public half goes into
 /// `relay.pending_requests.reply_key`; the answer is sealed to it, so a location crosses
 /// Postgres (NOTIFY payload, WAL, logs) only as ciphertext.
 public final class ReplyKey: @unchecked Sendable {
-    private let key: OpaquePointer
+    private let key: X25519Key
 
     /// A fresh key pair (generated ahead of time when the pool has one).
     public init() throws {
@@ -14,27 +14,22 @@ public final class ReplyKey: @unchecked Sendable {
 
     /// The key pair of a 32-byte private key (a resumable request's, derived from its token).
     init(privateKey raw: [UInt8]) throws {
-        guard raw.count == 32, let key = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, nil, raw, 32) else { throw SealError.badKey }
-        self.key = key
+        key = try X25519Key(privateKey: raw)
     }
 
-    deinit { EVP_PKEY_free(key) }
-
     /// The 32-byte public key.
-    public var publicKey: [UInt8] { X25519.rawPublicKey(key) }
+    public var publicKey: [UInt8] { key.publicKey }
 
     /// Opens an answer sealed to this key for `requestID`.
-    /// - Throws: `SealError.cannotOpen` when it was sealed to another key or request, or
+    /// - Throws: `CryptoError.cannotOpen` when it was sealed to another key or request, or
     ///   was altered.
     public func open(_ sealed: String, requestID: UUID) throws -> [UInt8] {
         guard let bytes = Data(base64Encoded: sealed).map(Array.init),
-              bytes.count >= Sealing.overhead else { throw SealError.cannotOpen }
+              bytes.count >= Sealing.overhead else { throw CryptoError.cannotOpen }
         let ephemeral = Array(bytes[0..<32])
         let nonce = Array(bytes[32..<44])
         let body = Array(bytes[44...])
-        let peer = try X25519.publicKey(raw: ephemeral)
-        defer { EVP_PKEY_free(peer) }
-        let shared = try X25519.derive(key, peer)
+        let shared = try key.sharedSecret(with: X25519Key(publicKey: ephemeral))
         let symmetric = try Sealing.key(shared: shared, ephemeral: ephemeral, recipient: publicKey, requestID: requestID)
         return try AESGCM.open(body, key: symmetric, nonce: nonce, aad: Sealing.aad(requestID))
     }
@@ -53,16 +48,12 @@ public enum Sealing {
 
     /// Seals `plaintext` to `recipient` (a 32-byte X25519 public key) for `requestID`.
     public static func seal(_ plaintext: [UInt8], to recipient: [UInt8], requestID: UUID) throws -> String {
-        guard recipient.count == 32 else { throw SealError.badKey }
+        let peer = try X25519Key(publicKey: recipient)
         let ephemeral = try X25519KeyPool.shared.take()
-        defer { EVP_PKEY_free(ephemeral) }
-        let peer = try X25519.publicKey(raw: recipient)
-        defer { EVP_PKEY_free(peer) }
-        let shared = try X25519.derive(ephemeral, peer)
-        let ephemeralPublic = X25519.rawPublicKey(ephemeral)
+        let shared = try ephemeral.sharedSecret(with: peer)
+        let ephemeralPublic = ephemeral.publicKey
         let symmetric = try key(shared: shared, ephemeral: ephemeralPublic, recipient: recipient, requestID: requestID)
-        var nonce = [UInt8](repeating: 0, count: 12)
-        guard RAND_bytes(&nonce, 12) == 1 else { throw SealError.crypto }
+        let nonce = try SecureRandom.bytes(12)
         let body = try AESGCM.seal(plaintext, key: symmetric, nonce: nonce, aad: aad(requestID))
         return Data(ephemeralPublic + nonce + body).base64EncodedString()
     }
@@ -72,14 +63,4 @@ public enum Sealing {
     static func key(shared: [UInt8], ephemeral: [UInt8], recipient: [UInt8], requestID: UUID) throws -> [UInt8] {
         try HKDF.sha256(secret: shared, salt: ephemeral + recipient, info: label + aad(requestID), length: 32)
     }
-}
-
-/// Why sealing or opening failed (no detail: nothing about keys or content leaks).
-public enum SealError: Error, Equatable, Sendable {
-    /// A key was not 32 bytes or not a valid X25519 key.
-    case badKey
-    /// The sealed answer is not for this key or request, or it was altered.
-    case cannotOpen
-    /// OpenSSL failed.
-    case crypto
 }

@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 import Foundation
 
 /// The `request_id` (and MCP task id) of a resumable request: `wbr_` and 32 base64url
@@ -23,14 +23,12 @@ public struct RequestToken: Sendable, Hashable {
 
     /// A fresh token.
     public init() throws {
-        var secret = [UInt8](repeating: 0, count: Self.secretBytes)
-        guard RAND_bytes(&secret, Int32(Self.secretBytes)) == 1 else { throw SealError.crypto }
-        try self.init(secret: secret)
+        try self.init(secret: SecureRandom.bytes(Self.secretBytes))
     }
 
     /// The token of `secret` (24 bytes).
     init(secret: [UInt8]) throws {
-        guard secret.count == Self.secretBytes else { throw SealError.badKey }
+        guard secret.count == Self.secretBytes else { throw CryptoError.badKey }
         self.secret = secret
         let bytes = try HKDF.sha256(secret: secret, salt: [], info: Array("whereabot request id v1".utf8), length: 16)
         id = UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
@@ -59,8 +57,7 @@ public struct RequestToken: Sendable, Hashable {
     /// The secret sealed under `key` (32 bytes, the instances' REQUEST_ID_KEY), so that
     /// tasks/list can name the request again; 12-byte nonce | ciphertext | tag.
     public func wrapped(under key: [UInt8]) throws -> [UInt8] {
-        var nonce = [UInt8](repeating: 0, count: 12)
-        guard RAND_bytes(&nonce, 12) == 1 else { throw SealError.crypto }
+        let nonce = try SecureRandom.bytes(12)
         return nonce + (try AESGCM.seal(secret, key: key, nonce: nonce, aad: Self.wrapAAD(id)))
     }
 

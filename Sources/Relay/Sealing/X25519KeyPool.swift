@@ -1,4 +1,4 @@
-import COpenSSL
+import Crypto
 import Foundation
 import Synchronization
 
@@ -14,31 +14,24 @@ final class X25519KeyPool: Sendable {
     static let shared = X25519KeyPool(capacity: 128)
 
     private let capacity: Int
-    private let state: Mutex<(keys: [Key], refilling: Bool)>
-
-    /// A generated key pair waiting in the pool (owned by the pool until taken).
-    private struct Key: @unchecked Sendable { let pointer: OpaquePointer }
+    private let state: Mutex<(keys: [X25519Key], refilling: Bool)>
 
     init(capacity: Int) {
         self.capacity = max(1, capacity)
         self.state = Mutex(([], false))
     }
 
-    deinit {
-        state.withLock { $0.keys.forEach { EVP_PKEY_free($0.pointer) } }
-    }
-
-    /// A fresh key pair the caller owns (and frees): from the pool, or generated now.
-    func take() throws -> OpaquePointer {
-        let (key, refill) = state.withLock { state -> (Key?, Bool) in
+    /// A fresh key pair, handed out once: from the pool, or generated now.
+    func take() throws -> X25519Key {
+        let (key, refill) = state.withLock { state -> (X25519Key?, Bool) in
             let key = state.keys.popLast()
             let refill = !state.refilling && state.keys.count < capacity / 2
             if refill { state.refilling = true }
             return (key, refill)
         }
         if refill { startRefill() }
-        if let key { return key.pointer }
-        return try X25519.generate()
+        if let key { return key }
+        return try X25519Key.generate()
     }
 
     /// Keys waiting now (for tests).
@@ -47,12 +40,12 @@ final class X25519KeyPool: Sendable {
     private func startRefill() {
         let thread = Thread { [self] in
             while true {
-                guard let key = try? X25519.generate() else {
+                guard let key = try? X25519Key.generate() else {
                     state.withLock { $0.refilling = false }
                     return
                 }
                 let full = state.withLock { state -> Bool in
-                    state.keys.append(Key(pointer: key))
+                    state.keys.append(key)
                     if state.keys.count >= capacity { state.refilling = false }
                     return !state.refilling
                 }

@@ -1,5 +1,4 @@
 import COpenSSL
-import Foundation
 
 /// A P-256 (prime256v1) key through OpenSSL 3's EVP interface: the APNs provider key
 /// (PKCS#8 PEM), the VAPID key (a raw 32-byte scalar), Web Push's one-message keys, and a
@@ -19,28 +18,23 @@ public final class P256Key: @unchecked Sendable {
 
     /// A fresh private key.
     public static func generate() throws -> P256Key {
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw PushCryptoError.openSSL }
-        defer { EVP_PKEY_CTX_free(context) }
-        var key: OpaquePointer?
-        guard EVP_PKEY_keygen_init(context) == 1, EVP_PKEY_CTX_set_group_name(context, "P-256") == 1,
-              EVP_PKEY_generate(context, &key) == 1, let key else { throw PushCryptoError.openSSL }
-        return P256Key(key, isPrivate: true)
+        P256Key(try KeyAgreement.generate("EC", group: "P-256"), isPrivate: true)
     }
 
     /// A private key from PEM (PKCS#8 "PRIVATE KEY" or SEC1 "EC PRIVATE KEY"), such as an
     /// APNs `.p8` file. Throws `badKey` for anything else, another curve included.
     public convenience init(pem: String) throws {
         let bytes = Array(pem.utf8)
-        guard bytes.count < 16_384, let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw PushCryptoError.badKey }
+        guard bytes.count < 16_384, let bio = BIO_new_mem_buf(bytes, Int32(bytes.count)) else { throw CryptoError.badKey }
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw PushCryptoError.badKey }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else { throw CryptoError.badKey }
         try self.init(checking: key, isPrivate: true)
     }
 
     /// A private key from its raw 32-byte scalar (VAPID's format); the public key is derived.
     public convenience init(rawPrivate scalar: [UInt8]) throws {
         guard scalar.count == 32, scalar.contains(where: { $0 != 0 }), scalar.lexicographicallyPrecedes(Self.order) else {
-            throw PushCryptoError.badKey
+            throw CryptoError.badKey
         }
         // SEC1 ECPrivateKey { version 1, privateKey, [0] prime256v1 } without the public key:
         // OpenSSL computes it (and refuses a scalar outside 1 … n−1).
@@ -50,7 +44,7 @@ public final class P256Key: @unchecked Sendable {
             var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_PrivateKey(EVP_PKEY_EC, nil, &pointer, buffer.count)
         }
-        guard let key else { throw PushCryptoError.badKey }
+        guard let key else { throw CryptoError.badKey }
         try self.init(checking: key, isPrivate: true)
     }
 
@@ -61,7 +55,7 @@ public final class P256Key: @unchecked Sendable {
     /// A public key from its 65-byte uncompressed point (04 ‖ x ‖ y); a point off the curve
     /// is refused.
     public convenience init(publicPoint point: [UInt8]) throws {
-        guard point.count == 65, point[0] == 0x04 else { throw PushCryptoError.badKey }
+        guard point.count == 65, point[0] == 0x04 else { throw CryptoError.badKey }
         // SubjectPublicKeyInfo { id-ecPublicKey prime256v1, BIT STRING point }.
         let der: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
                             0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00] + point
@@ -69,7 +63,7 @@ public final class P256Key: @unchecked Sendable {
             var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
             return d2i_PUBKEY(nil, &pointer, buffer.count)
         }
-        guard let key else { throw PushCryptoError.badKey }
+        guard let key else { throw CryptoError.badKey }
         try self.init(checking: key, isPrivate: false)
     }
 
@@ -80,7 +74,7 @@ public final class P256Key: @unchecked Sendable {
               EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1,
               String(cString: name) == "prime256v1" else {
             EVP_PKEY_free(key)
-            throw PushCryptoError.badKey
+            throw CryptoError.badKey
         }
         self.key = key
         self.isPrivate = isPrivate
@@ -107,40 +101,55 @@ public final class P256Key: @unchecked Sendable {
 
     /// An ES256 (JWS) signature: ECDSA P-256 over SHA-256, as the 64-byte r ‖ s.
     public func signES256(_ message: [UInt8]) throws -> [UInt8] {
-        guard isPrivate, let context = EVP_MD_CTX_new() else { throw PushCryptoError.openSSL }
+        guard isPrivate, let context = EVP_MD_CTX_new() else { throw CryptoError.failed }
         defer { EVP_MD_CTX_free(context) }
         var length = 0
         guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1,
-              EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw PushCryptoError.openSSL }
+              EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw CryptoError.failed }
         var der = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else { throw PushCryptoError.openSSL }
+        guard EVP_DigestSign(context, &der, &length, message, message.count) == 1 else { throw CryptoError.failed }
         return try Self.rawSignature(der: Array(der.prefix(length)))
+    }
+
+    /// Whether `signature` (JWS's 64-byte r ‖ s) is this key's ES256 signature of `message`.
+    public func verifyES256(_ signature: [UInt8], message: [UInt8]) -> Bool {
+        guard signature.count == 64, let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        let der = Self.derSignature(raw: signature)
+        return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
+            && EVP_DigestVerify(context, der, der.count, message, message.count) == 1
     }
 
     /// ECDH with `peer`: the 32-byte shared x coordinate.
     public func sharedSecret(with peer: P256Key) throws -> [UInt8] {
-        guard isPrivate, let context = EVP_PKEY_CTX_new(key, nil) else { throw PushCryptoError.openSSL }
-        defer { EVP_PKEY_CTX_free(context) }
-        var secret = [UInt8](repeating: 0, count: 32)
-        var length = 32
-        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.key) == 1,
-              EVP_PKEY_derive(context, &secret, &length) == 1, length == 32 else { throw PushCryptoError.badKey }
-        return secret
+        guard isPrivate else { throw CryptoError.failed }
+        return try KeyAgreement.derive(key, peer.key)
+    }
+
+    /// A DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs) from JWS's 64-byte r ‖ s.
+    static func derSignature(raw: [UInt8]) -> [UInt8] {
+        func integer(_ bytes: ArraySlice<UInt8>) -> [UInt8] {
+            var magnitude = Array(bytes.drop { $0 == 0 })
+            if magnitude.isEmpty || magnitude[0] & 0x80 != 0 { magnitude.insert(0, at: 0) }
+            return [0x02, UInt8(magnitude.count)] + magnitude
+        }
+        let content = integer(raw[0..<32]) + integer(raw[32..<64])
+        return [0x30, UInt8(content.count)] + content
     }
 
     /// JWS's r ‖ s from a DER ECDSA-Sig-Value (SEQUENCE of two INTEGERs of at most 33
     /// bytes, so their lengths are in the short form).
     static func rawSignature(der: [UInt8]) throws -> [UInt8] {
-        guard der.count >= 8, der[0] == 0x30 else { throw PushCryptoError.openSSL }
+        guard der.count >= 8, der[0] == 0x30 else { throw CryptoError.failed }
         var index = der[1] & 0x80 == 0 ? 2 : 2 + Int(der[1] & 0x7F)
         var raw: [UInt8] = []
         for _ in 0..<2 {
-            guard index + 2 <= der.count, der[index] == 0x02 else { throw PushCryptoError.openSSL }
+            guard index + 2 <= der.count, der[index] == 0x02 else { throw CryptoError.failed }
             let length = Int(der[index + 1])
             index += 2
-            guard length <= 33, index + length <= der.count else { throw PushCryptoError.openSSL }
+            guard length <= 33, index + length <= der.count else { throw CryptoError.failed }
             let magnitude = der[index..<index + length].drop { $0 == 0 }
-            guard magnitude.count <= 32 else { throw PushCryptoError.openSSL }
+            guard magnitude.count <= 32 else { throw CryptoError.failed }
             raw += [UInt8](repeating: 0, count: 32 - magnitude.count) + magnitude
             index += length
         }
