@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "PGBus", targets: ["PGBus"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Crypto", targets: ["Crypto"]),
+        .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Push", targets: ["Push"]),
         .library(name: "Relay", targets: ["Relay"]),
     ],
@@ -29,11 +30,13 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL", "Loop"]),
         // base64url, SHA-256, HMAC, HKDF, AES-GCM, X25519 and P-256 over OpenSSL, for everyone.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // The strict JSON parser and writer every peer, database and log payload goes through.
+        .target(name: "JSON"),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
-        .target(name: "Push", dependencies: ["CSystem", "CCurl", "Crypto"]),
-        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Crypto", "Push", "CSystem", "COpenSSL"],
+        .target(name: "Push", dependencies: ["CSystem", "CCurl", "Crypto", "JSON"]),
+        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Crypto", "JSON", "Push", "CSystem", "COpenSSL"],
                 resources: [.copy("Resources/app")]),
-        .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "Push"]),
+        .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "JSON", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
         .executableTarget(name: "pgbus-bench", dependencies: ["PGBus"], path: "Benchmarks/PGBusBench"),
         .executableTarget(name: "push-bench", dependencies: ["Crypto", "Push"], path: "Benchmarks/PushBench"),
@@ -45,8 +48,9 @@ let package = Package(
         .testTarget(name: "PGBusTests", dependencies: ["PGBus", "Loop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem", "Loop"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
+        .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PushTests", dependencies: ["Crypto", "Push", "HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Crypto", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]

@@ -19,7 +19,7 @@ http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.
       Sources/HTTPServer/WebSocketFrameDecoder.swift)
 messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAccountRequest.swift Sources/Relay/Server/DeviceCredential.swift Sources/Relay/DisplayText.swift
           Sources/Relay/Database/RelayMessages.swift Sources/Relay/Locate/LocationFix.swift
-          Sources/Relay/Locate/JSONValue.swift Sources/Relay/Locate/JSONText.swift Sources/Relay/Locate/UUIDText.swift
+          Sources/Relay/Locate/JSONValue+UUID.swift Sources/Relay/Locate/UUIDText.swift
           Sources/Relay/AgentFailure.swift)
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
       Sources/Relay/Auth/AuthError.swift Sources/Relay/Auth/JWTClaims.swift)
@@ -43,21 +43,23 @@ sources_of() {
   esac
 }
 
-# The Crypto module, instrumented like the targets, that every target links (its base64url
-# and key parsers are on the fuzzed paths).
-echo "fuzz: building the Crypto module"
-rm -f "$out/libCrypto.a"
-swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name Crypto -I Sources/COpenSSL \
-  -emit-library -static -emit-module -emit-module-path "$out/Crypto.swiftmodule" \
-  Sources/Crypto/*.swift -o "$out/libCrypto.a" 2>&1 | grep -v "warning:" || true
-[ -f "$out/libCrypto.a" ] || die "building the Crypto module for the fuzz targets failed"
+# The Crypto and JSON modules, instrumented like the targets, that every target links (their
+# base64url, key and JSON parsers are on the fuzzed paths).
+for module in Crypto JSON; do
+  echo "fuzz: building the $module module"
+  rm -f "$out/lib$module.a"
+  swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name "$module" -I Sources/COpenSSL \
+    -emit-library -static -emit-module -emit-module-path "$out/$module.swiftmodule" \
+    Sources/"$module"/*.swift -o "$out/lib$module.a" 2>&1 | grep -v "warning:" || true
+  [ -f "$out/lib$module.a" ] || die "building the $module module for the fuzz targets failed"
+done
 
 for target in $targets; do
   echo "fuzz: building $target"
   rm -f "$out/$target"  # a binary from an earlier run must not pass for this build
   # shellcheck disable=SC2046
   swiftc -O -sanitize=fuzzer,address -parse-as-library -module-name FuzzTarget \
-    -I Sources/COpenSSL -I "$out" -L "$out" -lCrypto -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
+    -I Sources/COpenSSL -I "$out" -L "$out" -lCrypto -lJSON -lcrypto $(sources_of "$target") "Fuzz/${target}Fuzz.swift" -o "$out/$target" 2>&1 \
     | grep -v "warning:" || true
   [ -x "$out/$target" ] || die "building the $target fuzz target failed"
   mkdir -p "$out/corpus-$target"

@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the locate

@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// What a phone asks of its own account over its socket (APP.md §A.3): its Web Push

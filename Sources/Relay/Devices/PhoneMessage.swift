@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// A message from a phone (SPEC §5), decoded defensively: every byte comes from a peer.

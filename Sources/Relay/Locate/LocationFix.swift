@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// A location fix as it travels sealed from the holder of the answering phone to the

@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// The texts of durable requests (SPEC §11), for both transports; docs/openapi.yaml and

@@ -1,3 +1,4 @@
+import JSON
 import Foundation
 
 /// One notification of the relay's channels, decoded from its JSON payload; nil for a

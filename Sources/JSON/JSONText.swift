@@ -4,17 +4,18 @@ import Foundation
 /// the phone's ping, the sealed fix): no JSONSerialization, JSONEncoder or date formatter
 /// per call. Keys are written in the order given; values are escaped as RFC 8259 requires
 /// (and `/` is left alone, as `.withoutEscapingSlashes` does).
-struct JSONText {
-    private(set) var text = "{"
+public struct JSONText {
+    /// The object so far (without its closing brace).
+    public private(set) var text = "{"
     private var empty = true
 
     /// Starts an object.
-    init() {
+    public init() {
         text.reserveCapacity(256)
     }
 
     /// The finished object.
-    var object: String { text + "}" }
+    public var object: String { text + "}" }
 
     private mutating func key(_ name: String) {
         if !empty { text += "," }
@@ -24,39 +25,39 @@ struct JSONText {
     }
 
     /// `"name":"value"`, or `"name":null` for nil.
-    mutating func string(_ name: String, _ value: String?) {
+    public mutating func string(_ name: String, _ value: String?) {
         key(name)
         if let value { Self.appendQuoted(value, to: &text) } else { text += "null" }
     }
 
     /// `"name":number`, or `"name":null` for nil; integral values without a fraction.
-    mutating func number(_ name: String, _ value: Double?) {
+    public mutating func number(_ name: String, _ value: Double?) {
         key(name)
         text += value.map(Self.number) ?? "null"
     }
 
     /// `"name":integer`.
-    mutating func integer(_ name: String, _ value: Int64) {
+    public mutating func integer(_ name: String, _ value: Int64) {
         key(name)
         text += String(value)
     }
 
     /// `"name":<json>` for an object or array written elsewhere (or null).
-    mutating func raw(_ name: String, _ json: String?) {
+    public mutating func raw(_ name: String, _ json: String?) {
         key(name)
         text += json ?? "null"
     }
 
     /// A number as JSON: integral values below 2^53 as integers, others in Swift's
     /// shortest round-trip form; NaN and infinities (which JSON cannot hold) as null.
-    static func number(_ value: Double) -> String {
+    public static func number(_ value: Double) -> String {
         guard value.isFinite else { return "null" }
         if value == value.rounded(), abs(value) < 9_007_199_254_740_992 { return String(Int64(value)) }
         return String(value)
     }
 
     /// Appends `value` as a JSON string.
-    static func appendQuoted(_ value: String, to text: inout String) {
+    public static func appendQuoted(_ value: String, to text: inout String) {
         // Most values (ids, names) need no escape: one scan of their bytes, one append.
         if value.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x22 && $0 != 0x5C }) {
             text += "\""
@@ -92,7 +93,7 @@ struct JSONText {
     }
 
     /// `value` as a JSON string.
-    static func quoted(_ value: String) -> String {
+    public static func quoted(_ value: String) -> String {
         var text = ""
         appendQuoted(value, to: &text)
         return text
@@ -100,7 +101,7 @@ struct JSONText {
 
     /// An instant as RFC 3339 UTC with milliseconds (`2026-11-30T00:53:20.120Z`), computed
     /// from the epoch milliseconds without a formatter.
-    static func timestamp(milliseconds: Int64) -> String {
+    public static func timestamp(milliseconds: Int64) -> String {
         let (days, millisecondOfDay) = floorDivision(milliseconds, 86_400_000)
         // Howard Hinnant's civil_from_days.
         let z = days + 719_468

@@ -1,27 +1,34 @@
 import Foundation
 
-/// A parsed JSON value (RFC 8259), from a small strict parser for the relay's hot paths:
-/// phone messages, notification payloads, the database's JSON results and the sealed fix.
-/// No Foundation parser and no `Codable` machinery per message.
+/// A JSON value (RFC 8259) and the one strict parser for every peer, database and log
+/// payload: phone messages, MCP and HTTP bodies, JWTs and JWKS, notification payloads,
+/// the database's JSON results, push services' responses and the sealed fix. No Foundation
+/// parser and no `Codable` machinery per message. `text` (JSONValue+Text) writes one.
 ///
 /// Strict and bounded: anything RFC 8259 does not allow (trailing commas, comments, bare
 /// control characters in strings, lone surrogates, leading zeros, `NaN`) is refused,
 /// nesting deeper than `maximumDepth` is refused, and a number that overflows a Double
 /// parses but has no `number` (so a field holding 1e400 is a bad value, not a bad message). Every peer byte that reaches it is fuzzed
 /// (`Fuzz/PhoneMessageFuzz.swift`, `Fuzz/NotificationFuzz.swift`).
-enum JSONValue: Equatable, Sendable {
+public enum JSONValue: Equatable, Sendable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number (IEEE double, as JavaScript reads JSON).
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object (member order is not kept: the writer sorts keys).
     case object([String: JSONValue])
 
     /// The deepest nesting of arrays and objects accepted.
-    static let maximumDepth = 32
+    public static let maximumDepth = 32
 
     /// Parses `text`; nil unless it is exactly one JSON value (with optional whitespace).
-    static func parse(_ text: String) -> JSONValue? {
+    public static func parse(_ text: String) -> JSONValue? {
         var text = text
         return text.withUTF8 { bytes in
             var parser = Parser(bytes: bytes)
@@ -32,36 +39,34 @@ enum JSONValue: Equatable, Sendable {
     }
 
     /// The member `key` of an object (nil for other values or a missing key).
-    subscript(key: String) -> JSONValue? {
+    public subscript(key: String) -> JSONValue? {
         if case .object(let members) = self { members[key] } else { nil }
     }
 
     /// The string, if this is one.
-    var string: String? {
+    public var string: String? {
         if case .string(let value) = self { value } else { nil }
     }
 
     /// The number, if this is one and finite.
-    var number: Double? {
+    public var number: Double? {
         if case .number(let value) = self, value.isFinite { value } else { nil }
     }
 
     /// The number as an Int64 when it is integral and in range.
-    var integer: Int64? {
+    public var integer: Int64? {
         guard let number, number == number.rounded(), abs(number) < 9.2e18 else { return nil }
         return Int64(number)
     }
 
     /// The boolean, if this is one.
-    var bool: Bool? {
+    public var bool: Bool? {
         if case .bool(let value) = self { value } else { nil }
     }
 
-    /// The string as a UUID, if it is one.
-    var uuid: UUID? { string.flatMap(UUIDText.parse) }
 
     /// Whether this is `null`.
-    var isNull: Bool { self == .null }
+    public var isNull: Bool { self == .null }
 
     private struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
