@@ -37,14 +37,6 @@ log_statement = 'none'
 CONF
 }
 
-apply_shim() {
-  local db=$1
-  for file in "$ROOT"/supabase/local/*.sql; do
-    psql_strict "$(admin_url "$db")" -f "$file" >/dev/null
-  done
-  psql_strict "$(admin_url "$db")" -c "alter role postgres password '$ADMIN_PASSWORD'" >/dev/null
-}
-
 # Gives the relay's role (created NOLOGIN by a migration) a login for this cluster.
 enable_relay_login() {
   local db=$1
@@ -81,10 +73,8 @@ case "${1:-}" in
     ;;
   reset-test)
     running || die "the cluster is not running (run: make db)"
-    psql_strict "$(admin_url)" -c "drop database if exists $TEST_DB with (force)" >/dev/null
-    psql_strict "$(admin_url)" -c "create database $TEST_DB owner postgres" >/dev/null
-    apply_shim "$TEST_DB"
-    DATABASE_URL=$(owner_url "$TEST_DB") "$ROOT/scripts/migrate.sh" >/dev/null
+    fresh_database "$TEST_DB"
+    apply_migrations "$TEST_DB"
     enable_relay_login "$TEST_DB"
     psql_strict "$(admin_url "$TEST_DB")" -f "$ROOT/supabase/tests/helpers.sql" >/dev/null
     ;;

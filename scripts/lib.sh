@@ -40,5 +40,27 @@ psql_strict() { psql -X -q -v ON_ERROR_STOP=1 "$@"; }
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
+# The Supabase shim (supabase/local/*.sql) applied to database $1, as the bootstrap superuser.
+apply_shim() {
+  local db=$1
+  for file in "$ROOT"/supabase/local/*.sql; do
+    psql_strict "$(admin_url "$db")" -f "$file" >/dev/null
+  done
+  psql_strict "$(admin_url "$db")" -c "alter role postgres password '$ADMIN_PASSWORD'" >/dev/null
+}
+
+# Database $1 dropped if it exists and created again, owned by the migration role, with the shim.
+fresh_database() {
+  local db=$1
+  psql_strict "$(admin_url)" -c "drop database if exists $db with (force)" >/dev/null
+  psql_strict "$(admin_url)" -c "create database $db owner postgres" >/dev/null
+  apply_shim "$db"
+}
+
+# Every pending migration applied to database $1 as the migration role (scripts/migrate.sh).
+apply_migrations() {
+  DATABASE_URL=$(owner_url "$1") "$ROOT/scripts/migrate.sh" >/dev/null
+}
+
 # NOTICEs ("already exists, skipping") are noise in re-runnable scripts.
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
