@@ -1,0 +1,131 @@
+-- =============================================================================
+-- Relay credential checks: agent keys, sessions, OAuth client names
+-- =============================================================================
+-- A socket is only as good as the session behind its token. Signing out deletes the
+-- session's auth.sessions row; removing a device revokes the session that registered it
+-- (private.revoked_sessions, 11_devices.sql).
+
+-- -----------------------------------------------------------------------------
+-- relay.agent_key_owner(key_hash) → user_id, key_id, key_name, email (no row: refuse)
+-- -----------------------------------------------------------------------------
+-- The relay hashes the presented key (SHA-256, hex) and never sends the plaintext here.
+-- last_used_at is touched at most once a minute per key to spare writes.
+create or replace function relay.agent_key_owner(p_key_hash text)
+returns table (user_id uuid, key_id uuid, key_name text, email text)
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  if p_key_hash is null or p_key_hash !~ '^[0-9a-f]{64}$' then
+    raise exception 'key_hash must be 64 lowercase hex digits' using errcode = '22023';
+  end if;
+  update public.agent_keys k set last_used_at = now()
+  where k.key_hash = p_key_hash and k.revoked_at is null
+    and (k.last_used_at is null or k.last_used_at < now() - interval '1 minute');
+  return query
+    select k.user_id, k.id, k.name, u.email::text
+    from public.agent_keys k
+    join auth.users u on u.id = k.user_id
+    where k.key_hash = p_key_hash and k.revoked_at is null
+      and (u.banned_until is null or u.banned_until < now()) and u.deleted_at is null;
+end;
+$$;
+comment on function relay.agent_key_owner(text) is
+  'The owner of the live agent key with this SHA-256 hash, or no row.';
+
+-- -----------------------------------------------------------------------------
+-- relay.session_states(sessions, users) → alive | signed_out | device_removed, in order
+-- -----------------------------------------------------------------------------
+-- The relay checks a token's session before a phone's socket opens, and a hello checks it
+-- again (private.register_socket); in a reconnect storm the checks of many sockets go as
+-- one call (at most 1000 pairs). signed_out: no auth.sessions row of that user, or past
+-- not_after; device_removed: revoked by removing its device.
+create or replace function relay.session_states(p_sessions uuid[], p_users uuid[])
+returns text[]
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_sessions is null or p_users is null or cardinality(p_sessions) <> cardinality(p_users)
+     or cardinality(p_sessions) > 1000 then
+    raise exception 'session_states needs as many users as sessions, at most 1000' using errcode = '22023';
+  end if;
+  if array_position(p_sessions, null) is not null or array_position(p_users, null) is not null then
+    raise exception 'session_states needs session and user ids' using errcode = '22004';
+  end if;
+  return array(
+    select case
+             when not exists (select from auth.sessions s
+                              where s.id = x.session_id and s.user_id = x.user_id
+                                and (s.not_after is null or s.not_after > now())) then 'signed_out'
+             when exists (select from private.revoked_sessions r where r.session_id = x.session_id) then 'device_removed'
+             else 'alive'
+           end
+    from unnest(p_sessions, p_users) with ordinality as x(session_id, user_id, n)
+    order by x.n);
+end;
+$$;
+comment on function relay.session_states(uuid[], uuid[]) is
+  'The state of each (session, user) pair, in order: alive, signed_out (no auth.sessions row or past not_after) or device_removed (revoked by removing its device).';
+
+-- -----------------------------------------------------------------------------
+-- relay.forget_ended_sessions(limit) → how many revoked sessions were forgotten
+-- -----------------------------------------------------------------------------
+-- Revoked sessions are kept only while their auth.sessions row exists; at most LIMIT rows
+-- are deleted per call, so the call's cost is bounded.
+create or replace function relay.forget_ended_sessions(p_limit int)
+returns int
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_deleted int;
+begin
+  if p_limit is null or p_limit not between 1 and 100000 then
+    raise exception 'limit must be between 1 and 100000' using errcode = '22023';
+  end if;
+  delete from private.revoked_sessions r
+  where r.session_id in (select x.session_id from private.revoked_sessions x
+                         where not exists (select from auth.sessions s where s.id = x.session_id)
+                         limit p_limit);
+  get diagnostics v_deleted = row_count;
+  return v_deleted;
+end;
+$$;
+comment on function relay.forget_ended_sessions(int) is
+  'Deletes up to LIMIT revoked-session rows whose auth.sessions row is gone (called with reap).';
+
+-- -----------------------------------------------------------------------------
+-- relay.client_name(client_id) → the OAuth client's name, or null
+-- -----------------------------------------------------------------------------
+create or replace function relay.client_name(p_client_id text)
+returns text
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_client_id is null then
+    raise exception 'client_name needs a client id' using errcode = '22004';
+  end if;
+  if p_client_id !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    return null;  -- agent-key and other non-OAuth ids have no client row
+  end if;
+  return (select nullif(btrim(c.client_name), '') from auth.oauth_clients c
+          where c.id = p_client_id::uuid and c.deleted_at is null);
+end;
+$$;
+comment on function relay.client_name(text) is
+  'The registered name of OAuth client CLIENT_ID, or null when unknown, deleted or unnamed.';
+
+revoke execute on function relay.agent_key_owner(text), relay.session_states(uuid[], uuid[]),
+  relay.forget_ended_sessions(int), relay.client_name(text)
+  from public, anon, authenticated, service_role;
+grant execute on function relay.agent_key_owner(text), relay.session_states(uuid[], uuid[]),
+  relay.forget_ended_sessions(int), relay.client_name(text)
+  to whereabot_relay;
