@@ -9,7 +9,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-swift test-db test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
+.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,7 +59,7 @@ migrate: ## Apply pending migrations to DATABASE_URL (default: the local databas
 build: ## Build the relay (debug)
 	swift build $(SWIFT_FLAGS)
 
-test: deps ## Run every test: Swift, pgTAP and acceptance, with a fresh test database
+test: deps ## Run every test: Swift, pgTAP, schemas and acceptance, with a fresh test database
 	@scripts/test.sh
 
 test-swift: ## Swift tests only (needs `make db`)
@@ -68,6 +68,9 @@ test-swift: ## Swift tests only (needs `make db`)
 test-db: ## pgTAP tests only, on a fresh test database (needs `make db`)
 	@scripts/db.sh reset-test
 	@scripts/test.sh pgtap
+
+test-schemas: ## supabase/schemas/ builds the same catalog as supabase/migrations/ (needs `make db`)
+	@scripts/test.sh schemas
 
 test-acceptance: ## Acceptance tests with real clients only (needs `make db`)
 	@scripts/db.sh reset-test

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make test`: every suite against a fresh test database.
 #   scripts/test.sh               start the cluster if needed, reset the test database,
-#                                 run pgTAP, acceptance and Swift tests, stop what it started
+#                                 run pgTAP, the schema check, acceptance and Swift tests,
+#                                 stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
+#   scripts/test.sh schemas       supabase/schemas and supabase/migrations build the same
+#                                 catalog (scripts/schema-check.sh, its own databases)
 #   scripts/test.sh acceptance    pytest over Tests/Acceptance (test database must exist)
 #   scripts/test.sh faults        Tests/Faults: two relays, HAProxy, and their own cluster
 #                                 on port 54341 that they restart and crash
@@ -19,6 +22,11 @@ run_pgtap() {
   echo "== pgTAP (supabase/tests)"
   PGPASSWORD=$ADMIN_PASSWORD pg_prove --host "$PGHOST_LOCAL" --port "$PGPORT_LOCAL" \
     --username postgres --dbname "$TEST_DB" --failures supabase/tests/*.test.sql
+}
+
+run_schemas() {
+  echo "== schemas (supabase/schemas against supabase/migrations)"
+  scripts/schema-check.sh
 }
 
 run_acceptance() {
@@ -46,6 +54,7 @@ run_fuzz_smoke() {
 
 case "${1:-all}" in
   pgtap) run_pgtap ;;
+  schemas) run_schemas ;;
   acceptance) run_acceptance ;;
   faults) run_faults ;;
   swift) run_swift ;;
@@ -55,11 +64,12 @@ case "${1:-all}" in
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
     scripts/db.sh reset-test
     run_pgtap
+    run_schemas
     run_acceptance
     run_faults
     run_swift
     run_fuzz_smoke
     echo "make test: every suite passed"
     ;;
-  *) echo "usage: $0 [all|pgtap|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
+  *) echo "usage: $0 [all|pgtap|schemas|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
 esac
