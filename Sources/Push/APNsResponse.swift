@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// What an APNs answer means (PUSH.md §3, "Responses and what the sender does"): a pure
 /// decoder of the service's bytes, fuzzed (Fuzz/PushResponseFuzz.swift).
@@ -26,21 +27,16 @@ enum APNsResponse {
         }
     }
 
-    private struct ErrorBody: Decodable {
-        let reason: String?
-        let timestamp: Double?
-    }
-
     static func reason(_ response: PushHTTPResponse) -> String? {
-        guard let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)), let reason = body.reason,
+        guard let reason = JSONValue.parse(bytes: response.body)?["reason"]?.string,
               reason.count <= 64, reason.allSatisfy({ $0.isLetter || $0.isNumber }) else { return nil }
         return reason
     }
 
     static func delivery(_ response: PushHTTPResponse, result: PushResult) -> PushDelivery {
         var unregisteredAt: Date?
-        if response.status == 410, let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body)),
-           let milliseconds = body.timestamp, milliseconds.isFinite, milliseconds > 0, milliseconds < 32_503_680_000_000 {
+        if response.status == 410, let milliseconds = JSONValue.parse(bytes: response.body)?["timestamp"]?.number,
+           milliseconds > 0, milliseconds < 32_503_680_000_000 {
             unregisteredAt = Date(timeIntervalSince1970: milliseconds / 1000)  // APNs sends milliseconds
         }
         let reason = reason(response) ?? response.status.map { "HTTP \($0)" } ?? "curl \(response.curlCode)"

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import HTTPServer
+import JSON
 import PGBus
 import Push
 
@@ -32,9 +33,10 @@ enum PhoneCommand {
             do {
                 let socket = try await WebSocketClient.connect(url, headers: [("Authorization", "Bearer " + token)])
                 delay = 1
-                let hello: [String: Any] = ["type": "hello", "app_version": "whereabot-cli", "device_id": device.uuidString.lowercased(),
-                                            "device_name": options["device-name"] ?? "whereabot phone", "platform": options["platform"] ?? "desktop"]
-                socket.send(json(hello))
+                let hello: JSONValue = ["type": "hello", "app_version": "whereabot-cli", "device_id": .string(device.uuidString.lowercased()),
+                                        "device_name": .string(options["device-name"] ?? "whereabot phone"),
+                                        "platform": .string(options["platform"] ?? "desktop")]
+                socket.send(hello.text)
                 say("connected as device \(device.uuidString.lowercased()); answering: \(mode.rawValue)")
                 if let apnsToken = options["apns-token"] {
                     try await registerAPNsToken(apnsToken, environment: options["apns-environment"] ?? "production",
@@ -43,11 +45,11 @@ enum PhoneCommand {
                 }
                 for await message in socket.messages {
                     guard case .text(let text) = message,
-                          let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
-                          let type = object["type"] as? String, let id = object["id"] as? String else { continue }
+                          let object = JSONValue.parse(text),
+                          let type = object["type"]?.string, let id = object["id"]?.string else { continue }
                     if type == "cancel" { say("request \(id.prefix(8)) cancelled (answered elsewhere or timed out)"); continue }
                     guard type == "locate" else { continue }
-                    if let reply = answer(id: id, ping: object, mode: mode, at: at) { socket.send(json(reply)) }
+                    if let reply = answer(id: id, ping: object, mode: mode, at: at) { socket.send(reply.text) }
                 }
                 say("disconnected: \(socket.closeCode ?? 1006) \(socket.closeReason)")
                 if socket.closeCode == 4000 { return }  // replaced or revoked: do not reconnect
@@ -62,11 +64,11 @@ enum PhoneCommand {
         }
     }
 
-    private static func answer(id: String, ping: [String: Any], mode: Mode, at: [Double]) -> [String: Any]? {
-        let expires = (ping["expires_ms"] as? NSNumber)?.doubleValue ?? 0
+    private static func answer(id: String, ping: JSONValue, mode: Mode, at: [Double]) -> JSONValue? {
+        let expires = ping["expires_ms"]?.number ?? 0
         let left = max(0, Int((expires / 1000 - Date().timeIntervalSince1970).rounded()))
-        let agent = ping["client_id"] as? String ?? "an agent"
-        let requester = (ping["requester"] as? [String: Any])?["name"] as? String
+        let agent = ping["client_id"]?.string ?? "an agent"
+        let requester = ping["requester"]?["name"]?.string
         say("request \(id.prefix(8)) from \(requester.map { "\($0)'s agent " } ?? "agent ")\(agent), \(left)s left")
         var chosen = mode
         if mode == .ask {
@@ -79,10 +81,10 @@ enum PhoneCommand {
         }
         switch chosen {
         case .allow, .always:
-            return ["type": "location", "id": id, "latitude": at[0], "longitude": at[1], "accuracy_m": at.count > 2 ? at[2] : 10,
-                    "timestamp_ms": Int64(Date().timeIntervalSince1970 * 1000)]
-        case .deny: return ["type": "denied", "id": id, "reason": "user"]
-        case .unavailable: return ["type": "unavailable", "id": id, "reason": "no_fix"]
+            return ["type": "location", "id": .string(id), "latitude": .number(at[0]), "longitude": .number(at[1]),
+                    "accuracy_m": .number(at.count > 2 ? at[2] : 10), "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
+        case .deny: return ["type": "denied", "id": .string(id), "reason": "user"]
+        case .unavailable: return ["type": "unavailable", "id": .string(id), "reason": "no_fix"]
         case .ignore, .ask: return nil
         }
     }
@@ -118,7 +120,4 @@ enum PhoneCommand {
         FileHandle.standardOutput.write(Data((text + (newline ? "\n" : "")).utf8))
     }
 
-    private static func json(_ object: [String: Any]) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: object, options: .sortedKeys)) ?? Data(), as: UTF8.self)
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import PGBus
 import Relay
 
@@ -21,6 +22,11 @@ enum TokenCommand {
             await db.close()
             throw error
         }
+    }
+
+    /// The JWT claims PostgREST would set for `user`, so that RLS decides as for the app.
+    private static func userClaims(_ user: UUID) -> PGJSON {
+        PGJSON(text: JSONValue.object(["sub": .string(user.uuidString.lowercased()), "role": "authenticated"]).text)
     }
 
     /// The user with `email`, created (with `name`) when missing.
@@ -59,12 +65,13 @@ enum TokenCommand {
                 values (gen_random_uuid(), $1, now(), now(), 'aal1', $2) returning id
                 """, [userID, clientID]).scalar(UUID.self)
             let now = Int(Date().timeIntervalSince1970)
-            var claims: [String: Any] = ["sub": userID.uuidString.lowercased(), "aud": "authenticated", "role": "authenticated",
-                                         "email": email, "session_id": session.uuidString.lowercased(), "iat": now,
-                                         "exp": now + (Int(options["hours"] ?? "24") ?? 24) * 3600]
-            if let clientID { claims["client_id"] = clientID.uuidString.lowercased() }
-            if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = url + "/auth/v1" }
-            let token = try JWTSigner.hs256(claims: claims, secret: secret)
+            var claims: [String: JSONValue] = ["sub": .string(userID.uuidString.lowercased()), "aud": "authenticated",
+                                               "role": "authenticated", "email": .string(email),
+                                               "session_id": .string(session.uuidString.lowercased()), "iat": JSONValue(now),
+                                               "exp": JSONValue(now + (Int(options["hours"] ?? "24") ?? 24) * 3600)]
+            if let clientID { claims["client_id"] = .string(clientID.uuidString.lowercased()) }
+            if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = .string(url + "/auth/v1") }
+            let token = JWTSigner.hs256(claims: .object(claims), secret: secret)
             if options["app-link"] != nil, clientID == nil {
                 // The browser phone signs in from the same fragment Supabase Auth returns (APP.md §A.2).
                 // `whereabot_link=1` marks it as this command's link: the page started no sign-in
@@ -88,15 +95,13 @@ enum TokenCommand {
                     throw CommandError.usage("keys create needs --email and --name")
                 }
                 let userID = try await user(db, email: email, name: nil)
-                let claims = try PGJSON(["sub": userID.uuidString.lowercased(), "role": "authenticated"])
-                print(try await db.asUser(claims: claims) { try await $0.query("select public.create_agent_key($1)", [name]).scalar(String.self) })
+                print(try await db.asUser(claims: userClaims(userID)) { try await $0.query("select public.create_agent_key($1)", [name]).scalar(String.self) })
             case "revoke":
                 guard arguments.count > 1, let id = UUID(uuidString: arguments[1]) else { throw CommandError.usage("keys revoke needs a key id") }
                 guard let owner = try await db.query("select user_id from public.agent_keys where id = $1", [id]).first else {
                     throw CommandError.usage("no agent key with that id")
                 }
-                let claims = try PGJSON(["sub": try owner.decode(0, as: UUID.self).uuidString.lowercased(), "role": "authenticated"])
-                let revoked = try await db.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [id]).scalar(Bool.self) }
+                let revoked = try await db.asUser(claims: userClaims(try owner.decode(0, as: UUID.self))) { try await $0.query("select public.revoke_agent_key($1)", [id]).scalar(Bool.self) }
                 print(revoked ? "revoked" : "already revoked")
             default:
                 throw CommandError.usage("keys create --email E --name N | keys revoke ID")

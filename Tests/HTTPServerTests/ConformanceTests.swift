@@ -135,9 +135,15 @@ import Testing
         do {
             let client = try await RawClient.connect(port: server.port)
             client.send("GET /sleep?ms=10000 HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await Task.sleep(for: .milliseconds(200))
+            // Hang up only once the handler runs: on a loaded machine a fixed pause could end
+            // before the request was even read, and a request never handled is never cancelled.
+            let started = ContinuousClock.now + .seconds(10)
+            while server.box.handled.load(ordering: .relaxed) == 0, ContinuousClock.now < started {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            #expect(server.box.handled.load(ordering: .relaxed) == 1)
         }
-        let deadline = ContinuousClock.now + .seconds(3)
+        let deadline = ContinuousClock.now + .seconds(9)
         while server.box.cancelled.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 @testable import Relay
 import Testing
 
@@ -46,9 +47,9 @@ import Testing
 
     @Test func taskTTLsAreWholeMillisecondsInRange() {
         #expect(DurableParams.ttl(["ttl": 60_000]) == .success(60_000))
-        #expect(DurableParams.ttl([String: Any]()) == .success(nil))
-        #expect(DurableParams.ttl(["ttl": NSNull()]) == .success(nil))
-        for bad: Any in [0, 999, 86_400_001, 1e12, 1.5, "60000", true, -5, Double.nan] {
+        #expect(DurableParams.ttl([:]) == .success(nil))
+        #expect(DurableParams.ttl(["ttl": .null]) == .success(nil))
+        for bad: JSONValue in [0, 999, 86_400_001, 1e12, 1.5, "60000", true, -5, .number(.nan), .number(.infinity), ["x": 1]] {
             #expect(DurableParams.ttl(["ttl": bad]) == .failure(.init(DurableParams.ttlText)), "\(bad)")
         }
         #expect(DurableParams.ttl("not an object") == .failure(.init("params.task must be an object.")))
@@ -100,12 +101,12 @@ import Testing
         }
         let working = MCPTask(token, state: state(nil), result: nil)
         #expect(working.status == "working" && !working.isTerminal && working.ttlMilliseconds == 700_000)
-        #expect(working.legacy["ttl"] as? Int == 700_000 && working.modern["ttlMs"] as? Int == 700_000)
-        #expect(working.legacy["pollInterval"] as? Int == 2_000 && working.modern["pollIntervalMs"] as? Int == 2_000)
+        #expect(working.legacy["ttl"] == 700_000 && working.modern["ttlMs"] == 700_000)
+        #expect(working.legacy["pollInterval"] == 2_000 && working.modern["pollIntervalMs"] == 2_000)
         #expect(MCPTask(token, state: state("abandoned"), result: .abandoned).status == "cancelled")
         let declined = MCPTask(token, state: state("denied"), result: .failure(.declined))
         #expect(declined.status == "completed" && declined.statusMessage == AgentFailure.declined.agentText)
-        #expect(declined.legacy["lastUpdatedAt"] as? String == "1970-01-01T00:03:20.000Z")
+        #expect(declined.legacy["lastUpdatedAt"] == "1970-01-01T00:03:20.000Z")
     }
 }
 

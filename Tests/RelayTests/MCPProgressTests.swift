@@ -1,14 +1,16 @@
 import Foundation
+import JSON
 @testable import Relay
 import Testing
 
 /// When a tool call is answered over SSE with progress.
 @Suite struct MCPProgressTests {
     @Test func progressTokens() {
-        #expect(MCPProgressRequest.token(["_meta": ["progressToken": "abc"]]) as? String == "abc")
-        #expect(MCPProgressRequest.token(["_meta": ["progressToken": 7]]) as? NSNumber == 7)
+        #expect(MCPProgressRequest.token(["_meta": ["progressToken": "abc"]]) == "abc")
+        #expect(MCPProgressRequest.token(["_meta": ["progressToken": 7]]) == 7)
         #expect(MCPProgressRequest.token(["_meta": ["progressToken": true]]) == nil, "a boolean is not a token")
-        #expect(MCPProgressRequest.token(["_meta": ["progressToken": String(repeating: "x", count: 257)]]) == nil)
+        #expect(MCPProgressRequest.token(["_meta": ["progressToken": .number(.infinity)]]) == nil, "nor a number without a value")
+        #expect(MCPProgressRequest.token(["_meta": ["progressToken": .string(String(repeating: "x", count: 257))]]) == nil)
         #expect(MCPProgressRequest.token(["_meta": [:]]) == nil)
         #expect(MCPProgressRequest.token([:]) == nil)
     }

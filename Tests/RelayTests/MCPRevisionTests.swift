@@ -1,13 +1,14 @@
 import Foundation
+import JSON
 @testable import Relay
 import Testing
 
 /// The revision a POST /mcp speaks and the refusals of 2026-07-28, in the order the
 /// revision gives them (issue 24).
 @Suite struct MCPRevisionTests {
-    static var meta: [String: Any] { [MCPRevision.protocolVersionKey: "2026-07-28", MCPRevision.clientCapabilitiesKey: [String: Any]()] }
+    static var meta: [String: JSONValue] { [MCPRevision.protocolVersionKey: "2026-07-28", MCPRevision.clientCapabilitiesKey: [:]] }
 
-    static func choose(_ method: String = "tools/list", params: [String: Any] = ["_meta": meta], id: Any = 1,
+    static func choose(_ method: String = "tools/list", params: [String: JSONValue] = ["_meta": .object(meta)], id: JSONValue = 1,
                        version: String? = "2026-07-28", methodHeader: String? = "tools/list",
                        name: String? = nil) -> Result<MCPRevision.Chosen, MCPRevision.Refusal> {
         MCPRevision.choose(method: method, params: params, id: id, versionHeader: version, methodHeader: methodHeader,
@@ -34,13 +35,13 @@ import Testing
         #expect(Self.refusal(Self.choose(methodHeader: "Tools/List")) == [400, -32020], "values are case-sensitive")
         var future = Self.meta
         future[MCPRevision.protocolVersionKey] = "2099-01-01"
-        #expect(Self.refusal(Self.choose(params: ["_meta": future], version: "2099-01-01")) == [400, -32022])
-        #expect(Self.refusal(Self.choose(id: NSNull())) == [400, -32600])
+        #expect(Self.refusal(Self.choose(params: ["_meta": .object(future)], version: "2099-01-01")) == [400, -32022])
+        #expect(Self.refusal(Self.choose(id: .null)) == [400, -32600])
         #expect(Self.refusal(Self.choose(id: 1.5)) == [400, -32600])
     }
 
     @Test func mcpNameIsComparedDecoded() {
-        let params: [String: Any] = ["name": "get_phone_location", "_meta": Self.meta]
+        let params: [String: JSONValue] = ["name": "get_phone_location", "_meta": .object(Self.meta)]
         #expect(Self.refusal(Self.choose("tools/call", params: params, methodHeader: "tools/call")) == [400, -32020])
         #expect(Self.refusal(Self.choose("tools/call", params: params, methodHeader: "tools/call", name: "other")) == [400, -32020])
         #expect(Self.refusal(Self.choose("tools/call", params: params, methodHeader: "tools/call", name: "get_phone_location")) == nil)
@@ -52,8 +53,8 @@ import Testing
     @Test func traceparentIsKeptOnlyWhenWellFormed() throws {
         let good = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"
         var meta = Self.meta
-        meta["traceparent"] = good
-        #expect(try Self.choose(params: ["_meta": meta]).get().traceparent == good)
+        meta["traceparent"] = .string(good)
+        #expect(try Self.choose(params: ["_meta": .object(meta)]).get().traceparent == good)
         for bad in ["00-00000000000000000000000000000000-00f067aa0ba902b7-01", "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
                     "00-0AF7651916CD43DD8448EB211C80319C-00f067aa0ba902b7-01", "junk", good + "-x"] {
             #expect(MCPRevision.traceparent(bad) == nil, "\(bad)")

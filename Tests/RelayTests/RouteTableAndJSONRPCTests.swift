@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 @testable import Relay
 import Testing
 
@@ -100,19 +101,19 @@ import Testing
         guard case .request(let id, "tools/list", let params) = decode(#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#) else {
             Issue.record("a request"); return
         }
-        #expect((id as? NSNumber)?.intValue == 7 && params.isEmpty)
+        #expect(id == 7 && params.isEmpty)
         guard case .request(let text, "tools/call", let named) = decode(#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}"#) else {
             Issue.record("a request with named params"); return
         }
-        #expect(text as? String == "a" && named["name"] as? String == "x")
+        #expect(text == "a" && named["name"] == "x")
         guard case .request(let null, "ping", let positional) = decode(#"{"jsonrpc":"2.0","id":null,"method":"ping","params":[1,2]}"#) else {
             Issue.record("a request with id null and by-position params"); return
         }
-        #expect(null is NSNull && positional.isEmpty)
+        #expect(null == .null && positional.isEmpty)
         guard case .request(let fraction, _, _) = decode(#"{"jsonrpc":"2.0","id":1.5,"method":"ping","params":{}}"#) else {
             Issue.record("a fractional id"); return
         }
-        #expect((fraction as? NSNumber)?.doubleValue == 1.5)
+        #expect(fraction == 1.5)
         let longest = String(repeating: "é", count: JSONRPCMessage.maximumMethodLength)
         guard case .request(_, let method, _) = decode(#"{"jsonrpc":"2.0","id":1,"method":"\#(longest)"}"#) else {
             Issue.record("256 characters (512 bytes) of method"); return

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// Verifies Supabase access tokens (RFC 7519 JWS compact form).
 ///
@@ -45,8 +46,8 @@ public struct JWTVerifier: Sendable {
     public static func keyID(of token: String) -> String? {
         guard let header = token.split(separator: ".", omittingEmptySubsequences: false).first,
               let bytes = Base64URL.decode(header),
-              let json = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
-        return json["kid"] as? String
+              let json = JSONValue.parse(bytes: bytes) else { return nil }
+        return json["kid"]?.string
     }
 
     /// Verifies `token` at time `now`.
@@ -54,8 +55,8 @@ public struct JWTVerifier: Sendable {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
               let signature = Base64URL.decode(parts[2]),
-              let header = (try? JSONSerialization.jsonObject(with: Data(headerBytes))) as? [String: Any],
-              let payload = (try? JSONSerialization.jsonObject(with: Data(payloadBytes))) as? [String: Any] else {
+              let header = JSONValue.parse(bytes: headerBytes)?.object,
+              let payload = JSONValue.parse(bytes: payloadBytes)?.object else {
             throw .malformed
         }
         let message = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
@@ -63,10 +64,10 @@ public struct JWTVerifier: Sendable {
         return try checkClaims(payload, now: now)
     }
 
-    private func checkSignature(header: [String: Any], signature: [UInt8], message: [UInt8]) throws(AuthError) {
-        if let typ = header["typ"] as? String, typ.uppercased() != "JWT" { throw .malformed }
-        let kid = header["kid"] as? String
-        switch header["alg"] as? String {
+    private func checkSignature(header: [String: JSONValue], signature: [UInt8], message: [UInt8]) throws(AuthError) {
+        if let typ = header["typ"]?.string, typ.uppercased() != "JWT" { throw .malformed }
+        let kid = header["kid"]?.string
+        switch header["alg"]?.string {
         case "HS256":
             guard let hmacSecret else { throw .unknownKey }
             guard Digest.constantTimeEqual(Digest.hmacSHA256(key: hmacSecret, message), signature) else { throw .badSignature }
@@ -89,39 +90,38 @@ public struct JWTVerifier: Sendable {
         guard candidates.contains(where: { $0.verify(signature: signature, message: message) }) else { throw .badSignature }
     }
 
-    private func checkClaims(_ claims: [String: Any], now: Date) throws(AuthError) -> JWTClaims {
-        guard let exp = claims["exp"] as? Double, exp.isFinite else { throw .expired }
+    private func checkClaims(_ claims: [String: JSONValue], now: Date) throws(AuthError) -> JWTClaims {
+        guard let exp = claims["exp"]?.number else { throw .expired }
         guard now.timeIntervalSince1970 < exp + leeway else { throw .expired }
-        if claims["nbf"] != nil {
-            guard let nbf = claims["nbf"] as? Double, nbf.isFinite else { throw .malformed }
+        if let nbfValue = claims["nbf"] {
+            guard let nbf = nbfValue.number else { throw .malformed }
             guard nbf - leeway <= now.timeIntervalSince1970 else { throw .notYetValid }
         }
         let audiences: [String]
         switch claims["aud"] {
-        case let single as String: audiences = [single]
-        case let many as [String]: audiences = many
+        case .string(let single): audiences = [single]
+        case .array(let many) where many.allSatisfy({ $0.string != nil }): audiences = many.compactMap(\.string)
         default: throw .wrongAudience
         }
-        guard audiences.contains("authenticated"), claims["role"] as? String == "authenticated" else { throw .wrongAudience }
-        if let issuer, claims["iss"] as? String != issuer { throw .wrongAudience }
-        guard let sub = claims["sub"] as? String, let userID = UUID(uuidString: sub) else { throw .badSubject }
+        guard audiences.contains("authenticated"), claims["role"]?.string == "authenticated" else { throw .wrongAudience }
+        if let issuer, claims["iss"]?.string != issuer { throw .wrongAudience }
+        guard let sub = claims["sub"]?.string, let userID = UUID(uuidString: sub) else { throw .badSubject }
         // Supabase's access tokens always carry a session; one without could never be revoked.
         guard let session = claims["session_id"] else { throw .noSession }
-        guard let text = session as? String, let sessionID = UUID(uuidString: text) else { throw .malformed }
-        if claims["client_id"] != nil, !(claims["client_id"] is String) { throw .malformed }
-        if let audience, let client = claims["client_id"] as? String, !client.isEmpty, !audiences.contains(audience) {
-            throw .wrongAudience
-        }
-        if claims["email"] != nil, !(claims["email"] is String) { throw .malformed }
+        guard let text = session.string, let sessionID = UUID(uuidString: text) else { throw .malformed }
+        if let client = claims["client_id"], client.string == nil { throw .malformed }
+        let clientID = claims["client_id"]?.string
+        if let audience, let clientID, !clientID.isEmpty, !audiences.contains(audience) { throw .wrongAudience }
+        if let email = claims["email"], email.string == nil { throw .malformed }
         return JWTClaims(userID: userID, sessionID: sessionID,
-                         clientID: (claims["client_id"] as? String).flatMap { $0.isEmpty ? nil : $0 },
-                         email: (claims["email"] as? String).flatMap { $0.isEmpty ? nil : $0 },
+                         clientID: clientID.flatMap { $0.isEmpty ? nil : $0 },
+                         email: claims["email"]?.string.flatMap { $0.isEmpty ? nil : $0 },
                          expiresAt: Date(timeIntervalSince1970: exp))
     }
 
     private static func readJWKS(_ data: Data) throws -> [PublicKey] {
-        guard let document = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-              let entries = document["keys"] as? [[String: Any]] else { throw AuthError.badKey }
+        guard let document = JSONValue.parse(bytes: data), let entries = document["keys"]?.array,
+              entries.allSatisfy({ $0.object != nil }) else { throw AuthError.badKey }
         return try entries.compactMap { try PublicKey.fromJWK($0) }
     }
 }

@@ -1,5 +1,6 @@
-import Crypto
 import COpenSSL
+import Crypto
+import JSON
 
 /// A public key from a JWKS (RSA or EC P-256), ready for signature checks with OpenSSL.
 final class PublicKey: @unchecked Sendable {
@@ -35,12 +36,12 @@ final class PublicKey: @unchecked Sendable {
     }
 
     /// Reads one JWK; nil for key types and curves we do not use (skipped, not an error).
-    static func fromJWK(_ jwk: [String: Any]) throws -> PublicKey? {
-        let kid = jwk["kid"] as? String
-        if let use = jwk["use"] as? String, use != "sig" { return nil }
-        switch jwk["kty"] as? String {
+    static func fromJWK(_ jwk: JSONValue) throws -> PublicKey? {
+        let kid = jwk["kid"]?.string
+        if let use = jwk["use"]?.string, use != "sig" { return nil }
+        switch jwk["kty"]?.string {
         case "RSA":
-            guard let n = (jwk["n"] as? String).flatMap(Base64URL.decode), let e = (jwk["e"] as? String).flatMap(Base64URL.decode),
+            guard let n = jwk["n"]?.string.flatMap(Base64URL.decode), let e = jwk["e"]?.string.flatMap(Base64URL.decode),
                   n.count >= 256 else { throw AuthError.badKey }
             let der = DER.rsaPublicKey(modulus: n, exponent: e)
             let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
@@ -50,8 +51,8 @@ final class PublicKey: @unchecked Sendable {
             guard let key else { throw AuthError.badKey }
             return PublicKey(kid: kid, material: .rsa(key))
         case "EC":
-            guard jwk["crv"] as? String == "P-256" else { return nil }
-            guard let x = (jwk["x"] as? String).flatMap(Base64URL.decode), let y = (jwk["y"] as? String).flatMap(Base64URL.decode),
+            guard jwk["crv"]?.string == "P-256" else { return nil }
+            guard let x = jwk["x"]?.string.flatMap(Base64URL.decode), let y = jwk["y"]?.string.flatMap(Base64URL.decode),
                   x.count == 32, y.count == 32, let key = try? P256Key(publicPoint: [0x04] + x + y) else { throw AuthError.badKey }
             return PublicKey(kid: kid, material: .p256(key))
         default:

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 import PGBus
 
 /// The calls behind durable requests (SPEC §11): opening one bound to its credential,

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 import PGBus
 
 /// The relay's only way into Postgres: one typed method per `relay.*` function, called as

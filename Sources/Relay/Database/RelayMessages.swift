@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 
 /// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the locate
 /// notification and `relay.pending_locates` carry it (those add the waiter's reply key,

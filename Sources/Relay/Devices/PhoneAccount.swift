@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 import PGBus
 
 /// Answers a phone's requests about its own account over its socket (APP.md §A.3): Web

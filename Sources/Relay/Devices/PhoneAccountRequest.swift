@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 
 /// What a phone asks of its own account over its socket (APP.md §A.3): its Web Push
 /// subscription, its always-allowed agents, its device list and its agent keys. Only a

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 
 /// A message from a phone (SPEC §5), decoded defensively: every byte comes from a peer.
 ///

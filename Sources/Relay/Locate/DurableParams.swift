@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSON
 
 /// What agents send about durable requests, decoded strictly (fuzzed in the MCPRequest
 /// target): a task's `ttl`, a tasks/list cursor, HTTP's `Prefer` and `wait_secs`. Pure
@@ -15,14 +16,13 @@ enum DurableParams {
 
     /// A task's requested `ttl` (2025-11-25 `params.task.ttl`): nil when absent or null, else
     /// the milliseconds; a refusal for anything but a whole number in range.
-    static func ttl(_ task: Any) -> Result<Int?, Refusal> {
-        guard let task = task as? [String: Any] else { return .failure(Refusal("params.task must be an object.")) }
-        guard let value = task["ttl"], !(value is NSNull) else { return .success(nil) }
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite,
-              number.doubleValue == number.doubleValue.rounded(),
-              (Double(minimumTTLMilliseconds)...Double(maximumTTLMilliseconds)).contains(number.doubleValue)
+    static func ttl(_ task: JSONValue) -> Result<Int?, Refusal> {
+        guard let task = task.object else { return .failure(Refusal("params.task must be an object.")) }
+        guard let value = task["ttl"], !value.isNull else { return .success(nil) }
+        guard let number = value.number, number == number.rounded(),
+              (Double(minimumTTLMilliseconds)...Double(maximumTTLMilliseconds)).contains(number)
         else { return .failure(Refusal(ttlText)) }
-        return .success(Int(number.doubleValue))
+        return .success(Int(number))
     }
 
     /// tasks/list's cursor after a request created at `createdMicroseconds` with row `id`:

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 
 /// A location fix as it travels sealed from the holder of the answering phone to the
 /// waiting instance, and as the agent finally receives it.

@@ -1,5 +1,5 @@
-import JSON
 import Foundation
+import JSON
 
 /// The texts of durable requests (SPEC §11), for both transports; docs/openapi.yaml and
 /// the tool description quote them from here.
@@ -25,8 +25,8 @@ enum ResumeText {
     }
 
     /// The waiting shape: HTTP's 202 body and the tool's `structuredContent`.
-    static func waitingObject(_ token: RequestToken, expiresAt: Date) -> [String: Any] {
-        ["status": "waiting", "request_id": token.text, "expires_at": timestamp(expiresAt)]
+    static func waitingObject(_ token: RequestToken, expiresAt: Date) -> JSONValue {
+        ["status": "waiting", "request_id": .string(token.text), "expires_at": .string(timestamp(expiresAt))]
     }
 
     /// RFC 3339 in UTC with milliseconds: 2026-12-01T16:04:05.000Z.

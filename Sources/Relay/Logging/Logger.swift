@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import PGBus
 import Synchronization
 
@@ -74,10 +75,7 @@ public final class Logger: Sendable {
         object["time"] = Date().formatted(.iso8601)
         object["level"] = level.name
         object["event"] = event
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
-            return
-        }
-        sink(String(decoding: data, as: UTF8.self))
+        sink(JSONValue.object(object.mapValues(JSONValue.string)).text)
     }
 
     /// Logs at debug.

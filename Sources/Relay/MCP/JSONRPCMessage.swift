@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 
 /// One JSON-RPC 2.0 message from an MCP client's POST body, decoded defensively (fuzzed by
 /// `Fuzz/MCPRequestFuzz.swift`): a request (with an id), a notification (without), or the
@@ -10,7 +10,7 @@ enum JSONRPCMessage {
     /// A call that wants an answer; `id` is a string, number or null, echoed back as given.
     /// By-position params (an array) reach the method as no named params: no MCP method takes
     /// them, so a tools/call with an array is answered -32602 like one without a name.
-    case request(id: Any, method: String, params: [String: Any])
+    case request(id: JSONValue, method: String, params: [String: JSONValue])
     /// A notification (no id): answered 202 with no body.
     case notification(method: String)
     /// The body is refused: its JSON-RPC error code and message (HTTP 400).
@@ -23,33 +23,25 @@ enum JSONRPCMessage {
     /// Decodes a POST body.
     static func decode(_ body: [UInt8]) -> JSONRPCMessage {
         // Any JSON text parses (a bare 1 or "x" is JSON, just not a request: -32600, as §7 shows).
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed]) else {
-            return .invalid(code: -32700, message: "Parse error")
-        }
-        if json is [Any] { return .invalid(code: -32600, message: "Batches are not supported.") }
+        guard let json = JSONValue.parse(bytes: body) else { return .invalid(code: -32700, message: "Parse error") }
+        if json.array != nil { return .invalid(code: -32600, message: "Batches are not supported.") }
         let invalid = JSONRPCMessage.invalid(code: -32600, message: "Invalid Request")
-        guard let message = json as? [String: Any], message["jsonrpc"] as? String == "2.0",
-              let method = message["method"] as? String, !method.isEmpty,
+        guard let message = json.object, message["jsonrpc"]?.string == "2.0",
+              let method = message["method"]?.string, !method.isEmpty,
               method.unicodeScalars.count <= maximumMethodLength else {
             return invalid
         }
         // "params" may be omitted; when present it is a structured value (§4.2): `null`, a
         // string or a number is not.
-        var params: [String: Any] = [:]
+        var params: [String: JSONValue] = [:]
         if let value = message["params"] {
-            if let named = value as? [String: Any] { params = named } else if !(value is [Any]) { return invalid }
+            if let named = value.object { params = named } else if value.array == nil { return invalid }
         }
         guard let id = message["id"] else { return .notification(method: method) }
         // A string, a number or null (§4); anything else, true and false included, cannot be
         // echoed back as the client's id.
-        guard id is String || id is NSNull || isNumber(id) else { return invalid }
+        // A number must be finite to be echoed (1e400 parses, but has no value).
+        guard id.string != nil || id.isNull || id.number != nil else { return invalid }
         return .request(id: id, method: method, params: params)
-    }
-
-    /// Whether a parsed JSON value is a number (Foundation parses true and false as NSNumbers
-    /// whose type is "c").
-    private static func isNumber(_ value: Any) -> Bool {
-        guard let number = value as? NSNumber else { return false }
-        return String(cString: number.objCType) != "c"
     }
 }

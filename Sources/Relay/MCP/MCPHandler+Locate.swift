@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// `get_phone_location`: a first call (which answers "still waiting" at the wait bound), a
 /// resumed call with `request_id`, and a call made a task (2025-11-25's `params.task`, or
@@ -8,13 +9,13 @@ extension MCPHandler {
     static let callTimeouts = 1...120, taskTimeouts = 1...600
     static let defaultCallTimeout = 60, defaultTaskTimeout = 300
 
-    func locateTool(_ params: [String: Any], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: Any] {
-        let arguments = params["arguments"] as? [String: Any] ?? [:]
+    func locateTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
+        let arguments = params["arguments"]?.object ?? [:]
         if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "request_id"].contains($0) }) {
             return Self.toolError("Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs, person and request_id.")
         }
         if let value = arguments["request_id"] {
-            guard let text = value as? String, let token = RequestToken(parsing: text) else {
+            guard let text = value.string, let token = RequestToken(parsing: text) else {
                 return Self.toolError(ResumeText.unknownRequestID)
             }
             return try await resumeTool(token, agent: agent)
@@ -32,16 +33,15 @@ extension MCPHandler {
         let range = legacyTask != nil ? Self.taskTimeouts : Self.callTimeouts
         var timeout = legacyTask != nil ? Self.defaultTaskTimeout : Self.defaultCallTimeout
         if let value = arguments["timeout_secs"] {
-            // Range-checked as a Double first: Int(NSNumber) of 1e300 would not fit.
-            guard let number = value as? NSNumber, String(cString: number.objCType) != "c",
-                  number.doubleValue.isFinite, number.doubleValue == number.doubleValue.rounded(),
-                  (Double(range.lowerBound)...Double(range.upperBound)).contains(number.doubleValue) else {
+            // Range-checked as a Double first: Int of 1e300 would not fit.
+            guard let number = value.number, number == number.rounded(),
+                  (Double(range.lowerBound)...Double(range.upperBound)).contains(number) else {
                 // SEP-1303: input validation errors are tool results the model can read.
                 return Self.toolError("timeout_secs must be a whole number from 1 to \(range.upperBound).")
             }
-            timeout = Int(number.doubleValue)
+            timeout = Int(number)
         }
-        if let person = arguments["person"], !(person is String) {
+        if let person = arguments["person"], person.string == nil {
             return Self.toolError("person must be a string (a name or an email).")
         }
         // A task's ttl shorter than its consent window cuts the window: nothing is kept past it.
@@ -51,7 +51,7 @@ extension MCPHandler {
         let opened = Date()
         let result: LocateService.Result
         do {
-            result = try await locator.locate(agent: agent, person: arguments["person"] as? String, timeoutSeconds: timeout, mode: mode)
+            result = try await locator.locate(agent: agent, person: arguments["person"]?.string, timeoutSeconds: timeout, mode: mode)
         } catch {
             logger.failure("locate_failed", error)
             return Self.toolError(RelayRoutes.databaseUnreachableText)
@@ -63,13 +63,13 @@ extension MCPHandler {
             let task = MCPTask(opened: token, createdAt: opened, expiresAt: expiresAt,
                                keepUntil: opened.addingTimeInterval(Double(ttl) / 1000))
             logger.debug("task_opened", ["request": token.tag])
-            return legacyTask != nil ? ["task": task.legacy] : task.modern.merging(["resultType": "task"]) { $1 }
+            return legacyTask != nil ? ["task": .object(task.legacy)] : task.modern.merging(["resultType": "task"]) { $1 }
         }
         return Self.toolResult(result)
     }
 
     /// A call with `request_id`: waits at most the wait bound for that request's outcome.
-    private func resumeTool(_ token: RequestToken, agent: AgentIdentity) async throws -> [String: Any] {
+    private func resumeTool(_ token: RequestToken, agent: AgentIdentity) async throws -> [String: JSONValue] {
         if let wait = polls.take(token, by: .init(agent)) { throw RPCError.tooManyPolls(retryAfter: wait) }
         do {
             switch try await locator.resume(agent: agent, token: token, wait: waitBound, namingWhileWaiting: true) {
@@ -85,14 +85,14 @@ extension MCPHandler {
 
     /// The tool result of a locate's result (SPEC §3 and §11): the fix, the waiting shape,
     /// or the agent text as an error.
-    static func toolResult(_ result: LocateService.Result) -> [String: Any] {
+    static func toolResult(_ result: LocateService.Result) -> [String: JSONValue] {
         switch result {
         case .fix(let json, let structured):
-            return ["content": [["type": "text", "text": json]],
-                    "structuredContent": (try? JSONSerialization.jsonObject(with: Data(structured.utf8))) ?? [:],
+            return ["content": [["type": "text", "text": .string(json)]],
+                    "structuredContent": JSONValue.parse(structured) ?? [:],
                     "isError": false]
         case .waiting(let token, let expiresAt, let person):
-            return ["content": [["type": "text", "text": ResumeText.waiting(token, expiresAt: expiresAt, person: person)]],
+            return ["content": [["type": "text", "text": .string(ResumeText.waiting(token, expiresAt: expiresAt, person: person))]],
                     "structuredContent": ResumeText.waitingObject(token, expiresAt: expiresAt), "isError": false]
         case .failure(let failure):
             return toolError(failure.agentText)
@@ -101,7 +101,7 @@ extension MCPHandler {
         }
     }
 
-    static func toolError(_ text: String) -> [String: Any] {
-        ["content": [["type": "text", "text": text]], "isError": true]
+    static func toolError(_ text: String) -> [String: JSONValue] {
+        ["content": [["type": "text", "text": .string(text)]], "isError": true]
     }
 }

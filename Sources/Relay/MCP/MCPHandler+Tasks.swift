@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The `tasks/*` methods over durable requests: 2025-11-25's (`tasks/get`, `tasks/result`,
 /// `tasks/cancel`, `tasks/list`) and the 2026-07-28 tasks extension's (`tasks/get` with the
@@ -12,7 +13,7 @@ extension MCPHandler {
     static var taskNotFound: RPCError { RPCError(code: -32602, message: "Failed to retrieve task: Task not found") }
 
     /// 2025-11-25's tasks methods; nil when `method` is none of them.
-    func legacyTaskCall(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> [String: Any]? {
+    func legacyTaskCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity) async throws -> [String: JSONValue]? {
         switch method {
         case "tasks/get":
             let token = try taskToken(params, agent: agent)
@@ -22,7 +23,7 @@ extension MCPHandler {
             // (the client asks again, or the model calls get_phone_location with request_id).
             let token = try taskToken(params, agent: agent)
             var result = Self.toolResult(try await task(token, agent: agent, wait: waitBound, naming: true).result)
-            result["_meta"] = [MCPRevision.relatedTaskKey: ["taskId": token.text]]
+            result["_meta"] = [MCPRevision.relatedTaskKey: ["taskId": .string(token.text)]]
             return result
         case "tasks/cancel":
             let token = try taskToken(params, agent: agent)
@@ -40,18 +41,18 @@ extension MCPHandler {
     }
 
     /// The tasks extension's methods (2026-07-28); nil when `method` is none of them.
-    func modernTaskCall(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> [String: Any]? {
+    func modernTaskCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity) async throws -> [String: JSONValue]? {
         guard ["tasks/get", "tasks/cancel", "tasks/update"].contains(method) else { return nil }
         guard MCPRevision.declaresTasks(params) else {
             throw RPCError(code: -32021, message: "This request needs the \(MCPRevision.tasksExtension) extension in its client capabilities.",
-                           data: ["requiredCapabilities": ["extensions": [MCPRevision.tasksExtension: [String: Any]()]]])
+                           data: ["requiredCapabilities": ["extensions": [MCPRevision.tasksExtension: [:]]]])
         }
         let token = try taskToken(params, agent: agent)
         switch method {
         case "tasks/get":
             let (task, result) = try await task(token, agent: agent, wait: .zero)
             var object = task.modern
-            if task.status == "completed" { object["result"] = Self.toolResult(result) }
+            if task.status == "completed" { object["result"] = .object(Self.toolResult(result)) }
             return object
         case "tasks/cancel":
             if try await locator.cancel(agent: agent, token: token, forget: false) == "unknown" { throw Self.taskNotFound }
@@ -63,8 +64,8 @@ extension MCPHandler {
     }
 
     /// The task id of `params`, checked against the poll limit.
-    private func taskToken(_ params: [String: Any], agent: AgentIdentity) throws -> RequestToken {
-        guard let text = params["taskId"] as? String, let token = RequestToken(parsing: text) else { throw Self.taskNotFound }
+    private func taskToken(_ params: [String: JSONValue], agent: AgentIdentity) throws -> RequestToken {
+        guard let text = params["taskId"]?.string, let token = RequestToken(parsing: text) else { throw Self.taskNotFound }
         if let wait = polls.take(token, by: .init(agent)) { throw RPCError.tooManyPolls(retryAfter: wait) }
         return token
     }
@@ -83,26 +84,26 @@ extension MCPHandler {
     }
 
     /// tasks/list: the credential's own tasks, newest first, a page at a time.
-    private func taskList(_ params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
+    private func taskList(_ params: [String: JSONValue], agent: AgentIdentity) async throws -> [String: JSONValue] {
         guard let key = locator.requestIDKey, tasksListed else {
             throw RPCError(code: -32601, message: "Method not found: tasks/list (this relay has no REQUEST_ID_KEY)")
         }
         var after: (createdMicroseconds: Int64, id: UUID)?
-        if let cursor = params["cursor"], !(cursor is NSNull) {
-            guard let text = cursor as? String, let parsed = DurableParams.parseCursor(text) else {
+        if let cursor = params["cursor"], !cursor.isNull {
+            guard let text = cursor.string, let parsed = DurableParams.parseCursor(text) else {
                 throw RPCError(code: -32602, message: "Invalid cursor: pass the nextCursor of the previous page.")
             }
             after = parsed
         }
         let rows = try await locator.database.durableRequests(binding: .init(agent), before: after, limit: Self.taskPageSize + 1)
-        var tasks: [[String: Any]] = []
+        var tasks: [JSONValue] = []
         for (state, wrapped) in rows.prefix(Self.taskPageSize) {
             guard let token = RequestToken.unwrap(wrapped, under: key, id: state.id) else { continue }
-            tasks.append(MCPTask(token, state: state, result: nil).legacy)
+            tasks.append(.object(MCPTask(token, state: state, result: nil).legacy))
         }
-        var result: [String: Any] = ["tasks": tasks]
+        var result: [String: JSONValue] = ["tasks": .array(tasks)]
         if rows.count > Self.taskPageSize, let last = rows.prefix(Self.taskPageSize).last?.0 {
-            result["nextCursor"] = MCPTask.cursor(after: last)
+            result["nextCursor"] = .string(MCPTask.cursor(after: last))
         }
         return result
     }

@@ -1,4 +1,4 @@
-import Foundation
+import JSON
 
 /// The tools `tools/list` publishes: their input and output schemas (every result a tool
 /// returns is valid against its `outputSchema`) and honest annotations.
@@ -15,7 +15,7 @@ extension MCPHandler {
 
     /// The fix `get_phone_location` returns as `structuredContent` (the 200 body of
     /// POST /v1/locate): every result it returns is valid against it.
-    static var fixSchema: [String: Any] { [
+    static var fixSchema: JSONValue { [
         "type": "object", "additionalProperties": false,
         "required": ["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"],
         "properties": [
@@ -37,7 +37,7 @@ extension MCPHandler {
     ] }
 
     /// The "no answer yet" shape of a call that reached its wait bound (SPEC §11).
-    static var waitingSchema: [String: Any] { [
+    static var waitingSchema: JSONValue { [
         "type": "object", "additionalProperties": false, "required": ["status", "request_id", "expires_at"],
         "properties": [
             "status": ["type": "string", "const": "waiting"],
@@ -48,10 +48,10 @@ extension MCPHandler {
     ] }
 
     /// What `get_phone_location` returns as `structuredContent`: the fix, or the waiting shape.
-    static var locateSchema: [String: Any] { ["type": "object", "anyOf": [fixSchema, waitingSchema]] }
+    static var locateSchema: JSONValue { ["type": "object", "anyOf": [fixSchema, waitingSchema]] }
 
     /// The people `list_people_sharing_with_me` returns as `structuredContent`.
-    static var peopleSchema: [String: Any] { [
+    static var peopleSchema: JSONValue { [
         "type": "object", "additionalProperties": false, "required": ["people"],
         "properties": ["people": ["type": "array", "items": [
             "type": "object", "additionalProperties": false, "required": ["name", "email"],
@@ -64,9 +64,9 @@ extension MCPHandler {
     /// outside the relay); listing who shares with the user only reads.
     /// `taskSupport`: 2025-11-25's `execution.taskSupport` (the 2026-07-28 tasks extension
     /// has no such field: the server decides per call).
-    static func tools(taskSupport: Bool) -> [[String: Any]] {
-        var locate: [String: Any] = [
-            "name": "get_phone_location", "title": "Get phone location", "description": toolDescription,
+    static func tools(taskSupport: Bool) -> [JSONValue] {
+        var locate: [String: JSONValue] = [
+            "name": "get_phone_location", "title": "Get phone location", "description": .string(toolDescription),
             "inputSchema": ["type": "object", "additionalProperties": false, "properties": [
                 "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
                                  "description": "Seconds the person has to answer (1 to 120; up to 600 when called as a task)."],
@@ -78,10 +78,10 @@ extension MCPHandler {
             "annotations": ["title": "Get phone location", "readOnlyHint": false, "destructiveHint": false,
                             "idempotentHint": false, "openWorldHint": true]]
         if taskSupport { locate["execution"] = ["taskSupport": "optional"] }
-        return [locate] + [
+        return [.object(locate),
         ["name": "list_people_sharing_with_me", "title": "List people sharing with me",
          "description": "The people (name and email) who share their location with the user.",
-         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [String: Any]()],
+         "inputSchema": ["type": "object", "additionalProperties": false, "properties": [:]],
          "outputSchema": peopleSchema,
          "annotations": ["title": "List people sharing with me", "readOnlyHint": true, "destructiveHint": false,
                          "idempotentHint": true, "openWorldHint": false]],

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 
 /// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses
 /// (an event stream with progress for tool calls that ask for it), no session id (SPEC §3). The bearer check runs before any JSON-RPC.
@@ -36,10 +37,10 @@ struct MCPHandler: Sendable {
         case .success(let identity): agent = identity
         case .failure(let refusal): return refusal.response
         }
-        let id: Any, method: String, params: [String: Any]
+        let id: JSONValue, method: String, params: [String: JSONValue]
         switch JSONRPCMessage.decode(request.body) {
         case .invalid(let code, let message):
-            return rpc(status: 400, ["jsonrpc": "2.0", "id": NSNull(), "error": ["code": code, "message": message]])
+            return rpc(status: 400, ["jsonrpc": "2.0", "id": .null, "error": ["code": JSONValue(code), "message": .string(message)]])
         case .notification:
             return HTTPResponse(status: 202)  // notifications/initialized, ...
         case .request(let requestID, let name, let arguments):
@@ -52,7 +53,7 @@ struct MCPHandler: Sendable {
         case .failure(let refusal): return rpc(status: refusal.status, Self.error(id: id, refusal))
         }
         let revision = chosen.revision
-        if case .modern = revision, method == "tools/call", !Self.toolNames.contains(params["name"] as? String ?? "") {
+        if case .modern = revision, method == "tools/call", !Self.toolNames.contains(params["name"]?.string ?? "") {
             return rpc(status: 400, Self.error(id: id, Self.unknownTool(params)))
         }
         return await Logger.$traceparent.withValue(chosen.traceparent) {
@@ -90,34 +91,34 @@ struct MCPHandler: Sendable {
     static let toolNames: Set<String> = ["get_phone_location", "list_people_sharing_with_me"]
 
     /// The JSON-RPC error object of a refusal, echoing the request's id.
-    static func error(id: Any, _ refusal: MCPRevision.Refusal) -> [String: Any] {
-        var error: [String: Any] = ["code": refusal.code, "message": refusal.message]
+    static func error(id: JSONValue, _ refusal: MCPRevision.Refusal) -> JSONValue {
+        var error: [String: JSONValue] = ["code": JSONValue(refusal.code), "message": .string(refusal.message)]
         if let data = refusal.data { error["data"] = data }
-        return ["jsonrpc": "2.0", "id": id, "error": error]
+        return ["jsonrpc": "2.0", "id": id, "error": .object(error)]
     }
 
     /// -32602 for a tool this server does not have, naming it.
-    static func unknownTool(_ params: [String: Any]) -> MCPRevision.Refusal {
-        let name = (params["name"] as? String).map { String($0.prefix(64)) } ?? "(no name)"
+    static func unknownTool(_ params: [String: JSONValue]) -> MCPRevision.Refusal {
+        let name = params["name"]?.string.map { String($0.prefix(64)) } ?? "(no name)"
         return MCPRevision.Refusal(400, -32602, "Unknown tool: \(name) (the tools are get_phone_location and list_people_sharing_with_me).")
     }
 
     /// The HTTP status and JSON-RPC response object for one request in `revision`.
-    private func response(id: Any, method: String, params: [String: Any], agent: AgentIdentity,
-                          revision: MCPRevision) async -> (status: Int, body: [String: Any], retryAfter: Int?) {
+    private func response(id: JSONValue, method: String, params: [String: JSONValue], agent: AgentIdentity,
+                          revision: MCPRevision) async -> (status: Int, body: JSONValue, retryAfter: Int?) {
         do {
-            var result: [String: Any]
+            var result: [String: JSONValue]
             switch revision {
             case .legacy(let version): result = try await legacyCall(method, params: params, agent: agent, version: version)
             case .modern: result = try await modernCall(method, params: params, agent: agent)
             }
             if case .modern = revision {
                 if result["resultType"] == nil { result["resultType"] = "complete" }  // a task says "task"
-                var meta = result["_meta"] as? [String: Any] ?? [:]
+                var meta = result["_meta"]?.object ?? [:]
                 meta[MCPRevision.serverInfoKey] = Self.serverInfo
-                result["_meta"] = meta
+                result["_meta"] = .object(meta)
             }
-            return (200, ["jsonrpc": "2.0", "id": id, "result": result], nil)
+            return (200, ["jsonrpc": "2.0", "id": id, "result": .object(result)], nil)
         } catch let error as RPCError {
             // 2026-07-28 answers an unknown method 404 and invalid params 400; earlier revisions
             // 200. Polling too fast is 429 in every revision.
@@ -125,9 +126,9 @@ struct MCPHandler: Sendable {
                 error.code == -32601 ? 404 : [-32602, -32021].contains(error.code) ? 400 : 200
             } else { 200 }
             if error.retryAfter != nil { status = 429 }
-            var object: [String: Any] = ["code": error.code, "message": error.message]
+            var object: [String: JSONValue] = ["code": JSONValue(error.code), "message": .string(error.message)]
             if let data = error.data { object["data"] = data }
-            return (status, ["jsonrpc": "2.0", "id": id, "error": object], error.retryAfter)
+            return (status, ["jsonrpc": "2.0", "id": id, "error": .object(object)], error.retryAfter)
         } catch {
             return (200, ["jsonrpc": "2.0", "id": id, "error": ["code": -32603, "message": "Internal error"]], nil)
         }
@@ -137,7 +138,7 @@ struct MCPHandler: Sendable {
     struct RPCError: Error {
         let code: Int
         let message: String
-        var data: [String: Any]? = nil
+        var data: JSONValue? = nil
         /// Set for a poll over the limit: HTTP 429 with this Retry-After.
         var retryAfter: Int? = nil
 
@@ -148,33 +149,33 @@ struct MCPHandler: Sendable {
     }
 
     /// The server's name and version, as `initialize` and 2026-07-28's `_meta` give them.
-    static var serverInfo: [String: Any] { ["name": "whereabot", "version": Relay.version] }
+    static var serverInfo: JSONValue { ["name": "whereabot", "version": .string(Relay.version)] }
 
     static let instructions = "Use get_phone_location to ask the user's phone where it is; the user approves on the phone."
 
     /// How long a client may cache `tools/list` and `server/discover` (2026-07-28): an hour;
     /// the tools change only with a release, and are the same for every user.
-    static var cacheHints: [String: Any] { ["ttlMs": 3_600_000, "cacheScope": "public"] }
+    static var cacheHints: [String: JSONValue] { ["ttlMs": 3_600_000, "cacheScope": "public"] }
 
     /// A method of 2025-03-26, 2025-06-18 or 2025-11-25.
-    private func legacyCall(_ method: String, params: [String: Any], agent: AgentIdentity,
-                            version: String) async throws -> [String: Any] {
+    private func legacyCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity,
+                            version: String) async throws -> [String: JSONValue] {
         switch method {
         case "initialize":
-            let asked = params["protocolVersion"] as? String ?? ""
+            let asked = params["protocolVersion"]?.string ?? ""
             let version = MCPRevision.legacyVersions.contains(asked) ? asked : MCPRevision.legacyVersions[0]
-            var capabilities: [String: Any] = ["tools": ["listChanged": false]]
+            var capabilities: [String: JSONValue] = ["tools": ["listChanged": false]]
             if version == Self.tasksVersion {
-                var tasks: [String: Any] = ["cancel": [String: Any](), "requests": ["tools": ["call": [String: Any]()]]]
-                if tasksListed { tasks["list"] = [String: Any]() }
-                capabilities["tasks"] = tasks
+                var tasks: [String: JSONValue] = ["cancel": [:], "requests": ["tools": ["call": [:]]]]
+                if tasksListed { tasks["list"] = [:] }
+                capabilities["tasks"] = .object(tasks)
             }
-            return ["protocolVersion": version, "capabilities": capabilities, "serverInfo": Self.serverInfo,
-                    "instructions": Self.instructions]
+            return ["protocolVersion": .string(version), "capabilities": .object(capabilities), "serverInfo": Self.serverInfo,
+                    "instructions": .string(Self.instructions)]
         case "ping":
             return [:]
         case "tools/list":
-            return ["tools": Self.tools(taskSupport: version == Self.tasksVersion)]
+            return ["tools": .array(Self.tools(taskSupport: version == Self.tasksVersion))]
         case "tools/call":
             return try await callTool(params, agent: agent, revision: .legacy(version))
         case _ where version == Self.tasksVersion && method.hasPrefix("tasks/"):
@@ -190,16 +191,16 @@ struct MCPHandler: Sendable {
 
     /// A method of 2026-07-28: no handshake, no ping; `server/discover` says what the
     /// server is.
-    private func modernCall(_ method: String, params: [String: Any], agent: AgentIdentity) async throws -> [String: Any] {
+    private func modernCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity) async throws -> [String: JSONValue] {
         switch method {
         case "server/discover":
-            return ["supportedVersions": MCPRevision.supported,
+            return ["supportedVersions": .array(MCPRevision.supported.map(JSONValue.string)),
                     "capabilities": ["tools": ["listChanged": false],
-                                     "extensions": [MCPRevision.tasksExtension: [String: Any]()]],
-                    "instructions": Self.instructions].merging(Self.cacheHints) { $1 }
+                                     "extensions": [MCPRevision.tasksExtension: [:]]],
+                    "instructions": .string(Self.instructions)].merging(Self.cacheHints) { $1 }
         case "tools/list":
             if params["cursor"] != nil { throw RPCError(code: -32602, message: "Invalid cursor: tools/list has one page.") }
-            return ["tools": Self.tools(taskSupport: false)].merging(Self.cacheHints) { $1 }
+            return ["tools": .array(Self.tools(taskSupport: false))].merging(Self.cacheHints) { $1 }
         case "tools/call":
             return try await callTool(params, agent: agent, revision: .modern("2026-07-28"))
         case _ where method.hasPrefix("tasks/"):
@@ -212,9 +213,9 @@ struct MCPHandler: Sendable {
         }
     }
 
-    private func callTool(_ params: [String: Any], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: Any] {
-        let arguments = params["arguments"] as? [String: Any] ?? [:]
-        switch params["name"] as? String {
+    private func callTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
+        let arguments = params["arguments"]?.object ?? [:]
+        switch params["name"]?.string {
         case "get_phone_location":
             return try await locateTool(params, agent: agent, revision: revision)
         case "list_people_sharing_with_me":
@@ -228,21 +229,16 @@ struct MCPHandler: Sendable {
                 logger.failure("people_sharing_failed", error)
                 return Self.toolError(RelayRoutes.databaseUnreachableText)
             }
-            let list = people.map { ["name": $0.name, "email": $0.email] }
+            let list: [JSONValue] = people.map { ["name": .string($0.name), "email": .string($0.email)] }
             let text = people.isEmpty ? "Nobody shares their location with you yet."
                 : people.map { "\($0.name) (\($0.email))" }.joined(separator: "\n")
-            return ["content": [["type": "text", "text": text]], "structuredContent": ["people": list], "isError": false]
+            return ["content": [["type": "text", "text": .string(text)]], "structuredContent": ["people": .array(list)], "isError": false]
         default:
             throw RPCError(code: -32602, message: Self.unknownTool(params).message)
         }
     }
 
-    private func rpc(status: Int, _ object: [String: Any]) -> HTTPResponse {
-        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Self.json(object))
-    }
-
-    /// Compact JSON, keys sorted.
-    static func json(_ object: Any) -> [UInt8] {
-        Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+    private func rpc(status: Int, _ object: JSONValue) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: object.bytes)
     }
 }

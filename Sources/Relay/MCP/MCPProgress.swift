@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 
 /// A tool call answered over Server-Sent Events with progress notifications (MCP
 /// Streamable HTTP): many clients give up on a tool call after 60 s unless progress arrives,
@@ -9,23 +10,22 @@ enum MCPProgress {
     /// How often progress is reported while the person has not answered.
     static let defaultInterval: Duration = .seconds(15)
 
-    /// The request, carried into the streaming task (JSON values from JSONSerialization are
-    /// immutable Foundation objects).
-    struct Call: @unchecked Sendable {
-        let id: Any
+    /// The request, carried into the streaming task.
+    struct Call: Sendable {
+        let id: JSONValue
         let method: String
-        let params: [String: Any]
-        let token: Any
+        let params: [String: JSONValue]
+        let token: JSONValue
     }
 
     /// Runs `respond` and streams progress every `interval` until its response, which ends
     /// the stream. Cancelled (the client left) → `respond`'s task is cancelled too.
     static func stream(_ call: Call, every interval: Duration, to body: HTTPResponseStream,
-                       _ respond: @escaping @Sendable (Call) async -> [String: Any]) async {
+                       _ respond: @escaping @Sendable (Call) async -> JSONValue) async {
         enum Event: Sendable { case tick, done([UInt8]) }
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
         let work = Task {
-            continuation.yield(.done(MCPHandler.json(await respond(call))))
+            continuation.yield(.done(await respond(call).bytes))
             continuation.finish()
         }
         let ticks = Task {
@@ -39,11 +39,11 @@ enum MCPProgress {
         for await event in events {
             switch event {
             case .tick:
-                let notification: [String: Any] = [
+                let notification: JSONValue = [
                     "jsonrpc": "2.0", "method": "notifications/progress",
-                    "params": ["progressToken": call.token, "progress": progress,
+                    "params": ["progressToken": call.token, "progress": JSONValue(progress),
                                "message": "Waiting for the person to answer on their phone."]]
-                body.write("data: " + String(decoding: MCPHandler.json(notification), as: UTF8.self) + "\n\n")
+                body.write("data: " + notification.text + "\n\n")
                 progress += 1
             case .done(let response):
                 body.write(Array("data: ".utf8) + response + Array("\n\n".utf8))

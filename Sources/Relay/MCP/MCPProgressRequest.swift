@@ -1,13 +1,14 @@
 import Foundation
+import JSON
 
 /// Whether a tool call asked for progress over an event stream: the client's progress token
 /// and its Accept header, read defensively (fuzzed by `Fuzz/MCPRequestFuzz.swift`).
 enum MCPProgressRequest {
     /// The client's progress token (`params._meta.progressToken`: a string or a number).
-    static func token(_ params: [String: Any]) -> Any? {
-        guard let meta = params["_meta"] as? [String: Any], let token = meta["progressToken"] else { return nil }
-        if let text = token as? String, text.utf8.count <= 256 { return text }
-        if let number = token as? NSNumber, String(cString: number.objCType) != "c", number.doubleValue.isFinite { return number }
+    static func token(_ params: [String: JSONValue]) -> JSONValue? {
+        guard let token = params["_meta"]?["progressToken"] else { return nil }
+        if let text = token.string, text.utf8.count <= 256 { return token }
+        if token.number != nil { return token }
         return nil
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The MCP revision one POST /mcp speaks, chosen per request (the relay is stateless in
 /// every revision), and the checks of its envelope — fuzzed with the body by
@@ -38,19 +39,18 @@ enum MCPRevision: Equatable, Sendable {
     static let relatedTaskKey = "io.modelcontextprotocol/related-task"
 
     /// Whether a 2026-07-28 request's `_meta` client capabilities declare the tasks extension.
-    static func declaresTasks(_ params: [String: Any]) -> Bool {
-        let capabilities = (params["_meta"] as? [String: Any])?[clientCapabilitiesKey] as? [String: Any]
-        return (capabilities?["extensions"] as? [String: Any])?[tasksExtension] != nil
+    static func declaresTasks(_ params: [String: JSONValue]) -> Bool {
+        params["_meta"]?[clientCapabilitiesKey]?["extensions"]?[tasksExtension] != nil
     }
 
     /// A request refused before its method runs: the HTTP status and the JSON-RPC error.
-    struct Refusal: Error, @unchecked Sendable {
+    struct Refusal: Error, Sendable {
         let status: Int
         let code: Int
         let message: String
-        let data: Any?
+        let data: JSONValue?
 
-        init(_ status: Int, _ code: Int, _ message: String, data: Any? = nil) {
+        init(_ status: Int, _ code: Int, _ message: String, data: JSONValue? = nil) {
             self.status = status
             self.code = code
             self.message = message
@@ -67,12 +67,12 @@ enum MCPRevision: Equatable, Sendable {
     /// The revision of a request, or why it is refused.
     /// - Parameters:
     ///   - versionHeader, methodHeader, nameHeader: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`.
-    static func choose(method: String, params: [String: Any], id: Any, versionHeader: String?,
+    static func choose(method: String, params: [String: JSONValue], id: JSONValue, versionHeader: String?,
                        methodHeader: String?, nameHeader: String?) -> Result<Chosen, Refusal> {
         guard let header = versionHeader else { return .success(Chosen(revision: .legacy(assumedWithoutHeader), traceparent: nil)) }
         if legacyVersions.contains(header) { return .success(Chosen(revision: .legacy(header), traceparent: nil)) }
-        guard let meta = params["_meta"] as? [String: Any], let version = meta[protocolVersionKey] as? String,
-              meta[clientCapabilitiesKey] is [String: Any] else {
+        guard let meta = params["_meta"]?.object, let version = meta[protocolVersionKey]?.string,
+              meta[clientCapabilitiesKey]?.object != nil else {
             return .failure(Refusal(400, -32602, "params._meta must carry \(protocolVersionKey) (a string) and \(clientCapabilitiesKey) (an object)."))
         }
         guard header == version else {
@@ -82,24 +82,25 @@ enum MCPRevision: Equatable, Sendable {
             return .failure(Refusal(400, -32020, "The Mcp-Method header is missing or does not match the request's method."))
         }
         if method == "tools/call" {
-            guard let name = nameHeader.flatMap(decodedName), name == params["name"] as? String else {
+            guard let name = nameHeader.flatMap(decodedName), name == params["name"]?.string else {
                 return .failure(Refusal(400, -32020, "The Mcp-Name header is missing or does not match the tool's name."))
             }
         }
         if method.hasPrefix("tasks/"), params["taskId"] != nil {
             // The tasks extension: Mcp-Name carries the task id (SEP-2663).
-            guard let name = nameHeader.flatMap(decodedName), name == params["taskId"] as? String else {
+            guard let name = nameHeader.flatMap(decodedName), name == params["taskId"]?.string else {
                 return .failure(Refusal(400, -32020, "The Mcp-Name header is missing or does not match the task id."))
             }
         }
         guard modernVersions.contains(version) else {
             return .failure(Refusal(400, -32022, "Unsupported protocol version",
-                                    data: ["supported": supported, "requested": String(version.prefix(64))]))
+                                    data: ["supported": .array(supported.map(JSONValue.string)),
+                                           "requested": .string(String(version.prefix(64)))]))
         }
-        guard id is String || isInteger(id) else {
+        guard id.string != nil || isInteger(id) else {
             return .failure(Refusal(400, -32600, "Request ids must be strings or integers under 2026-07-28."))
         }
-        return .success(Chosen(revision: .modern(version), traceparent: (meta["traceparent"] as? String).flatMap(traceparent)))
+        return .success(Chosen(revision: .modern(version), traceparent: meta["traceparent"]?.string.flatMap(traceparent)))
     }
 
     /// An `Mcp-Name` value: as sent, or decoded from `=?base64?…?=` (strict base64 of UTF-8).
@@ -122,8 +123,8 @@ enum MCPRevision: Equatable, Sendable {
     }
 
     /// Whether a parsed JSON id is an integer (not a fraction, not true or false).
-    private static func isInteger(_ value: Any) -> Bool {
-        guard let number = value as? NSNumber, String(cString: number.objCType) != "c" else { return false }
-        return number.doubleValue.isFinite && number.doubleValue == number.doubleValue.rounded()
+    private static func isInteger(_ value: JSONValue) -> Bool {
+        guard let number = value.number else { return false }
+        return number == number.rounded()
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// A durable request as an MCP task, in both wire forms: 2025-11-25's (SEP-1686: `ttl`,
 /// `pollInterval`) and the 2026-07-28 tasks extension's (SEP-2663: `ttlMs`,
@@ -56,16 +57,17 @@ struct MCPTask: Equatable {
     var isTerminal: Bool { status != "working" }
 
     /// 2025-11-25's `Task`.
-    var legacy: [String: Any] { object(ttl: "ttl", pollInterval: "pollInterval") }
+    var legacy: [String: JSONValue] { object(ttl: "ttl", pollInterval: "pollInterval") }
 
     /// The tasks extension's `Task` (2026-07-28): the same fields, its durations named in ms.
-    var modern: [String: Any] { object(ttl: "ttlMs", pollInterval: "pollIntervalMs") }
+    var modern: [String: JSONValue] { object(ttl: "ttlMs", pollInterval: "pollIntervalMs") }
 
-    private func object(ttl: String, pollInterval: String) -> [String: Any] {
-        var task: [String: Any] = ["taskId": token.text, "status": status, "createdAt": ResumeText.timestamp(createdAt),
-                                   "lastUpdatedAt": ResumeText.timestamp(lastUpdatedAt), ttl: ttlMilliseconds,
-                                   pollInterval: Self.pollIntervalMilliseconds]
-        if let statusMessage { task["statusMessage"] = statusMessage }
+    private func object(ttl: String, pollInterval: String) -> [String: JSONValue] {
+        var task: [String: JSONValue] = ["taskId": .string(token.text), "status": .string(status),
+                                         "createdAt": .string(ResumeText.timestamp(createdAt)),
+                                         "lastUpdatedAt": .string(ResumeText.timestamp(lastUpdatedAt)), ttl: JSONValue(ttlMilliseconds),
+                                         pollInterval: JSONValue(Self.pollIntervalMilliseconds)]
+        if let statusMessage { task["statusMessage"] = .string(statusMessage) }
         return task
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 
 /// The texts and payloads of pushes, exactly as PUSH.md §3-4 give them. No coordinate is
 /// ever part of one.
@@ -48,14 +49,15 @@ struct PushPayload: Sendable {
         fitting(4096) { payload in
             let requestID = payload.requestID.uuidString.lowercased()
             if payload.kind == .silent {
-                return ["aps": ["content-available": 1], "request_id": requestID, "client_id": payload.clientID,
-                        "expires_ms": payload.expiresMs, "requester_id": payload.requester?.userID?.uuidString.lowercased() ?? NSNull()]
+                return ["aps": ["content-available": 1], "request_id": .string(requestID), "client_id": .string(payload.clientID),
+                        "expires_ms": JSONValue(payload.expiresMs),
+                        "requester_id": JSONValue(payload.requester?.userID?.uuidString.lowercased())]
             }
-            return ["aps": ["alert": ["title": Self.title, "body": payload.body], "sound": "default",
-                            "thread-id": payload.clientID,
+            return ["aps": ["alert": ["title": .string(Self.title), "body": .string(payload.body)], "sound": "default",
+                            "thread-id": .string(payload.clientID),
                             "category": payload.kind == .checking ? "LOCATION_AUTO" : "LOCATION_REQUEST"],
-                    "request_id": requestID, "client_id": payload.clientID, "agent_name": payload.agentName ?? NSNull(),
-                    "expires_ms": payload.expiresMs, "requester": payload.requesterJSON]
+                    "request_id": .string(requestID), "client_id": .string(payload.clientID), "agent_name": JSONValue(payload.agentName),
+                    "expires_ms": JSONValue(payload.expiresMs), "requester": payload.requesterJSON]
         }
     }
 
@@ -63,32 +65,28 @@ struct PushPayload: Sendable {
     func webPush() -> [UInt8] {
         fitting(3993) { payload in
             let requestID = payload.requestID.uuidString.lowercased()
-            return ["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": requestID,
-                    "title": Self.title, "body": payload.body, "client_id": payload.clientID,
-                    "agent_name": payload.agentName ?? NSNull(), "requester": payload.requesterJSON,
-                    "expires_ms": payload.expiresMs, "url": "/app/?request=\(requestID)"]
+            return ["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": .string(requestID),
+                    "title": .string(Self.title), "body": .string(payload.body), "client_id": .string(payload.clientID),
+                    "agent_name": JSONValue(payload.agentName), "requester": payload.requesterJSON,
+                    "expires_ms": JSONValue(payload.expiresMs), "url": .string("/app/?request=\(requestID)")]
         }
     }
 
-    private var requesterJSON: Any {
-        guard let requester else { return NSNull() }
-        return ["user_id": requester.userID?.uuidString.lowercased() ?? NSNull(), "name": requester.name, "email": requester.email]
+    private var requesterJSON: JSONValue {
+        guard let requester else { return .null }
+        return ["user_id": JSONValue(requester.userID?.uuidString.lowercased()), "name": JSONValue(requester.name),
+                "email": JSONValue(requester.email)]
     }
 
     /// Serializes, cutting the agent name one character at a time until the bytes fit.
-    private func fitting(_ limit: Int, _ object: (PushPayload) -> [String: Any]) -> [UInt8] {
+    private func fitting(_ limit: Int, _ object: (PushPayload) -> JSONValue) -> [UInt8] {
         var payload = self
         while true {
-            let bytes = Self.json(object(payload))
+            let bytes = object(payload).bytes
             // Without a name it fits (every other field is bounded); if not, the sender refuses it.
             guard bytes.count > limit, let name = payload.agentName, !name.isEmpty else { return bytes }
             payload = PushPayload(kind: kind, requestID: requestID, clientID: clientID, agentName: String(name.dropLast()),
                                   requester: requester, expiresMs: expiresMs)
         }
-    }
-
-    private static func json(_ object: [String: Any]) -> [UInt8] {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return Array(data)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 
 /// The browser phone's files at `/app/` (APP.md §A.1), read once from the resource bundle,
 /// and `/app/config.json`. Every response carries the page's CSP, nosniff and no-referrer;
@@ -29,9 +30,9 @@ struct AppRoutes: Sendable {
             }
         }
         self.files = files
-        let object: [String: Any] = ["vapid_public_key": vapidPublicKey ?? NSNull(), "supabase_url": supabaseURL ?? NSNull(),
-                                     "supabase_anon_key": supabaseAnonKey ?? NSNull(), "public_url": publicURL]
-        config = Array((try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data())
+        let object: JSONValue = ["vapid_public_key": JSONValue(vapidPublicKey), "supabase_url": JSONValue(supabaseURL),
+                                 "supabase_anon_key": JSONValue(supabaseAnonKey), "public_url": .string(publicURL)]
+        config = object.bytes
         let connect = ["'self'", supabaseURL].compactMap { $0 }.joined(separator: " ")
         securityHeaders = [
             "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

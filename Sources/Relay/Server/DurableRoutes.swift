@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import JSON
 
 /// Durable requests over plain HTTP (SPEC §11): `POST /v1/locate` with `Prefer:
 /// respond-async` (RFC 7240) answers 202 at once; `GET /v1/locate/requests/{request_id}`
@@ -86,9 +87,9 @@ struct DurableRoutes: Sendable {
         }
     }
 
-    private static func json(_ status: Int, _ object: [String: Any], headers: HTTPHeaders = [:]) -> HTTPResponse {
+    private static func json(_ status: Int, _ object: JSONValue, headers: HTTPHeaders = [:]) -> HTTPResponse {
         var headers = headers
         headers.set("Content-Type", "application/json")
-        return HTTPResponse(status: status, headers: headers, body: MCPHandler.json(object))
+        return HTTPResponse(status: status, headers: headers, body: object.bytes)
     }
 }

@@ -1,6 +1,6 @@
-import JSON
 import Foundation
 import HTTPServer
+import JSON
 
 /// The HTTP routes of SPEC §3 and §5: agents (POST /v1/locate, /mcp), phones (GET
 /// /v1/device, POST /v1/device/answer), metadata and operations (/healthz, /readyz,
@@ -141,11 +141,11 @@ struct RelayRoutes: Sendable {
 
     /// RFC 9728 protected resource metadata.
     private var resourceMetadata: HTTPResponse {
-        let object: [String: Any] = ["resource": publicURL + "/mcp", "authorization_servers": authorizationServers,
-                                     "bearer_methods_supported": ["header"],
-                                     "scopes_supported": AgentGate.scope.split(separator: " ").map(String.init)]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(data))
+        let object: JSONValue = ["resource": .string(publicURL + "/mcp"),
+                                 "authorization_servers": .array(authorizationServers.map(JSONValue.string)),
+                                 "bearer_methods_supported": ["header"],
+                                 "scopes_supported": .array(AgentGate.scope.split(separator: " ").map { .string(String($0)) })]
+        return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: object.bytes)
     }
 
     private func locate(_ request: HTTPRequest) async -> HTTPResponse {
