@@ -65,10 +65,11 @@ enum TokenCommand {
                 values (gen_random_uuid(), $1, now(), now(), 'aal1', $2) returning id
                 """, [userID, clientID]).scalar(UUID.self)
             let now = Int(Date().timeIntervalSince1970)
+            let lifetime = (Int(options["hours"] ?? "24") ?? 24) * 3600
             var claims: [String: JSONValue] = ["sub": .string(userID.uuidString.lowercased()), "aud": "authenticated",
                                                "role": "authenticated", "email": .string(email),
                                                "session_id": .string(session.uuidString.lowercased()), "iat": JSONValue(now),
-                                               "exp": JSONValue(now + (Int(options["hours"] ?? "24") ?? 24) * 3600)]
+                                               "exp": JSONValue(now + lifetime)]
             if let clientID { claims["client_id"] = .string(clientID.uuidString.lowercased()) }
             if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = .string(url + "/auth/v1") }
             let token = JWTSigner.hs256(claims: .object(claims), secret: secret)
@@ -78,7 +79,6 @@ enum TokenCommand {
                 // for it, so it signs in only after a confirmation naming the account (SPEC §8).
                 let relay = (options["relay"] ?? environment["PUBLIC_URL"] ?? "http://127.0.0.1:8080")
                     .trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-                let lifetime = Int(claims["exp"] as! Int) - now
                 print("\(relay)/app/#access_token=\(token)&token_type=bearer&expires_in=\(lifetime)&sb&whereabot_link=1")
             } else {
                 print(token)
