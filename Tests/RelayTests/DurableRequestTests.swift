@@ -93,7 +93,7 @@ import Testing
 
     @Test func taskStatusesFollowTheRequest() throws {
         let token = try RequestToken()
-        func state(_ outcome: String?) -> RelayDatabase.DurableState {
+        func state(_ outcome: RelayStatus.Outcome?) -> RelayDatabase.DurableState {
             RelayDatabase.DurableState(id: token.id, createdMicroseconds: 0, owner: UUID(), outcome: outcome, reason: nil, delivered: true,
                                        createdAt: Date(timeIntervalSince1970: 100), expiresAt: Date(timeIntervalSince1970: 400),
                                        settledAt: outcome == nil ? nil : Date(timeIntervalSince1970: 200),
@@ -103,8 +103,8 @@ import Testing
         #expect(working.status == "working" && !working.isTerminal && working.ttlMilliseconds == 700_000)
         #expect(working.legacy["ttl"] == 700_000 && working.modern["ttlMs"] == 700_000)
         #expect(working.legacy["pollInterval"] == 2_000 && working.modern["pollIntervalMs"] == 2_000)
-        #expect(MCPTask(token, state: state("abandoned"), result: .abandoned).status == "cancelled")
-        let declined = MCPTask(token, state: state("denied"), result: .failure(.declined))
+        #expect(MCPTask(token, state: state(.abandoned), result: .abandoned).status == "cancelled")
+        let declined = MCPTask(token, state: state(.denied), result: .failure(.declined))
         #expect(declined.status == "completed" && declined.statusMessage == AgentFailure.declined.agentText)
         #expect(declined.legacy["lastUpdatedAt"] == "1970-01-01T00:03:20.000Z")
     }

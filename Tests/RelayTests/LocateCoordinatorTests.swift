@@ -213,7 +213,7 @@ extension LocateCoordinatorTests {
         }
         guard case .waiting = opened else { Issue.record("opened: \(opened)"); return }
         guard case .settled(let state, let outcome) = polled else { Issue.record("polled: \(polled)"); return }
-        #expect(outcome == .fix(fix) && state.outcome == "location" && state.sealed != nil)
+        #expect(outcome == .fix(fix) && state.outcome == .location && state.sealed != nil)
         #expect(stranger == .unknown)
     }
 
@@ -231,7 +231,7 @@ extension LocateCoordinatorTests {
         }
         guard case .waiting = first, case .waiting(let state) = polled else { Issue.record("\(first) \(polled)"); return }
         #expect(state.delivered && state.outcome == nil)
-        #expect(cancelled == "cancelled")
+        #expect(cancelled == .cancelled)
         guard case .settled(_, .abandoned) = after else { Issue.record("after cancel: \(after)"); return }
     }
 }

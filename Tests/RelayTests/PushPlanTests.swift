@@ -78,7 +78,7 @@ import Testing
 
     /// Every refusal (settled, expired, gone, already) ends the plan without a send.
     @Test func refusalsEndThePlan() {
-        for status in ["settled", "expired", "already", "not_applicable"] {
+        for status in [RelayStatus.Claim.settled, .expired, .already, .notApplicable] {
             var plan = plan()
             _ = plan.handle(.opened(connections: 0, now: t0))
             _ = plan.handle(.timerFired(.wake, now: t0))
@@ -91,7 +91,7 @@ import Testing
         var plan = plan()
         _ = plan.handle(.opened(connections: 0, now: t0))
         _ = plan.handle(.timerFired(.wake, now: t0))
-        #expect(plan.handle(.claimResult(.wake, .refused("gone"), now: t0)) == [.arm(.wake, at: t0 + 1)])
+        #expect(plan.handle(.claimResult(.wake, .refused(.gone), now: t0)) == [.arm(.wake, at: t0 + 1)])
         #expect(plan.handle(.timerFired(.wake, now: t0 + 1)) == [.claim(.wake)])
         #expect(plan.handle(.claimResult(.wake, .claimed(.alert), now: t0 + 1)) == [.send(.alert), .done])
     }
@@ -117,7 +117,7 @@ import Testing
         _ = plan.handle(.timerFired(.checking, now: t0 + 8))
         #expect(plan.handle(.claimResult(.checking, .failed, now: t0 + 8)) == [.arm(.checking, at: t0 + 9)])
         #expect(plan.handle(.timerFired(.checking, now: t0 + 9)) == [.claim(.checking)])
-        #expect(plan.handle(.claimResult(.checking, .refused("not_applicable"), now: t0 + 9)) == [.claim(.wake)])
+        #expect(plan.handle(.claimResult(.checking, .refused(.notApplicable), now: t0 + 9)) == [.claim(.wake)])
         #expect(plan.handle(.claimResult(.wake, .claimed(.silent), now: t0 + 9)) == [.claim(.checking)])
         #expect(plan.handle(.claimResult(.checking, .claimed(.checking), now: t0 + 9)) == [.send(.checking), .done])
         // A second loss is not restored again.
@@ -126,9 +126,9 @@ import Testing
         _ = twice.handle(.timerFired(.wake, now: t0))
         _ = twice.handle(.claimResult(.wake, .claimed(.silent), now: t0))
         _ = twice.handle(.timerFired(.checking, now: t0 + 8))
-        _ = twice.handle(.claimResult(.checking, .refused("not_applicable"), now: t0 + 8))
+        _ = twice.handle(.claimResult(.checking, .refused(.notApplicable), now: t0 + 8))
         _ = twice.handle(.claimResult(.wake, .claimed(.silent), now: t0 + 8))
-        #expect(twice.handle(.claimResult(.checking, .refused("not_applicable"), now: t0 + 8)) == [.done])
+        #expect(twice.handle(.claimResult(.checking, .refused(.notApplicable), now: t0 + 8)) == [.done])
     }
 
     /// A stale timer or a result for another stage changes nothing.

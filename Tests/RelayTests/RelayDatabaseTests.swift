@@ -27,18 +27,18 @@ import Testing
         let opened = try await db.openRequest(id: request, owner: ada.user, requester: bob.user, clientID: "client-1",
                                               clientName: "Claude", instance: instance, replyKey: try ReplyKey().publicKey,
                                               expiresAt: Date().addingTimeInterval(60), maxWaiting: 5)
-        #expect(opened.status == "opened" && opened.connections == 0)
+        #expect(opened.status == .opened && opened.connections == 0)
 
         let device = UUID(), connection = UUID()
         let hello = try await db.deviceHello(instance: instance, connection: connection, user: ada.user, session: ada.session, device: device,
                                              name: "Ada's iPhone", platform: "ios", appVersion: "1.0", openedAt: Date())
-        #expect(hello.status == "ok")
+        #expect(hello.status == .ok)
         #expect(hello.pending.map(\.id) == [request])
         #expect(hello.pending.first?.clientID == "client-1")
         #expect(hello.pending.first?.requester == Person(userID: bob.user, name: "Bob", email: bob.email))
         let stolen = try await db.deviceHello(instance: instance, connection: UUID(), user: bob.user, session: bob.session, device: device,
                                               name: "x", platform: "ios", appVersion: "1", openedAt: Date())
-        #expect(stolen.status == "forbidden")
+        #expect(stolen.status == .forbidden)
         #expect(try await db.deviceDisconnects([connection]) == 1)
         #expect(try await db.deviceDisconnects([connection]) == 0, "a socket is forgotten once")
     }
@@ -64,14 +64,14 @@ import Testing
         #expect(try await db.settle(id: request, user: ada.user, device: device, answer: .denied(reason: .user),
                                     instance: instance) == .gone)
         let finished = try await db.finish(id: request, instance: instance, abandoned: false)
-        #expect(finished.status == "already_settled" && finished.delivered == true)
-        #expect(finished.outcome == "location" && finished.reason == nil)
+        #expect(finished.status == .alreadySettled && finished.delivered == true)
+        #expect(finished.outcome == .location && finished.reason == nil)
 
         let silent = UUID()
         _ = try await db.openRequest(id: silent, owner: ada.user, requester: nil, clientID: "agent-key", clientName: nil,
                                      instance: instance, replyKey: key.publicKey, expiresAt: Date().addingTimeInterval(60), maxWaiting: 5)
         let abandoned = try await db.finish(id: silent, instance: instance, abandoned: true)
-        #expect(abandoned.status == "finished" && abandoned.delivered == false && abandoned.outcome == "abandoned")
+        #expect(abandoned.status == .finished && abandoned.delivered == false && abandoned.outcome == .abandoned)
     }
 
     @Test func theCapRefusesPastTheLimit() async throws {
@@ -80,13 +80,13 @@ import Testing
         let ada = try await TestDatabase.makeUser(admin)
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
-        var statuses: [String] = []
+        var statuses: [RelayStatus.Open] = []
         for _ in 0..<3 {
             statuses.append(try await db.openRequest(id: UUID(), owner: ada.user, requester: nil, clientID: "agent-key",
                                                      clientName: nil, instance: instance, replyKey: try ReplyKey().publicKey,
                                                      expiresAt: Date().addingTimeInterval(60), maxWaiting: 2).status)
         }
-        #expect(statuses == ["opened", "opened", "too_many"])
+        #expect(statuses == [.opened, .opened, .tooMany])
     }
 
     @Test func agentKeysSessionsAndClientNames() async throws {
@@ -103,7 +103,7 @@ import Testing
         _ = try await admin.asUser(claims: claims) { try await $0.query("select public.revoke_agent_key($1)", [owner.keyID]) }
         #expect(try await db.agentKeyOwner(keyHash: AgentKey.hash(key)) == nil)
 
-        #expect(try await db.sessionStates([(ada.session, ada.user), (ada.session, UUID())]) == ["alive", "signed_out"])
+        #expect(try await db.sessionStates([(ada.session, ada.user), (ada.session, UUID())]) == [.alive, .signedOut])
         let client = UUID()
         try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1, 'Claude Desktop')", [client])
         #expect(try await db.clientName(client.uuidString.lowercased()) == "Claude Desktop")

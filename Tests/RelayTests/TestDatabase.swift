@@ -38,7 +38,7 @@ extension RelayDatabase {
     /// One socket's hello in tests (`deviceHellos` with one element): its status and the
     /// pings waiting for its user.
     func deviceHello(instance: String, connection: UUID, user: UUID, session: UUID, device: UUID, name: String,
-                     platform: String, appVersion: String, openedAt: Date) async throws -> (status: String, pending: [LocateMessage]) {
+                     platform: String, appVersion: String, openedAt: Date) async throws -> (status: RelayStatus.Hello, pending: [LocateMessage]) {
         let batch = try await deviceHellos(instance: instance, [SocketHello(
             connection: connection, user: user, session: session, device: device, name: name, platform: platform,
             appVersion: appVersion, openedAt: openedAt)])

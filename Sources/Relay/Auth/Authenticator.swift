@@ -40,7 +40,7 @@ public actor Authenticator {
     private let keyCacheTTL: TimeInterval
     private let now: @Sendable () -> Date
     private var lastJWKSFetch: Date
-    private var sessions: [UUID: (state: String, at: Date)] = [:]
+    private var sessions: [UUID: (state: RelayStatus.Session, at: Date)] = [:]
     private var keys: [String: (owner: RelayDatabase.AgentKeyOwner?, at: Date)] = [:]
     /// Agents' tokens whose signature and claims verified, until their `exp` (past it a
     /// token is verified again, with the leeway): an agent reusing its token costs no
@@ -184,9 +184,9 @@ public actor Authenticator {
         // Agents repeat their token and their session check is cached; a phone's is made once
         // per socket, so caching it would only keep an entry per connected phone.
         switch try await sessionState(claims.sessionID, user: claims.userID, cached: claims.clientID != nil) {
-        case "alive": break
-        case "device_removed": throw .deviceRemoved
-        default: throw .revoked
+        case .alive: break
+        case .deviceRemoved: throw .deviceRemoved
+        case .signedOut: throw .revoked
         }
         if let clientID = claims.clientID {
             return .agent(AgentIdentity(userID: claims.userID, clientID: clientID, keyID: nil, keyName: nil, email: claims.email))
@@ -216,7 +216,7 @@ public actor Authenticator {
         verifiedTokens.removeAll()  // a key may have been withdrawn
     }
 
-    private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> String {
+    private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> RelayStatus.Session {
         if useCache, let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
         // Checks of many sockets and requests go to the database together (a storm).
         guard let state = await sessionChecker.state(session: session, user: user) else { throw .unavailable }

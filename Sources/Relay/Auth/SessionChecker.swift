@@ -11,7 +11,7 @@ actor SessionChecker {
     private struct Check: Sendable {
         let session: UUID
         let user: UUID
-        let done: CheckedContinuation<String?, Never>
+        let done: CheckedContinuation<RelayStatus.Session?, Never>
     }
 
     private let database: RelayDatabase
@@ -23,8 +23,8 @@ actor SessionChecker {
         self.database = database
     }
 
-    /// `alive`, `signed_out` or `device_removed`; nil when the database could not be asked.
-    func state(session: UUID, user: UUID) async -> String? {
+    /// The session's state; nil when the database could not be asked.
+    func state(session: UUID, user: UUID) async -> RelayStatus.Session? {
         await withCheckedContinuation { done in
             perform(batcher.add(Check(session: session, user: user, done: done)))
         }

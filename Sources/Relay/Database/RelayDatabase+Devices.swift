@@ -44,11 +44,10 @@ extension RelayDatabase {
 
     /// What one batch of hellos did.
     public struct HelloBatch: Sendable {
-        /// Each socket's status by connection: ok, revoked (close 4000 "revoked"), forbidden
-        /// (another user's device), replaced (a newer socket of the device is live), too_many
-        /// (the user's cap) or unregistered (this instance's row is gone: say hello again
-        /// after the heartbeat has re-created it).
-        public let statuses: [UUID: String]
+        /// Each socket's status by connection.
+        public var statuses: [UUID: RelayStatus.Hello]
+        /// Sockets whose hello the database refused alone (a server error): "try again".
+        public var failed: Set<UUID> = []
         /// The pings waiting for the users of the registered sockets, oldest first.
         public let pending: [(owner: UUID, ping: LocateMessage)]
     }
@@ -65,12 +64,10 @@ extension RelayDatabase {
         guard case .array(let results)? = json["results"], case .array(let pending)? = json["pending"] else {
             throw Self.malformed("device_hellos")
         }
-        var statuses: [UUID: String] = [:]
+        var statuses: [UUID: RelayStatus.Hello] = [:]
         for result in results {
-            guard let connection = result["connection"]?.uuid, let status = result["status"]?.string else {
-                throw Self.malformed("device_hellos")
-            }
-            statuses[connection] = status
+            guard let connection = result["connection"]?.uuid else { throw Self.malformed("device_hellos") }
+            statuses[connection] = try Self.status(result, "status", from: "device_hellos")
         }
         return HelloBatch(statuses: statuses, pending: try pending.map {
             guard let owner = $0["owner"]?.uuid, let message = $0["message"], let ping = LocateMessage(json: message) else {

@@ -36,11 +36,10 @@ extension RelayDatabase {
         return try Self.opened(json, function: "open_durable_request")
     }
 
-    /// What `makeDurable` found: `durable`, `settled` (its answer is on its way) or `gone`.
-    func makeDurable(id: UUID, instance: String) async throws -> String {
+    /// What `makeDurable` found.
+    func makeDurable(id: UUID, instance: String) async throws -> RelayStatus.MakeDurable {
         let json = try await pool.send("select relay.make_durable($1, $2)", [id, instance]).scalar(PGJSON.self).parsed()
-        guard let status = json["status"]?.string else { throw Self.malformed("make_durable") }
-        return status
+        return try Self.status(json, "status", from: "make_durable")
     }
 
     /// A durable request as its credential sees it.
@@ -51,8 +50,8 @@ extension RelayDatabase {
         public let createdMicroseconds: Int64
         /// Whose phones were asked.
         public let owner: UUID
-        /// Nil while waiting; else location, denied, unavailable, expired or abandoned.
-        public let outcome: String?
+        /// Nil while waiting; else how it ended.
+        public let outcome: RelayStatus.Outcome?
         /// The reason, for denied and unavailable.
         public let reason: String?
         /// Whether a device got the ping (504 rather than 503 when it expired).
@@ -73,15 +72,16 @@ extension RelayDatabase {
         let json = try await pool.send("select relay.durable_state($1, $2, $3, $4, $5, $6)",
                                         [id, binding.user, binding.clientID, binding.keyID, instance, watch])
             .scalar(PGJSON.self).parsed()
-        guard json["status"]?.string != "unknown" else { return nil }
+        // The one status word of this function's result: its other results are the row itself.
+        guard json["status"]?.string != RelayStatus.CancelDurable.unknown.rawValue else { return nil }
         return try Self.durableState(json)
     }
 
-    /// Cancels a durable request: `cancelled`, `settled` (it had ended already) or `unknown`.
-    /// `forget` deletes it and its result too.
-    func cancelDurable(id: UUID, binding: Binding, forget: Bool) async throws -> String {
-        try await pool.send("select relay.cancel_durable($1, $2, $3, $4, $5)",
-                            [id, binding.user, binding.clientID, binding.keyID, forget]).scalar(String.self)
+    /// Cancels a durable request. `forget` deletes it and its result too.
+    func cancelDurable(id: UUID, binding: Binding, forget: Bool) async throws -> RelayStatus.CancelDurable {
+        try Self.status(try await pool.send("select relay.cancel_durable($1, $2, $3, $4, $5)",
+                                                   [id, binding.user, binding.clientID, binding.keyID, forget]).scalar(String.self),
+                               from: "cancel_durable")
     }
 
     /// One page of `binding`'s listable durable requests, newest first, after the cursor
@@ -101,7 +101,9 @@ extension RelayDatabase {
               let created = date("created_ms"), let expires = date("expires_ms"), let keep = date("keep_until_ms") else {
             throw malformed("durable_state")
         }
-        return DurableState(id: id, createdMicroseconds: createdMicroseconds, owner: owner, outcome: json["outcome"]?.string, reason: json["reason"]?.string,
+        return DurableState(id: id, createdMicroseconds: createdMicroseconds, owner: owner,
+                            outcome: try Self.optionalStatus(json["outcome"]?.string, from: "durable_state"),
+                            reason: json["reason"]?.string,
                             delivered: json["delivered"]?.bool ?? false, createdAt: created, expiresAt: expires,
                             settledAt: date("settled_ms"), keepUntil: keep, sealed: json["sealed"]?.string)
     }

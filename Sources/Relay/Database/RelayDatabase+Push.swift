@@ -6,9 +6,11 @@ extension RelayDatabase {
     /// `instance`: once per stage across instances (PUSH.md §2), with the targets `budgets`
     /// still pay for.
     func claimPush(id: UUID, instance: String, stage: PushPlan.Stage, budgets: PushBudgets) async throws -> PushClaim {
-        try await pool.send("select relay.claim_push($1, $2, $3, $4, $5)",
+        let json = try await pool.send("select relay.claim_push($1, $2, $3, $4, $5)",
                             [id, instance, stage.rawValue, budgets.perTargetPerHour, budgets.perAccountPerHour])
-            .scalar(PGJSON.self).decode(PushClaim.self)
+            .scalar(PGJSON.self).parsed()
+        guard let claim = PushClaim(json: json) else { throw Self.malformed("claim_push") }
+        return claim
     }
 
     /// Deletes an APNs token APNs called dead; with `unregisteredAt` (a 410's timestamp)

@@ -15,7 +15,7 @@ public struct RelayDatabase: Sendable {
     // MARK: Instances
 
     /// What an earlier process under the same instance id left behind, cleaned at start.
-    public struct Registered: Decodable, Sendable, Equatable {
+    public struct Registered: Sendable, Equatable {
         /// Its socket rows, removed.
         public let connections: Int
         /// Its waiting requests, abandoned (their pings cancelled).
@@ -25,7 +25,9 @@ public struct RelayDatabase: Sendable {
     /// Registers this instance (at start), forgetting what an earlier process left.
     @discardableResult
     public func registerInstance(_ instance: String) async throws -> Registered {
-        try await pool.send("select relay.register_instance($1)", [instance]).scalar(PGJSON.self).decode(Registered.self)
+        let json = try await pool.send("select relay.register_instance($1)", [instance]).scalar(PGJSON.self).parsed()
+        return Registered(connections: try Self.count(json, "connections", from: "register_instance"),
+                          abandoned: try Self.count(json, "abandoned", from: "register_instance"))
     }
 
     /// Beats; true when the instance's row had vanished (resync needed).
@@ -34,7 +36,7 @@ public struct RelayDatabase: Sendable {
     }
 
     /// What one `reap` cleaned up.
-    public struct ReapReport: Decodable, Sendable, Equatable {
+    public struct ReapReport: Sendable, Equatable {
         /// Dead instances removed.
         public let instances: Int
         /// Their sockets removed.
@@ -49,16 +51,18 @@ public struct RelayDatabase: Sendable {
 
     /// Reaps instances silent for `deadAfter` and old requests.
     public func reap(deadAfter seconds: Int = 30) async throws -> ReapReport {
-        try await pool.send("select relay.reap(make_interval(secs => $1))", [seconds])
-            .scalar(PGJSON.self).decode(ReapReport.self)
+        let json = try await pool.send("select relay.reap(make_interval(secs => $1))", [seconds]).scalar(PGJSON.self).parsed()
+        func count(_ key: String) throws -> Int { try Self.count(json, key, from: "reap") }
+        return ReapReport(instances: try count("instances"), connections: try count("connections"), abandoned: try count("abandoned"),
+                          expired: try count("expired"), deleted: try count("deleted"))
     }
 
     // MARK: Requests
 
     /// What `openRequest` did.
     public struct Opened: Sendable, Equatable {
-        /// opened, too_many (the owner's cap is reached) or exists.
-        public let status: String
+        /// Whether it opened.
+        public let status: RelayStatus.Open
         /// Live sockets of the owner now (0: push at once).
         public let connections: Int?
         /// The ping for the owner's phones on the calling instance, which the database does
@@ -77,7 +81,7 @@ public struct RelayDatabase: Sendable {
 
     /// The `Opened` of an open_request-shaped result.
     static func opened(_ json: JSONValue, function: String) throws -> Opened {
-        guard let status = json["status"]?.string else { throw Self.malformed(function) }
+        let status: RelayStatus.Open = try Self.status(json, "status", from: function)
         var ping: LocateMessage?
         if let value = json["ping"], !value.isNull {
             guard let message = LocateMessage(json: value) else { throw Self.malformed(function) }
@@ -91,6 +95,30 @@ public struct RelayDatabase: Sendable {
         PGError(.decoding, detail: "relay.\(function) returned an unexpected shape")
     }
 
+    /// The status word `word` of a result of `function`.
+    /// - Throws: `PGError.decoding` for a missing or unknown word.
+    static func status<Status: RawRepresentable<String>>(_ word: String?, from function: String) throws -> Status {
+        guard let word, let status = Status(rawValue: word) else { throw malformed(function) }
+        return status
+    }
+
+    /// The status word at `key` of a JSON result of `function`.
+    static func status<Status: RawRepresentable<String>>(_ json: JSONValue, _ key: String, from function: String) throws -> Status {
+        try status(json[key]?.string, from: function)
+    }
+
+    /// An optional status word (JSON null or absent is nil).
+    static func optionalStatus<Status: RawRepresentable<String>>(_ word: String?, from function: String) throws -> Status? {
+        guard let word else { return nil }
+        return try status(word, from: function) as Status
+    }
+
+    /// The non-negative integer at `key` of a JSON result of `function`.
+    static func count(_ json: JSONValue, _ key: String, from function: String) throws -> Int {
+        guard let value = json[key]?.integer, value >= 0, value <= Int64(Int.max) else { throw malformed(function) }
+        return Int(value)
+    }
+
     /// The most ids `markDelivered` takes per call.
     public static let maxDelivered = 10_000
 
@@ -100,34 +128,23 @@ public struct RelayDatabase: Sendable {
         try await pool.send("select relay.mark_delivered($1)", [ids]).scalar(Int.self)
     }
 
-    /// What a phone's answer did.
-    public enum Settled: String, Sendable {
-        /// The answer won.
-        case settled
-        /// No request waits under that id.
-        case gone
-        /// The request or device belongs to another user.
-        case forbidden
-    }
-
     /// Settles a request with a phone's answer (first answer wins). `instance`, the caller,
     /// is not notified: it delivers the answer and cancels its own pings itself.
-    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String) async throws -> Settled {
+    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String) async throws -> RelayStatus.Settle {
         let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
-                                          [id, user, device, answer.outcome, answer.reason, answer.sealed, instance])
+                                          [id, user, device, answer.outcome.rawValue, answer.reason, answer.sealed, instance])
             .scalar(String.self)
-        guard let settled = Settled(rawValue: status) else { throw PGError(.protocolViolation, detail: "settle status") }
-        return settled
+        return try Self.status(status, from: "settle")
     }
 
     /// What `finish` found.
-    public struct Finished: Decodable, Sendable, Equatable {
-        /// finished, already_settled or gone.
-        public let status: String
+    public struct Finished: Sendable, Equatable {
+        /// Whether this call ended it.
+        public let status: RelayStatus.Finish
         /// Whether any device got the ping.
         public let delivered: Bool?
         /// The recorded outcome.
-        public let outcome: String?
+        public let outcome: RelayStatus.Outcome?
         /// The recorded reason.
         public let reason: String?
     }
@@ -135,8 +152,11 @@ public struct RelayDatabase: Sendable {
     /// Ends a request this instance waits for: `expired` at the deadline, `abandoned` when
     /// the agent hung up (NOTIFY whereabot_cancel).
     public func finish(id: UUID, instance: String, abandoned: Bool) async throws -> Finished {
-        try await pool.send("select relay.finish($1, $2, $3)", [id, instance, abandoned ? "abandoned" : "expired"])
-            .scalar(PGJSON.self).decode(Finished.self)
+        let json = try await pool.send("select relay.finish($1, $2, $3)",
+                                        [id, instance, (abandoned ? RelayStatus.Outcome.abandoned : .expired).rawValue])
+            .scalar(PGJSON.self).parsed()
+        return Finished(status: try Self.status(json, "status", from: "finish"), delivered: json["delivered"]?.bool,
+                        outcome: try Self.optionalStatus(json["outcome"]?.string, from: "finish"), reason: json["reason"]?.string)
     }
 
     /// The row behind one of a waiter's requests, for resync.
@@ -146,7 +166,7 @@ public struct RelayDatabase: Sendable {
         /// Whether it was settled (answered, expired or abandoned).
         public let settled: Bool
         /// How it ended, when settled.
-        public let outcome: String?
+        public let outcome: RelayStatus.Outcome?
         /// The reason, for denied and unavailable.
         public let reason: String?
         /// Whether any device got the ping.
@@ -162,7 +182,8 @@ public struct RelayDatabase: Sendable {
     public func requestStates(_ ids: [UUID]) async throws -> [RequestState] {
         try await pool.send("select id, settled, outcome, reason, delivered from relay.request_states($1)", [ids]).rows.map {
             RequestState(id: try $0.decode(0, as: UUID.self), settled: try $0.decode(1, as: Bool.self),
-                         outcome: try $0.decode(2, as: String?.self), reason: try $0.decode(3, as: String?.self),
+                         outcome: try Self.optionalStatus($0.decode(2, as: String?.self), from: "request_states"),
+                         reason: try $0.decode(3, as: String?.self),
                          delivered: try $0.decode(4, as: Bool.self))
         }
     }
@@ -235,13 +256,13 @@ public struct RelayDatabase: Sendable {
     /// Session checks one `sessionStates` call takes (the function's own limit).
     public static let maxSessionChecks = 1000
 
-    /// The state of each (session, user) pair, in order: `alive`, `signed_out` or `device_removed`.
-    public func sessionStates(_ pairs: [(session: UUID, user: UUID)]) async throws -> [String] {
+    /// The state of each (session, user) pair, in order.
+    public func sessionStates(_ pairs: [(session: UUID, user: UUID)]) async throws -> [RelayStatus.Session] {
         precondition(pairs.count <= Self.maxSessionChecks, "at most \(Self.maxSessionChecks) pairs per call")
         let states = try await pool.send("select relay.session_states($1, $2)", [pairs.map(\.session), pairs.map(\.user)])
             .scalar([String].self)
         guard states.count == pairs.count else { throw Self.malformed("session_states") }
-        return states
+        return try states.map { try Self.status($0, from: "session_states") }
     }
 
     /// Removes and returns this instance's sockets whose session is gone or revoked or

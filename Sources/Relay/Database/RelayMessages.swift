@@ -2,7 +2,7 @@ import Foundation
 import JSON
 
 /// A locate ping as the phone receives it (`{"type":"locate",...}`), and as the locate
-/// notification and `relay.pending_locates` carry it (those add the waiter's reply key,
+/// notification and `relay.device_hellos` carry it (those add the waiter's reply key,
 /// which the holder seals a fix to and never sends to the phone).
 public struct LocateMessage: Sendable, Equatable {
     /// The request id; answers carry it.
@@ -106,11 +106,11 @@ public enum PhoneAnswer: Sendable, Equatable {
         case error
     }
 
-    var outcome: String {
+    var outcome: RelayStatus.Outcome {
         switch self {
-        case .location, .localLocation: "location"
-        case .denied: "denied"
-        case .unavailable: "unavailable"
+        case .location, .localLocation: .location
+        case .denied: .denied
+        case .unavailable: .unavailable
         }
     }
 

@@ -17,7 +17,7 @@ struct AnswerSettler: Sendable {
     /// Seals (for a fix) and settles; returns what the database decided.
     /// - Parameter replyKey: the waiter's key when the ping carried it; else it is asked for.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
-                reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil) async throws -> RelayDatabase.Settled {
+                reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil) async throws -> RelayStatus.Settle {
         let answer: PhoneAnswer
         var sealedFix: LocationFix?
         switch reply {

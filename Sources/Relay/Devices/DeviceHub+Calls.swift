@@ -80,7 +80,7 @@ extension DeviceHub {
     /// `relay.device_hellos` of `batch`, with one element's failure kept to itself: when
     /// the database refuses the call (a server error, such as a device row inserted past the
     /// cap through the API at the same moment), the batch is halved until the hello that
-    /// fails stands alone, and only that socket gets status "error" (1011 "try again").
+    /// fails stands alone, and only that socket is `failed` (1011 "try again").
     /// Nil when the database could not be reached at all.
     func helloStatuses(_ batch: [Hello]) async -> RelayDatabase.HelloBatch? {
         do {
@@ -88,21 +88,23 @@ extension DeviceHub {
         } catch let error as PGError where error.code == .server {
             guard batch.count > 1 else {
                 logger.failure("device_hello_refused", error, ["connection": batch[0].session.connection.uuidString])
-                return RelayDatabase.HelloBatch(statuses: [batch[0].session.connection: "error"], pending: [])
+                return RelayDatabase.HelloBatch(statuses: [:], failed: [batch[0].session.connection], pending: [])
             }
             logger.warning("device_hello_batch_split", ["sockets": String(batch.count), "sqlstate": error.sqlState ?? ""])
-            var statuses: [UUID: String] = [:]
+            var statuses: [UUID: RelayStatus.Hello] = [:]
+            var failed = Set<UUID>()
             var pending: [(owner: UUID, ping: LocateMessage)] = []
             var sent = Set<UUID>()  // a user's waiting pings come back from each half that holds the user
             for half in [Array(batch[..<(batch.count / 2)]), Array(batch[(batch.count / 2)...])] {
                 guard let part = await helloStatuses(half) else {
-                    for hello in half { statuses[hello.session.connection] = "error" }
+                    failed.formUnion(half.map(\.session.connection))
                     continue
                 }
                 statuses.merge(part.statuses) { first, _ in first }
+                failed.formUnion(part.failed)
                 for entry in part.pending where sent.insert(entry.ping.id).inserted { pending.append(entry) }
             }
-            return RelayDatabase.HelloBatch(statuses: statuses, pending: pending)
+            return RelayDatabase.HelloBatch(statuses: statuses, failed: failed, pending: pending)
         } catch {
             logger.failure("device_hello_failed", error, ["sockets": String(batch.count)])
             return nil

@@ -224,6 +224,10 @@ public actor DeviceHub {
             let kept = hellosInFlight.end(session.user)
             defer { helloing.removeValue(forKey: connection)?.resume() }
             newcomers.withLock { $0[connection] = nil }
+            if result?.failed.contains(connection) == true {
+                session.close(code: WebSocketCloseCode.internalError, reason: "try again")
+                continue
+            }
             guard let status = result?.statuses[connection] else {
                 if result == nil, !live.isEmpty, phones[connection] == nil {
                     session.close(code: WebSocketCloseCode.internalError, reason: "try again")
@@ -231,7 +235,7 @@ public actor DeviceHub {
                 continue
             }
             switch status {
-            case "ok":
+            case .ok:
                 guard !session.isClosed else {  // closed while the hello ran: forget the row just made
                     perform(disconnects.add(connection), .disconnects)
                     continue
@@ -245,24 +249,22 @@ public actor DeviceHub {
                     let account = self.account, user = session.user
                     Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: user) { session.send(list) } }
                 }
-            case "unregistered":
+            case .unregistered:
                 // Said again at the re-registration (a registered socket is in it anyway).
                 if phones[connection] == nil { unregistered[connection] = hello }
                 if !reregistrationRequested {
                     reregistrationRequested = true
                     reregistrationNeeded()
                 }
-            case "revoked":
+            case .revoked:
                 session.close(code: Self.replacedCode, reason: "revoked")
-            case "replaced":
+            case .replaced:
                 session.close(code: Self.replacedCode, reason: "replaced")
-            case "too_many", "too_many_devices":
+            case .tooMany, .tooManyDevices:
                 session.close(code: Self.tooManyDevicesCode, reason: "too_many_devices")
-            case "invalid":
+            case .invalid:
                 session.close(code: WebSocketCloseCode.policyViolation, reason: "invalid hello")
-            case "error":
-                session.close(code: WebSocketCloseCode.internalError, reason: "try again")
-            default:
+            case .forbidden:
                 session.close(code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user")
             }
         }
@@ -295,7 +297,7 @@ public actor DeviceHub {
         // The answering phone needs no cancel for its own answer; the key came with this
         // socket's own ping (for any other id the database is asked).
         let replyKey = pings.answered(id, by: session.connection)
-        let settled: RelayDatabase.Settled?
+        let settled: RelayStatus.Settle?
         do {
             settled = try await settler.settle(id: id, user: session.user, device: record.device, deviceName: record.name,
                                                platform: record.platform.text, reply: reply, replyKey: replyKey)

@@ -45,11 +45,11 @@ extension LocateCoordinator {
         }
     }
 
-    /// Cancels request `token` (its phones get `cancel`): `cancelled`, `settled` or `unknown`.
-    /// `forget` deletes it and its result as well (HTTP DELETE).
-    public func cancel(_ token: RequestToken, binding: RelayDatabase.Binding, forget: Bool) async throws -> String {
+    /// Cancels request `token` (its phones get `cancel`). `forget` deletes it and its result
+    /// as well (HTTP DELETE).
+    public func cancel(_ token: RequestToken, binding: RelayDatabase.Binding, forget: Bool) async throws -> RelayStatus.CancelDurable {
         let status = try await database.cancelDurable(id: token.id, binding: binding, forget: forget)
-        if status == "cancelled" { wakeWatchers(of: token.id) }
+        if status == .cancelled { wakeWatchers(of: token.id) }
         return status
     }
 
@@ -84,13 +84,13 @@ extension LocateCoordinator {
     /// The outcome of an ended durable request, as its first call would have returned it.
     func outcome(of state: RelayDatabase.DurableState, token: RequestToken, email: String?) -> LocateOutcome {
         switch state.outcome {
-        case "expired"?:
+        case .expired?:
             return state.delivered ? .failure(.phoneSilent) : .failure(.notConnected(email: email))
-        case "abandoned"?:
+        case .abandoned?:
             return .abandoned
-        default:
+        case .location?, .denied?, .unavailable?, nil:
             guard let replyKey = try? token.replyKey() else { return .failure(.noFix) }
-            let answer = AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome ?? "unavailable",
+            let answer = AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome ?? .unavailable,
                                             reason: state.reason, sealed: state.sealed)
             return outcome(of: answer, replyKey: replyKey,
                            request: Request(owner: state.owner, clientID: "", timeout: .zero))

@@ -192,7 +192,7 @@ public actor LocateCoordinator {
                 // The call's wait bound: the request outlives the call from now on, and the
                 // agent comes back with its token (unless it was settled meanwhile: then its
                 // answer is on its way, and `finish` below says how it ended).
-                if try await database.makeDurable(id: id, instance: instance) == "durable" {
+                if try await database.makeDurable(id: id, instance: instance) == .durable {
                     return .waiting(expiresAt: expiresAt)
                 }
                 answer = await waitForAnswer(id, until: .now + .seconds(1))
@@ -221,8 +221,8 @@ public actor LocateCoordinator {
             logger.failure("finish_failed", error, ["request": id.uuidString])
             return .failure(.phoneSilent)
         }
-        if finished.status == "already_settled" {
-            if finished.outcome == "expired" || finished.outcome == "abandoned" {
+        if finished.status == .alreadySettled {
+            if finished.outcome == .expired || finished.outcome == .abandoned {
                 // Reaped while this instance could not beat (a long database outage).
                 return finished.delivered == true ? .failure(.phoneSilent) : .failure(.notConnected(email: request.email))
             }
@@ -230,7 +230,7 @@ public actor LocateCoordinator {
             if let late = await waitForAnswer(id, until: .now + .seconds(1)) {
                 return outcome(of: late, replyKey: replyKey, request: request)
             }
-            if finished.outcome == "location" {
+            if finished.outcome == .location {
                 // A sealed fix whose notification this instance missed (its LISTEN connection
                 // was replaced, or the settle ran late on a server that had hung): ask its
                 // sealer to send it again, and never report a fix the phone sent as "no fix".
@@ -240,7 +240,7 @@ public actor LocateCoordinator {
                 }
                 return .failure(.phoneSilent)
             }
-            return outcome(of: AnswerNotification(id: id, waiter: instance, outcome: finished.outcome ?? "unavailable",
+            return outcome(of: AnswerNotification(id: id, waiter: instance, outcome: finished.outcome ?? .unavailable,
                                                   reason: finished.reason ?? "error", sealed: nil),
                            replyKey: replyKey, request: request)
         }
@@ -261,15 +261,15 @@ public actor LocateCoordinator {
         var replay: [UUID] = []
         for state in states where state.settled {
             switch state.outcome {
-            case "location"? where waiters[state.id]?.settlingFix != nil:
+            case .location? where waiters[state.id]?.settlingFix != nil:
                 // Settled here in process; the settle's own result never came back.
-                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: "location", reason: nil, sealed: nil),
+                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: .location, reason: nil, sealed: nil),
                         fix: waiters[state.id]?.settlingFix)
-            case "location"?:
+            case .location?:
                 replay.append(state.id)
-            case "denied"?, "unavailable"?:
+            case .denied?, .unavailable?:
                 deliver(AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome!, reason: state.reason, sealed: nil))
-            default:
+            case .expired?, .abandoned?, nil:
                 expire(state.id)  // expired or abandoned by a reaper: finish reports it
             }
         }
@@ -279,7 +279,7 @@ public actor LocateCoordinator {
         for id in ids where !present.contains(id) {
             guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > Date() else { continue }
             let opened = try await open(id, waiter)
-            guard opened.status == "opened" else { continue }
+            guard opened.status == .opened else { continue }
             recreated += 1
             if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
         }
@@ -290,7 +290,7 @@ public actor LocateCoordinator {
     /// when it was refused.
     private func openHere(_ id: UUID, _ waiter: Waiter, durable: Bool) async throws -> LocateOutcome? {
         let opened = try await open(id, waiter, durable: durable)
-        if opened.status == "too_many" || opened.status == "full" { return .failure(.tooManyWaiting) }
+        if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
         if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
         await pushes?.opened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt)
         return nil
@@ -350,16 +350,16 @@ public actor LocateCoordinator {
     func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request,
                          fix local: LocationFix? = nil) -> LocateOutcome {
         switch (answer.outcome, answer.reason) {
-        case ("location", _):
+        case (.location, _):
             if let local { return local.isPlausible ? .fix(local) : .failure(.noFix) }
             guard let sealed = answer.sealed,
                   let plaintext = try? replyKey.open(sealed, requestID: answer.id),
                   let fix = LocationFix(sealedJSON: String(decoding: plaintext, as: UTF8.self)),
                   fix.isPlausible else { return .failure(.noFix) }
             return .fix(fix)
-        case ("denied", "no_answer"): return .failure(.noAnswer)
-        case ("denied", _): return .failure(.declined)
-        case ("unavailable", "permission"): return .failure(.permissionOff)
+        case (.denied, "no_answer"): return .failure(.noAnswer)
+        case (.denied, _): return .failure(.declined)
+        case (.unavailable, "permission"): return .failure(.permissionOff)
         default: return .failure(.noFix)
         }
     }

@@ -88,8 +88,8 @@ struct LocateService: Sendable {
         }
     }
 
-    /// Cancels request `token` of `agent`: `cancelled`, `settled` or `unknown`.
-    func cancel(agent: AgentIdentity, token: RequestToken, forget: Bool) async throws -> String {
+    /// Cancels request `token` of `agent`.
+    func cancel(agent: AgentIdentity, token: RequestToken, forget: Bool) async throws -> RelayStatus.CancelDurable {
         try await coordinator.cancel(token, binding: .init(agent), forget: forget)
     }
 

@@ -133,8 +133,9 @@ public struct AnswerNotification: Sendable, Equatable {
     public let id: UUID
     /// The waiting instance.
     public let waiter: String
-    /// location, denied or unavailable.
-    public let outcome: String
+    /// How it ended: location, denied or unavailable (expired or abandoned when the waiter
+    /// ended it itself).
+    public let outcome: RelayStatus.Outcome
     /// The reason for denied or unavailable.
     public let reason: String?
     /// The fix sealed to the waiter's reply key (location only).
@@ -144,7 +145,7 @@ public struct AnswerNotification: Sendable, Equatable {
 extension AnswerNotification {
     /// Decodes the payload from parsed JSON; nil when a field is missing or malformed.
     init?(json: JSONValue) {
-        guard let id = json["id"]?.uuid, let waiter = json["waiter"]?.string, let outcome = json["outcome"]?.string else {
+        guard let id = json["id"]?.uuid, let waiter = json["waiter"]?.string, let outcome = json["outcome"]?.string.flatMap(RelayStatus.Outcome.init(rawValue:)) else {
             return nil
         }
         func optionalString(_ key: String) -> String?? {

@@ -55,7 +55,7 @@ extension MCPHandler {
             if task.status == "completed" { object["result"] = .object(Self.toolResult(result)) }
             return object
         case "tasks/cancel":
-            if try await locator.cancel(agent: agent, token: token, forget: false) == "unknown" { throw Self.taskNotFound }
+            if try await locator.cancel(agent: agent, token: token, forget: false) == .unknown { throw Self.taskNotFound }
             return [:]
         default:  // tasks/update: this tool never asks for input; known tasks are acknowledged
             _ = try await task(token, agent: agent, wait: .zero)

@@ -38,7 +38,7 @@ struct MCPTask: Equatable {
         case (nil, _):
             status = "working"
             statusMessage = Self.workingMessage(state.expiresAt)
-        case ("abandoned"?, _):
+        case (.abandoned?, _):
             status = "cancelled"
             statusMessage = ResumeText.cancelled
         case (_, .failure(let failure)?):

@@ -37,7 +37,7 @@ struct PushPlan: Sendable {
         case claimed(Kind)
         /// settled, expired, already or not_applicable: nothing to send (gone: retried,
         /// the waiter re-creates a row lost in a crash).
-        case refused(String)
+        case refused(RelayStatus.Claim)
         /// The database could not be asked.
         case failed
     }
@@ -110,7 +110,7 @@ struct PushPlan: Sendable {
 
     private mutating func claimed(_ stage: Stage, _ result: ClaimResult, now: Date) -> [Action] {
         switch (stage, result) {
-        case (_, .failed), (_, .refused("gone")):
+        case (_, .failed), (_, .refused(.gone)):
             // No answer, or no row while this instance still waits: the row was lost in a
             // Postgres crash and the waiter's resync re-creates it. Ask again shortly.
             let retry = now.addingTimeInterval(timing.claimRetry)
@@ -130,7 +130,7 @@ struct PushPlan: Sendable {
         case (.checking, .claimed):
             checkingSent = true
             return [.send(.checking)] + finish()
-        case (.checking, .refused("not_applicable")) where wakeSent == .silent && !restored:
+        case (.checking, .refused(.notApplicable)) where wakeSent == .silent && !restored:
             // The row lost its claims (re-created after a Postgres crash): restore the wake
             // claim without sending it again, then claim checking.
             restoring = true

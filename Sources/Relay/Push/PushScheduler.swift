@@ -76,7 +76,7 @@ actor PushScheduler {
                 do {
                     claim = try await database.claimPush(id: id, instance: instance, stage: stage, budgets: budgets)
                     result = claim!.result
-                    metrics.claim(stage: stage.rawValue, status: claim!.status)
+                    metrics.claim(stage: stage.rawValue, status: claim!.status.rawValue)
                 } catch {
                     logger.failure("push_claim_failed", error, ["request": id.uuidString.lowercased(), "stage": stage.rawValue])
                     metrics.claim(stage: stage.rawValue, status: "failed")

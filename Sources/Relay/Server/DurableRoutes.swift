@@ -42,7 +42,7 @@ struct DurableRoutes: Sendable {
         }
         if request.method == "DELETE" {
             do {
-                return try await locator.cancel(agent: agent, token: token, forget: true) == "unknown"
+                return try await locator.cancel(agent: agent, token: token, forget: true) == .unknown
                     ? .text(404, ResumeText.unknownRequest) : HTTPResponse(status: 204)
             } catch {
                 logger.failure("cancel_failed", error, ["request": token.tag])
