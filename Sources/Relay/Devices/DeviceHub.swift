@@ -14,10 +14,11 @@ import Synchronization
 /// Nothing a phone said is lost to a database outage: an answer that cannot be settled is
 /// held and settled again at every resync until its request expires.
 ///
-/// A socket is only as good as its credential (SPEC §5): `run()` closes sockets that said
-/// no hello within `helloTimeout` (1008) and sockets whose token expired without a fresh
-/// `token` message (4001 "token_expired"); `closeRevoked()` at every heartbeat closes
-/// sockets whose session was signed out or revoked or whose device was removed (4000).
+/// A socket is only as good as its credential (SPEC §5): each socket's own timers (no
+/// sweep over every socket) close it when it said no hello within `helloTimeout` (1008)
+/// and when its token expired without a fresh `token` message (4001 "token_expired");
+/// `closeRevoked()` at every heartbeat closes sockets whose session was signed out or
+/// revoked or whose device was removed (4000).
 public actor DeviceHub {
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     public static let replacedCode: UInt16 = 4000
@@ -27,8 +28,6 @@ public actor DeviceHub {
     public static let tooManyDevicesCode: UInt16 = 4002
     /// How long a socket may stay without saying hello.
     public static let helloTimeout: TimeInterval = 10
-    /// How often `run()` looks for silent newcomers and expired credentials.
-    static let sweepInterval: Duration = .seconds(1)
     /// How long an answer to a ping this hub never sent is held (longer than any request).
     static let heldAnswerFallbackLifetime: TimeInterval = 130
     /// Hellos go at once when a call slot is free; those arriving while calls run go
@@ -52,7 +51,7 @@ public actor DeviceHub {
     private let account: PhoneAccount
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
-    let timers: RelayTimers
+    nonisolated let timers: RelayTimers
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones = PhoneDirectory<DeviceSession>()
@@ -113,34 +112,30 @@ public actor DeviceHub {
         reregistrationNeeded = request
     }
 
-    /// Closes silent newcomers and sockets with expired credentials every second, until
-    /// the task is cancelled.
-    func run() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: Self.sweepInterval)
-            sweep(now: Date())
-        }
-    }
-
     /// A socket opened; it has `helloTimeout` to say hello.
     nonisolated func awaitHello(_ session: DeviceSession) {
         newcomers.withLock { $0[session.connection] = session }
     }
 
-    /// One pass of `run()`.
-    func sweep(now: Date) {
-        let silent = newcomers.withLock { newcomers -> [DeviceSession] in
-            let late = newcomers.values.filter { now.timeIntervalSince($0.openedAt) >= Self.helloTimeout }
-            for session in late { newcomers[session.connection] = nil }
-            if newcomers.isEmpty { newcomers = [:] }  // a surge's table is given back
-            return late
+    /// A socket's `helloTimeout` passed (its own timer): closed 1008 unless it said hello.
+    func helloDeadlinePassed(_ session: DeviceSession) {
+        let silent = newcomers.withLock { newcomers -> Bool in
+            defer { if newcomers.isEmpty { newcomers = [:] } }  // a surge's table is given back
+            return newcomers.removeValue(forKey: session.connection) != nil
         }
-        for session in silent where helloing[session.connection] == nil {
+        if silent, helloing[session.connection] == nil {
             session.close(code: WebSocketCloseCode.policyViolation, reason: "hello timeout")
         }
-        for phone in phones.all where now.timeIntervalSince(phone.handle.credentialExpiresAt) > JWTVerifier.defaultLeeway {
-            phone.handle.close(code: Self.tokenExpiredCode, reason: "token_expired")
+    }
+
+    /// A socket's credential expiry (plus the leeway) passed (its own timer): closed 4001
+    /// "token_expired" unless a fresh token moved it meanwhile.
+    func credentialDeadlinePassed(_ session: DeviceSession) {
+        guard Date().timeIntervalSince(session.credentialExpiresAt) > JWTVerifier.defaultLeeway else {
+            session.armCredentialDeadline()  // renewed, or the timer ran early on another clock
+            return
         }
+        session.close(code: Self.tokenExpiredCode, reason: "token_expired")
     }
 
     /// Closes this instance's sockets whose session was signed out or revoked, or whose

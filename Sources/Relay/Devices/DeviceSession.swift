@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// Bounded: at most `maximumQueuedEvents` messages wait for the hub; a phone that sends
 /// faster than the hub can take them is closed 1008. The credential's expiry travels with
-/// the socket and moves forward only with a verified `token` message.
+/// the socket and moves forward only with a verified `token` message. The socket's two
+/// deadlines (its hello, its credential) are loop timers of its own, armed when they are
+/// set and cancelled when it closes: no sweep visits idle sockets.
 final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// What happened on the socket.
     enum Event: Sendable {
@@ -35,6 +37,11 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var credentialExpiresAt: Date
         /// The socket's place among those waiting for a hello, until it said one or closed.
         var waiting: HelloWaitingRoom.Ticket?
+        /// The hello timeout, until it fired or the socket closed.
+        var helloDeadline: RelayTimers.Handle?
+        /// The credential's expiry plus the leeway, until it fired or the socket closed.
+        var credentialDeadline: RelayTimers.Handle?
+        var closed = false
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub, waiting: HelloWaitingRoom.Ticket?) {
@@ -44,12 +51,14 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         self.state = Mutex(State(credentialExpiresAt: phone.expiresAt, waiting: waiting))
     }
 
-    /// The socket said hello or closed: its place in the waiting room is given back.
+    /// The socket said hello or closed: its place in the waiting room is given back, and
+    /// its hello timer is stopped.
     func leaveWaitingRoom() {
-        let ticket = state.withLock { state -> HelloWaitingRoom.Ticket? in
-            defer { state.waiting = nil }
-            return state.waiting
+        let (ticket, deadline) = state.withLock { state -> (HelloWaitingRoom.Ticket?, RelayTimers.Handle?) in
+            defer { state.waiting = nil; state.helloDeadline = nil }
+            return (state.waiting, state.helloDeadline)
         }
+        deadline?.cancel()
         _ = ticket  // freed here, outside the lock
     }
 
@@ -72,10 +81,35 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// A fresh token for the same user and session was verified: the socket lives on.
     func renewCredential(until expiry: Date) {
         state.withLock { $0.credentialExpiresAt = max($0.credentialExpiresAt, expiry) }
+        armCredentialDeadline()
+    }
+
+    /// (Re)arms the credential's timer at its expiry plus the leeway, the old one cancelled.
+    func armCredentialDeadline() {
+        let hub = self.hub
+        let replaced = state.withLock { state -> RelayTimers.Handle? in
+            guard !state.closed else { return nil }
+            let due = state.credentialExpiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway + 0.01
+            let old = state.credentialDeadline
+            state.credentialDeadline = hub.timers.after(.milliseconds(Int(max(0, due) * 1000))) { [weak self] in
+                guard let self else { return }
+                await hub.credentialDeadlinePassed(self)
+            }
+            return old
+        }
+        replaced?.cancel()
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {
-        state.withLock { $0.socket = socket }
+        let hub = self.hub
+        state.withLock { state in
+            state.socket = socket
+            state.helloDeadline = hub.timers.after(.milliseconds(Int(DeviceHub.helloTimeout * 1000))) { [weak self] in
+                guard let self else { return }
+                await hub.helloDeadlinePassed(self)
+            }
+        }
+        armCredentialDeadline()
         hub.awaitHello(self)
     }
 
@@ -84,6 +118,12 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {
+        let deadlines = state.withLock { state -> [RelayTimers.Handle?] in
+            state.closed = true
+            defer { state.helloDeadline = nil; state.credentialDeadline = nil }
+            return [state.helloDeadline, state.credentialDeadline]
+        }
+        deadlines.forEach { $0?.cancel() }
         enqueue(.closed)
     }
 

@@ -188,7 +188,7 @@ public final class RelayService: Sendable {
         }
         push.transport?.start()
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, hub = self.hub
+        let listener = self.listener, bus = self.bus
         let logger = configuration.logger
         let task = Task(executorPreference: loop) {
             await withTaskGroup(of: Void.self) { group in
@@ -200,7 +200,6 @@ public final class RelayService: Sendable {
                 }
                 // Off the loop: a flood of requests must not delay the heartbeat.
                 group.addTask(executorPreference: globalConcurrentExecutor) { await maintenance.run() }
-                group.addTask { await hub.run() }
             }
         }
         busTask.withLock { $0 = task }
