@@ -48,6 +48,9 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     private var requestStartedAt: ContinuousClock.Instant?
     /// Set during graceful shutdown: finish the request in flight, then close.
     private var draining = false
+    /// The connection's one timer, armed at its earliest deadline (see `armTimer`).
+    private var timer: LoopTimer?
+    private var timerDue: ContinuousClock.Instant?
     /// Whether this connection was upgraded (for the server's WebSocket count).
     var wasWebSocket = false
 
@@ -69,6 +72,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     func register() throws {
         token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, source: self)
+        armTimer()
     }
 
     var isClosed: Bool { if case .closed = mode { true } else { false } }
@@ -76,6 +80,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     // MARK: - Events
 
     func handle(events: UInt32) {
+        defer { armTimer() }
         if events & WB_EPOLLOUT != 0 { flush() }
         if isClosed { return }
         if events & (WB_EPOLLIN | WB_EPOLLHUP | WB_EPOLLERR | WB_EPOLLRDHUP) != 0 { readAvailable() }
@@ -204,6 +209,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     /// The handler answered (loop thread).
     private func complete(_ request: HTTPRequest, _ response: HTTPResponse) {
         guard case .http = mode else { return }
+        defer { armTimer() }
         mode = .http(inFlight: nil)
         if let consumer = response.webSocket {
             guard request.isWebSocketUpgrade, !draining else {
@@ -253,6 +259,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     /// The producer returned: the last chunk, then the next request (loop thread).
     private func finishStream(keepAlive: Bool) {
         guard case .http = mode else { return }
+        defer { armTimer() }
         mode = .http(inFlight: nil)
         send(Array("0\r\n\r\n".utf8))
         lastActivity = server.now
@@ -313,6 +320,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         lingerBytesLeft = server.limits.maxLingerBytes
         readingPaused = false
         updateInterest()
+        armTimer()
     }
 
     /// Reads and discards input while lingering; closes at end of input or past the bounds.
@@ -408,6 +416,8 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         if case .webSocket(let session) = mode { session.transportClosed() }
         guard !isClosed else { return }
         mode = .closed
+        timer?.cancel()
+        timer = nil
         server.loop.deregister(fd, token: token)
         Glibc.close(fd)
         outbound = OutboundQueue()
@@ -416,8 +426,47 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     // MARK: - Timeouts and shutdown
 
+    /// The earliest instant at which `deadlinePassed` has something to do: the linger's
+    /// end, the header-read or idle timeout, or the WebSocket's keep-alive; nil for none
+    /// (a handler is running: its response re-arms).
+    private var nextDeadline: ContinuousClock.Instant? {
+        if let until = lingeringUntil { return until }
+        switch mode {
+        case .http(let inFlight):
+            guard inFlight == nil else { return nil }
+            if let started = requestStartedAt { return started + server.limits.headerReadTimeout }
+            return pending.isEmpty && !parser.isMidRequest ? lastActivity + server.limits.idleTimeout : nil
+        case .webSocket(let session):
+            return session.nextDeadline
+        case .closed:
+            return nil
+        }
+    }
+
+    /// Arms the connection's timer at its next deadline, unless one is armed no later.
+    /// Activity only moves deadlines later, so reads and writes leave the timer alone: a
+    /// timer that fires early re-checks and re-arms. Only a deadline that moved earlier (a
+    /// request started, a linger, a close handshake) re-arms at once. No sweep visits idle
+    /// connections.
+    func armTimer() {
+        guard !isClosed, let deadline = nextDeadline else { return }
+        if let due = timerDue, due <= deadline { return }
+        timer?.cancel()
+        // Just past the deadline: the checks are strict (`>`), so the timer must not fire
+        // on the deadline itself.
+        let due = deadline + .milliseconds(1)
+        timerDue = due
+        timer = server.loop.scheduleOnLoop(at: due) { [weak self] in
+            guard let self else { return }
+            timer = nil
+            timerDue = nil
+            deadlinePassed(now: ContinuousClock.now)
+            armTimer()
+        }
+    }
+
     /// Enforces the header-read and idle timeouts and the WebSocket keep-alive.
-    func tick(now: ContinuousClock.Instant) {
+    func deadlinePassed(now: ContinuousClock.Instant) {
         if let until = lingeringUntil {
             if now >= until { close() }
             return
@@ -431,7 +480,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
                 close()
             }
         case .webSocket(let session):
-            session.tick(now: now)
+            session.deadlinePassed(now: now)
         case .closed:
             break
         }
@@ -441,6 +490,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     /// WebSockets get a close frame with `code` and `reason`.
     func drain(code: UInt16, reason: String) {
         draining = true
+        defer { armTimer() }
         switch mode {
         case .http(let inFlight):
             pending.removeAll()

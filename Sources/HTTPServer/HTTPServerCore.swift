@@ -10,11 +10,13 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     let handler: HTTPHandler
     /// One read buffer shared by every connection of the loop (reads never overlap).
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
-    /// The time of the current loop iteration.
-    private(set) var now = ContinuousClock.now
+    /// Now (connections stamp their activity with it).
+    var now: ContinuousClock.Instant { ContinuousClock.now }
     private var listenFD: Int32 = -1
     private var listenToken: UInt64 = .max
-    private var tickID: UInt64?
+    /// The pause of accepting and the end of a graceful shutdown, while armed.
+    private var acceptTimer: LoopTimer?
+    private var shutdownTimer: LoopTimer?
     private var connections: [UInt64: HTTPConnection] = [:]
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
@@ -74,15 +76,14 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         return Int(UInt16(bigEndian: actual.sin_port))
     }
 
-    /// Starts accepting and the timeouts (loop thread).
+    /// Starts accepting (loop thread). Each connection keeps its own deadlines (timers).
     func startAccepting() throws {
         listenToken = try loop.register(listenFD, events: WB_EPOLLIN, source: self)
-        tickID = loop.addTick { [unowned self] in self.tick() }
     }
 
     /// The listening socket is readable: accept every waiting connection.
     private func acceptAll() {
-        now = ContinuousClock.now
+        let now = self.now
         while listenFD >= 0, acceptPausedUntil == nil {
             var address = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
@@ -122,14 +123,18 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     /// Out of descriptors: the listener stays readable, so accepting again at once would
     /// spin. Stop watching it until a connection closes or the pause has passed.
     private func pauseAccepting(errno code: Int32) {
-        acceptPausedUntil = now + limits.acceptPauseOnEMFILE
+        let until = now + limits.acceptPauseOnEMFILE
+        acceptPausedUntil = until
         loop.modify(listenFD, token: listenToken, events: 0)
+        acceptTimer = loop.scheduleOnLoop(at: until) { [weak self] in self?.resumeAccepting() }
         log("accept_paused", ["errno": String(code), "connections": String(connections.count)])
     }
 
     private func resumeAccepting() {
         guard acceptPausedUntil != nil, listenFD >= 0 else { return }
         acceptPausedUntil = nil
+        acceptTimer?.cancel()
+        acceptTimer = nil
         loop.modify(listenFD, token: listenToken, events: WB_EPOLLIN)
         loop.execute { [unowned self] in self.acceptAll() }
     }
@@ -149,15 +154,6 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
 
     var connectionCount: Int { connections.count }
 
-    private func tick() {
-        now = ContinuousClock.now
-        if let until = acceptPausedUntil, now >= until { resumeAccepting() }
-        for connection in Array(connections.values) { connection.tick(now: now) }
-        if let deadline = shutdownDeadline, now >= deadline {
-            for connection in Array(connections.values) { connection.close() }
-            stopIfDrained()
-        }
-    }
 
     /// Graceful shutdown (loop thread): stop accepting, close WebSockets with `code`, let
     /// handlers finish until `deadline`, then close everything and stop the loop.
@@ -165,6 +161,11 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         guard shutdownDeadline == nil else { return }
         shutdownDeadline = deadline
         self.onStopped = onStopped
+        shutdownTimer = loop.scheduleOnLoop(at: deadline) { [weak self] in
+            guard let self else { return }
+            for connection in Array(connections.values) { connection.close() }
+            stopIfDrained()
+        }
         if listenFD >= 0 {
             loop.deregister(listenFD, token: listenToken)
             Glibc.close(listenFD)
@@ -177,8 +178,10 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     private func stopIfDrained() {
         guard shutdownDeadline != nil, connections.isEmpty, let onStopped else { return }
         self.onStopped = nil
-        if let tickID { loop.removeTick(tickID) }
-        tickID = nil
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        acceptTimer?.cancel()
+        acceptTimer = nil
         onStopped()
     }
 }

@@ -100,6 +100,7 @@ final class WebSocketSession: @unchecked Sendable {
         connection.send(WebSocketFrameEncoder.close(code: code, reason: reason))
         state = .closing(since: connection.now)
         notifyClosed(code: code, reason: reason)
+        connection.armTimer()  // the close handshake's deadline is nearer than the keep-alive's
     }
 
     /// The TCP connection ended (or is being dropped).
@@ -122,8 +123,22 @@ final class WebSocketSession: @unchecked Sendable {
         }
     }
 
+    /// When `deadlinePassed` next has something to do: the pong's deadline, the next
+    /// keep-alive ping, or the close handshake's end.
+    var nextDeadline: ContinuousClock.Instant? {
+        switch state {
+        case .open:
+            if let pingSentAt { return pingSentAt + limits.webSocketPongTimeout }
+            return lastReceived + limits.webSocketPingInterval
+        case .closing(let since):
+            return since + limits.closeHandshakeTimeout
+        case .closed:
+            return nil
+        }
+    }
+
     /// Keep-alive pings, dead-peer detection, and the close-handshake timeout.
-    func tick(now: ContinuousClock.Instant) {
+    func deadlinePassed(now: ContinuousClock.Instant) {
         switch state {
         case .open:
             if let pingSentAt {

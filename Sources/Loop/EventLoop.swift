@@ -10,7 +10,8 @@ public protocol EventLoopSource: AnyObject {
 }
 
 /// One epoll thread: it owns every descriptor registered with it and runs jobs submitted
-/// from any thread (woken through an eventfd, never by polling).
+/// from any thread (woken through an eventfd, never by polling), and its timers (a heap:
+/// the loop sleeps until the earliest is due; nothing ticks while nothing is due).
 ///
 /// EventLoop is shared: HTTPServer's sockets and PGBus's database connections can live on
 /// one loop, so that a request, its queries and its response stay on one thread, while
@@ -27,12 +28,9 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let jobs = Mutex<[@Sendable () -> Void]>([])
     private var nextToken: UInt64 = 1
     private var sources: [UInt64: EventLoopSource] = [:]
-    private var tickers: [UInt64: () -> Void] = [:]
     private var timers = TimerHeap()
     private let stopped = Atomic<Bool>(false)
     private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-    /// How often tick handlers run (timeouts, keep-alives).
-    public let tickInterval: Duration = .milliseconds(250)
 
     private static let wakeToken: UInt64 = 0
 
@@ -108,18 +106,15 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         sources[token] = nil
     }
 
-    /// Calls `body` on the loop thread about every `tickInterval` until `removeTick(_:)`;
-    /// loop thread only. Returns the handler's id.
-    public func addTick(_ body: @escaping () -> Void) -> UInt64 {
-        let id = nextToken
-        nextToken += 1
-        tickers[id] = body
-        return id
-    }
-
-    /// Removes a tick handler; loop thread only.
-    public func removeTick(_ id: UInt64) {
-        tickers[id] = nil
+    /// Runs `job` on the loop thread at `deadline`, unless the returned timer is cancelled
+    /// first; loop thread only, so `job` may use what only the loop thread touches (a
+    /// connection's state). For the deadlines of sockets: armed when a deadline is set.
+    public func scheduleOnLoop(at deadline: ContinuousClock.Instant, _ job: @escaping () -> Void) -> LoopTimer {
+        precondition(inLoop, "scheduleOnLoop is for the loop thread")
+        let timer = LoopTimer()
+        let confined = LoopConfinedJob(job)
+        timers.insert(TimerHeap.Entry(deadline: deadline, timer: timer, job: { confined.job() }))
+        return timer
     }
 
     /// Runs `job` on the loop thread once `delay` has passed, unless the returned timer is
@@ -157,14 +152,12 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     public func run() {
         thread.withLock { $0 = pthread_self() }
         var events = [wb_event](repeating: wb_event(), count: 256)
-        let tickMilliseconds = Int32(tickInterval.components.attoseconds / 1_000_000_000_000_000)
-        var nextTick = ContinuousClock.now + tickInterval
         while !stopped.load(ordering: .relaxed) {
-            var timeout = tickMilliseconds
+            // Asleep until an event, a job or the earliest timer (-1: no timer is armed).
+            var timeout: Int32 = -1
             if let next = timers.nextDeadline {
                 let wait = next - ContinuousClock.now
-                let milliseconds = wait <= .zero ? 0 : Int32(min(Int64(tickMilliseconds), wait.roundedUpMilliseconds))
-                timeout = min(timeout, milliseconds)
+                timeout = wait <= .zero ? 0 : Int32(min(Int64(Int32.max), wait.roundedUpMilliseconds))
             }
             let count = wb_epoll_wait(epoll, &events, Int32(events.count), timeout)
             if count > 0 {
@@ -183,14 +176,9 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
                 job()
                 runJobs()
             }
-            if now >= nextTick {
-                nextTick = now + tickInterval
-                for ticker in Array(tickers.values) { ticker() }
-            }
         }
         runJobs()
         sources.removeAll()
-        tickers.removeAll()
         timers = TimerHeap()
         let waiters = done.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.finished = true
@@ -222,4 +210,11 @@ public enum EventLoopError: Error, CustomStringConvertible {
         case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
         }
     }
+}
+
+/// A job that captures loop-confined state, carried through the timer heap (whose entries
+/// are Sendable) to the loop thread that made it: `scheduleOnLoop` checks it runs there.
+private struct LoopConfinedJob: @unchecked Sendable {
+    let job: () -> Void
+    init(_ job: @escaping () -> Void) { self.job = job }
 }

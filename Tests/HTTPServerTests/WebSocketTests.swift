@@ -118,14 +118,16 @@ import Testing
     @Test func silentPeerIsDroppedAfterPing() async throws {
         var limits = HTTPServerLimits()
         limits.webSocketPingInterval = .milliseconds(300)
-        limits.webSocketPongTimeout = .milliseconds(500)
+        // The deadlines are exact timers now (no 250 ms tick rounds them up): a pong gets a
+        // second, so that the answering client keeps up on a loaded machine.
+        limits.webSocketPongTimeout = .milliseconds(1000)
         let server = try TestServer(limits: limits)
         // Our client answers pings: it stays connected past several intervals.
         let answering = try await WebSocketClient.connect(url(server))
         // A raw peer that completes the handshake and then never reads or answers.
         let silent = try await RawClient.connect(port: server.port)
         silent.send("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-        let (bytes, closed) = await silent.readUntilClose(timeout: 4)
+        let (bytes, closed) = await silent.readUntilClose(timeout: 6)
         #expect(String(decoding: bytes.prefix(12), as: UTF8.self) == "HTTP/1.1 101")
         #expect(bytes.contains(0x89), "a ping frame arrived")
         #expect(closed, "the silent peer was dropped")
