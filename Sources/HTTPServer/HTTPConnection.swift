@@ -72,7 +72,11 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     func register() throws {
         token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, source: self)
+        // A new connection's first deadline is its request head's (its first bytes come
+        // now): the timer armed here is the one they need, not an idle one they replace.
+        requestStartedAt = lastActivity
         armTimer()
+        requestStartedAt = nil
     }
 
     var isClosed: Bool { if case .closed = mode { true } else { false } }
@@ -418,6 +422,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         mode = .closed
         timer?.cancel()
         timer = nil
+        timerDue = nil
         server.loop.deregister(fd, token: token)
         Glibc.close(fd)
         outbound = OutboundQueue()
@@ -451,17 +456,21 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     func armTimer() {
         guard !isClosed, let deadline = nextDeadline else { return }
         if let due = timerDue, due <= deadline { return }
-        timer?.cancel()
         // Just past the deadline: the checks are strict (`>`), so the timer must not fire
         // on the deadline itself.
         let due = deadline + .milliseconds(1)
         timerDue = due
-        timer = server.loop.scheduleOnLoop(at: due) { [weak self] in
-            guard let self else { return }
-            timer = nil
-            timerDue = nil
-            deadlinePassed(now: ContinuousClock.now)
-            armTimer()
+        timer?.cancel()
+        // Unowned: a closed connection cancels its timer, and a cancelled timer never runs
+        // (a weak reference would cost every connection a side table). The job holds the
+        // connection strongly while it runs: closing it may drop its last other reference.
+        // (`@unchecked Sendable`: the job runs on the loop thread, like everything else here.)
+        timer = server.loop.schedule(after: due - .now) { [unowned self] in
+            let connection = self
+            connection.timer = nil
+            connection.timerDue = nil
+            connection.deadlinePassed(now: ContinuousClock.now)
+            connection.armTimer()
         }
     }
 

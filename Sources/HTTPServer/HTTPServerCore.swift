@@ -126,7 +126,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         let until = now + limits.acceptPauseOnEMFILE
         acceptPausedUntil = until
         loop.modify(listenFD, token: listenToken, events: 0)
-        acceptTimer = loop.scheduleOnLoop(at: until) { [weak self] in self?.resumeAccepting() }
+        acceptTimer = loop.schedule(after: until - now) { [weak self] in self?.resumeAccepting() }
         log("accept_paused", ["errno": String(code), "connections": String(connections.count)])
     }
 
@@ -161,7 +161,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         guard shutdownDeadline == nil else { return }
         shutdownDeadline = deadline
         self.onStopped = onStopped
-        shutdownTimer = loop.scheduleOnLoop(at: deadline) { [weak self] in
+        shutdownTimer = loop.schedule(after: deadline - now) { [weak self] in
             guard let self else { return }
             for connection in Array(connections.values) { connection.close() }
             stopIfDrained()

@@ -40,6 +40,14 @@ public final class WebSocket: Sendable {
         loop.execute { session.close(code: code, reason: reason) }
     }
 
+    /// Closes the socket with `code` and `reason` at `deadline` unless called again first
+    /// (nil: no deadline): the consumer's own deadline (a sign-in's, a credential's), kept
+    /// by the connection's timer, so that it costs no timer of its own.
+    public func close(at deadline: ContinuousClock.Instant?, code: UInt16, reason: String) {
+        guard let session = session.withLock({ $0 }) else { return }
+        loop.execute { session.setCloseDeadline(deadline.map { .init(at: $0, code: code, reason: reason) }) }
+    }
+
     /// How the connection closed: the code received or sent (1006 when the TCP connection
     /// ended without a close frame), nil while open.
     public var closeCode: UInt16? { closed.withLock { $0?.code } }

@@ -14,6 +14,15 @@ final class WebSocketSession: @unchecked Sendable {
     private var state = State.open
     private var lastReceived: ContinuousClock.Instant
     private var pingSentAt: ContinuousClock.Instant?
+    /// The consumer's deadline (`WebSocket.close(at:code:reason:)`), while set.
+    private var closeDeadline: CloseDeadline?
+
+    /// When and how the consumer wants the socket closed.
+    struct CloseDeadline {
+        let at: ContinuousClock.Instant
+        let code: UInt16
+        let reason: String
+    }
     private var task: Task<Void, Never>?
 
     /// Who consumes the socket's events: a task reading `messages`, or a delegate called on
@@ -123,13 +132,20 @@ final class WebSocketSession: @unchecked Sendable {
         }
     }
 
-    /// When `deadlinePassed` next has something to do: the pong's deadline, the next
-    /// keep-alive ping, or the close handshake's end.
+    /// Sets (or clears) the consumer's close deadline (loop thread).
+    func setCloseDeadline(_ deadline: CloseDeadline?) {
+        guard case .open = state else { return }
+        closeDeadline = deadline
+        connection.armTimer()
+    }
+
+    /// When `deadlinePassed` next has something to do: the consumer's close deadline, the
+    /// pong's deadline, the next keep-alive ping, or the close handshake's end.
     var nextDeadline: ContinuousClock.Instant? {
         switch state {
         case .open:
-            if let pingSentAt { return pingSentAt + limits.webSocketPongTimeout }
-            return lastReceived + limits.webSocketPingInterval
+            let keepAlive = pingSentAt.map { $0 + limits.webSocketPongTimeout } ?? lastReceived + limits.webSocketPingInterval
+            return closeDeadline.map { min($0.at, keepAlive) } ?? keepAlive
         case .closing(let since):
             return since + limits.closeHandshakeTimeout
         case .closed:
@@ -137,11 +153,15 @@ final class WebSocketSession: @unchecked Sendable {
         }
     }
 
-    /// Keep-alive pings, dead-peer detection, and the close-handshake timeout.
+    /// The consumer's close deadline, keep-alive pings, dead-peer detection, and the
+    /// close-handshake timeout.
     func deadlinePassed(now: ContinuousClock.Instant) {
         switch state {
         case .open:
-            if let pingSentAt {
+            if let deadline = closeDeadline, now >= deadline.at {
+                closeDeadline = nil
+                close(code: deadline.code, reason: deadline.reason)
+            } else if let pingSentAt {
                 if now - pingSentAt > limits.webSocketPongTimeout {
                     transportClosed()
                     connection.close()

@@ -106,17 +106,6 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         sources[token] = nil
     }
 
-    /// Runs `job` on the loop thread at `deadline`, unless the returned timer is cancelled
-    /// first; loop thread only, so `job` may use what only the loop thread touches (a
-    /// connection's state). For the deadlines of sockets: armed when a deadline is set.
-    public func scheduleOnLoop(at deadline: ContinuousClock.Instant, _ job: @escaping () -> Void) -> LoopTimer {
-        precondition(inLoop, "scheduleOnLoop is for the loop thread")
-        let timer = LoopTimer()
-        let confined = LoopConfinedJob(job)
-        timers.insert(TimerHeap.Entry(deadline: deadline, timer: timer, job: { confined.job() }))
-        return timer
-    }
-
     /// Runs `job` on the loop thread once `delay` has passed, unless the returned timer is
     /// cancelled first (from any thread). No thread or task exists per timer: the loop
     /// sleeps until the earliest one is due.
@@ -210,11 +199,4 @@ public enum EventLoopError: Error, CustomStringConvertible {
         case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
         }
     }
-}
-
-/// A job that captures loop-confined state, carried through the timer heap (whose entries
-/// are Sendable) to the loop thread that made it: `scheduleOnLoop` checks it runs there.
-private struct LoopConfinedJob: @unchecked Sendable {
-    let job: () -> Void
-    init(_ job: @escaping () -> Void) { self.job = job }
 }

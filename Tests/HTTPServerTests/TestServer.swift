@@ -39,6 +39,15 @@ final class TestServer: Sendable {
                 return .webSocket { socket in
                     for await message in socket.messages {
                         switch message {
+                        case .text(let text) where text.hasPrefix("deadline "):
+                            // "deadline MS CODE REASON" sets the close deadline, "deadline off" clears it.
+                            let parts = text.split(separator: " ", maxSplits: 3)
+                            if parts.count == 4, let ms = Int(parts[1]), let code = UInt16(parts[2]) {
+                                socket.close(at: .now + .milliseconds(ms), code: code, reason: String(parts[3]))
+                            } else {
+                                socket.close(at: nil, code: 1000, reason: "")
+                            }
+                            socket.send("ok")
                         case .text(let text) where text.hasPrefix("close "):
                             let parts = text.split(separator: " ", maxSplits: 2)
                             socket.close(code: UInt16(parts[1]) ?? 1000, reason: parts.count > 2 ? String(parts[2]) : "")

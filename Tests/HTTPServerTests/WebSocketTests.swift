@@ -114,6 +114,31 @@ import Testing
         #expect(throws: (any Error).self) { _ = try RawClient(port: server.port) }
     }
 
+    /// A consumer's close deadline closes the socket with its code and reason; setting it
+    /// again moves it, and clearing it keeps the socket open (no timer of its own: the
+    /// connection's one timer keeps it).
+    @Test func closeDeadlinesCloseMoveAndClear() async throws {
+        let server = try TestServer()
+        let moved = try await WebSocketClient.connect(url(server))
+        moved.send("deadline 1000 4001 token_expired")
+        #expect(await next(moved) == .text("ok"))
+        moved.send("deadline 3000 4001 token_expired")
+        #expect(await next(moved) == .text("ok"))
+        let cleared = try await WebSocketClient.connect(url(server))
+        cleared.send("deadline 500 1008 hello timeout")
+        #expect(await next(cleared) == .text("ok"))
+        cleared.send("deadline off")
+        #expect(await next(cleared) == .text("ok"))
+        try await Task.sleep(for: .milliseconds(1500))
+        moved.send("still open")
+        #expect(await next(moved) == .text("still open"), "the first deadline was moved")
+        #expect(await closed(moved) == 4001)
+        #expect(moved.closeReason == "token_expired")
+        cleared.send("still open")
+        #expect(await next(cleared) == .text("still open"), "a cleared deadline closes nothing")
+        await server.stop()
+    }
+
     /// The server pings an idle socket; a peer that never answers is dropped.
     @Test func silentPeerIsDroppedAfterPing() async throws {
         var limits = HTTPServerLimits()

@@ -14,9 +14,10 @@ import Synchronization
 /// Nothing a phone said is lost to a database outage: an answer that cannot be settled is
 /// held and settled again at every resync until its request expires.
 ///
-/// A socket is only as good as its credential (SPEC §5): each socket's own timers (no
-/// sweep over every socket) close it when it said no hello within `helloTimeout` (1008)
-/// and when its token expired without a fresh `token` message (4001 "token_expired");
+/// A socket is only as good as its credential (SPEC §5): its own deadline (its WebSocket's
+/// close deadline, no sweep over every socket) closes it when it said no hello within
+/// `helloTimeout` (1008) and when its token expired without a fresh `token` message (4001
+/// "token_expired");
 /// `closeRevoked()` at every heartbeat closes sockets whose session was signed out or
 /// revoked or whose device was removed (4000).
 public actor DeviceHub {
@@ -51,7 +52,7 @@ public actor DeviceHub {
     private let account: PhoneAccount
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
-    nonisolated let timers: RelayTimers
+    let timers: RelayTimers
     /// Sockets that have not said hello yet (touched from the loop thread at open).
     private nonisolated let newcomers = Mutex<[UUID: DeviceSession]>([:])
     private var phones = PhoneDirectory<DeviceSession>()
@@ -115,27 +116,6 @@ public actor DeviceHub {
     /// A socket opened; it has `helloTimeout` to say hello.
     nonisolated func awaitHello(_ session: DeviceSession) {
         newcomers.withLock { $0[session.connection] = session }
-    }
-
-    /// A socket's `helloTimeout` passed (its own timer): closed 1008 unless it said hello.
-    func helloDeadlinePassed(_ session: DeviceSession) {
-        let silent = newcomers.withLock { newcomers -> Bool in
-            defer { if newcomers.isEmpty { newcomers = [:] } }  // a surge's table is given back
-            return newcomers.removeValue(forKey: session.connection) != nil
-        }
-        if silent, helloing[session.connection] == nil {
-            session.close(code: WebSocketCloseCode.policyViolation, reason: "hello timeout")
-        }
-    }
-
-    /// A socket's credential expiry (plus the leeway) passed (its own timer): closed 4001
-    /// "token_expired" unless a fresh token moved it meanwhile.
-    func credentialDeadlinePassed(_ session: DeviceSession) {
-        guard Date().timeIntervalSince(session.credentialExpiresAt) > JWTVerifier.defaultLeeway else {
-            session.armCredentialDeadline()  // renewed, or the timer ran early on another clock
-            return
-        }
-        session.close(code: Self.tokenExpiredCode, reason: "token_expired")
     }
 
     /// Closes this instance's sockets whose session was signed out or revoked, or whose

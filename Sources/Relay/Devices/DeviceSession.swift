@@ -7,9 +7,10 @@ import Synchronization
 ///
 /// Bounded: at most `maximumQueuedEvents` messages wait for the hub; a phone that sends
 /// faster than the hub can take them is closed 1008. The credential's expiry travels with
-/// the socket and moves forward only with a verified `token` message. The socket's two
-/// deadlines (its hello, its credential) are loop timers of its own, armed when they are
-/// set and cancelled when it closes: no sweep visits idle sockets.
+/// the socket and moves forward only with a verified `token` message. The socket's
+/// deadline — its hello's until it says one, then its credential's expiry plus the leeway
+/// — is the WebSocket's own close deadline, kept by its connection's one timer: no sweep
+/// visits idle sockets, and no timer of its own is kept per socket.
 final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// What happened on the socket.
     enum Event: Sendable {
@@ -37,11 +38,6 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var credentialExpiresAt: Date
         /// The socket's place among those waiting for a hello, until it said one or closed.
         var waiting: HelloWaitingRoom.Ticket?
-        /// The hello timeout, until it fired or the socket closed.
-        var helloDeadline: RelayTimers.Handle?
-        /// The credential's expiry plus the leeway, until it fired or the socket closed.
-        var credentialDeadline: RelayTimers.Handle?
-        var closed = false
     }
 
     init(phone: PhoneIdentity, hub: DeviceHub, waiting: HelloWaitingRoom.Ticket?) {
@@ -52,14 +48,14 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     /// The socket said hello or closed: its place in the waiting room is given back, and
-    /// its hello timer is stopped.
+    /// its deadline is its credential's from now on.
     func leaveWaitingRoom() {
-        let (ticket, deadline) = state.withLock { state -> (HelloWaitingRoom.Ticket?, RelayTimers.Handle?) in
-            defer { state.waiting = nil; state.helloDeadline = nil }
-            return (state.waiting, state.helloDeadline)
+        let ticket = state.withLock { state -> HelloWaitingRoom.Ticket? in
+            defer { state.waiting = nil }
+            return state.waiting
         }
-        deadline?.cancel()
         _ = ticket  // freed here, outside the lock
+        armCredentialDeadline()
     }
 
     /// Sends a text frame (a JSON message) if the socket is open.
@@ -84,32 +80,19 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         armCredentialDeadline()
     }
 
-    /// (Re)arms the credential's timer at its expiry plus the leeway, the old one cancelled.
-    func armCredentialDeadline() {
-        let hub = self.hub
-        let replaced = state.withLock { state -> RelayTimers.Handle? in
-            guard !state.closed else { return nil }
-            let due = state.credentialExpiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway + 0.01
-            let old = state.credentialDeadline
-            state.credentialDeadline = hub.timers.after(.milliseconds(Int(max(0, due) * 1000))) { [weak self] in
-                guard let self else { return }
-                await hub.credentialDeadlinePassed(self)
-            }
-            return old
-        }
-        replaced?.cancel()
+    /// The socket closes 4001 "token_expired" once its credential is past its expiry and
+    /// the leeway.
+    private func armCredentialDeadline() {
+        let (socket, expiresAt) = state.withLock { ($0.socket, $0.credentialExpiresAt) }
+        let left = expiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway
+        socket?.close(at: .now + .milliseconds(Int64(max(0, left) * 1000) + 1), code: DeviceHub.tokenExpiredCode,
+                      reason: "token_expired")
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {
-        let hub = self.hub
-        state.withLock { state in
-            state.socket = socket
-            state.helloDeadline = hub.timers.after(.milliseconds(Int(DeviceHub.helloTimeout * 1000))) { [weak self] in
-                guard let self else { return }
-                await hub.helloDeadlinePassed(self)
-            }
-        }
-        armCredentialDeadline()
+        state.withLock { $0.socket = socket }
+        socket.close(at: .now + .milliseconds(Int64(DeviceHub.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
+                     reason: "hello timeout")
         hub.awaitHello(self)
     }
 
@@ -118,12 +101,6 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {
-        let deadlines = state.withLock { state -> [RelayTimers.Handle?] in
-            state.closed = true
-            defer { state.helloDeadline = nil; state.credentialDeadline = nil }
-            return [state.helloDeadline, state.credentialDeadline]
-        }
-        deadlines.forEach { $0?.cancel() }
         enqueue(.closed)
     }
 
