@@ -15,11 +15,10 @@ import Synchronization
 /// held and settled again at every resync until its request expires.
 ///
 /// A socket is only as good as its credential (SPEC §5): its own deadline (its WebSocket's
-/// close deadline, no sweep over every socket) closes it when it said no hello within
+/// close deadline; no sweep visits every socket) closes it when it said no hello within
 /// `helloTimeout` (1008) and when its token expired without a fresh `token` message (4001
-/// "token_expired");
-/// `closeRevoked()` at every heartbeat closes sockets whose session was signed out or
-/// revoked or whose device was removed (4000).
+/// "token_expired"); `closeRevoked()` at every heartbeat closes sockets whose session was
+/// signed out or revoked or whose device was removed (4000).
 public actor DeviceHub {
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     public static let replacedCode: UInt16 = 4000
