@@ -74,9 +74,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, source: self)
         // A new connection's first deadline is its request head's (its first bytes come
         // now): the timer armed here is the one they need, not an idle one they replace.
-        requestStartedAt = lastActivity
-        armTimer()
-        requestStartedAt = nil
+        arm(at: lastActivity + server.limits.headerReadTimeout)
     }
 
     var isClosed: Bool { if case .closed = mode { true } else { false } }
@@ -454,7 +452,12 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     /// request started, a linger, a close handshake) re-arms at once. No sweep visits idle
     /// connections.
     func armTimer() {
-        guard !isClosed, let deadline = nextDeadline else { return }
+        if let deadline = nextDeadline { arm(at: deadline) }
+    }
+
+    /// Arms the timer at `deadline` unless it is armed no later.
+    private func arm(at deadline: ContinuousClock.Instant) {
+        guard !isClosed else { return }
         if let due = timerDue, due <= deadline { return }
         // Just past the deadline: the checks are strict (`>`), so the timer must not fire
         // on the deadline itself.

@@ -49,6 +49,13 @@ extension JSONValue {
         if case .array(let elements) = self { elements } else { nil }
     }
 
+    /// The member `key` decoded by `decode`: `.some(nil)` when it is absent or null, nil
+    /// when it is there but `decode` refuses it (a malformed field, not a missing one).
+    public func optionalMember<T>(_ key: String, _ decode: (JSONValue) -> T?) -> T?? {
+        guard let value = self[key], !value.isNull else { return .some(nil) }
+        return decode(value).map { .some($0) }
+    }
+
     /// The members, if this is an object.
     public var object: [String: JSONValue]? {
         if case .object(let members) = self { members } else { nil }

@@ -91,6 +91,16 @@ import Testing
         #expect(JSONValue(Double.nan).text == "null" && JSONValue(Double.infinity).text == "null")
     }
 
+    /// An optional member: absent and null are "no value", a value of the wrong shape is
+    /// malformed.
+    @Test func optionalMembers() {
+        let json: JSONValue = ["s": "x", "n": .null, "i": 3]
+        #expect(json.optionalMember("s", \.string) == .some("x"))
+        #expect(json.optionalMember("n", \.string) == .some(nil))
+        #expect(json.optionalMember("missing", \.string) == .some(nil))
+        #expect(json.optionalMember("i", \.string) == nil, "a number where a string belongs")
+    }
+
     /// Bytes must be UTF-8: a body or JWT part with an invalid sequence is refused, not
     /// repaired into U+FFFD.
     @Test func bytesMustBeUTF8() {

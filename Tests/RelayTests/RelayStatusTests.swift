@@ -29,7 +29,7 @@ import Testing
         #expect(Self.sqlWords.count > 50, "supabase/schemas was read")
         let all = Self.words(RelayStatus.Hello.self) + Self.words(RelayStatus.Session.self) + Self.words(RelayStatus.Open.self)
             + Self.words(RelayStatus.Outcome.self) + Self.words(RelayStatus.Settle.self) + Self.words(RelayStatus.Finish.self)
-            + Self.words(RelayStatus.MakeDurable.self) + Self.words(RelayStatus.CancelDurable.self) + Self.words(RelayStatus.Claim.self)
+            + Self.words(RelayStatus.MakeDurable.self) + Self.words(RelayStatus.Poll.self) + Self.words(RelayStatus.CancelDurable.self) + Self.words(RelayStatus.Claim.self)
         for word in all { #expect(Self.sqlWords.contains(word), "\(word) is in no SQL definition") }
     }
 

@@ -72,9 +72,8 @@ extension RelayDatabase {
         let json = try await pool.send("select relay.durable_state($1, $2, $3, $4, $5, $6)",
                                         [id, binding.user, binding.clientID, binding.keyID, instance, watch])
             .scalar(PGJSON.self).parsed()
-        // The one status word of this function's result: its other results are the row itself.
-        guard json["status"]?.string != RelayStatus.CancelDurable.unknown.rawValue else { return nil }
-        return try Self.durableState(json)
+        let poll: RelayStatus.Poll = try Self.status(json, "status", from: "durable_state")
+        return poll == .unknown ? nil : try Self.durableState(json)
     }
 
     /// Cancels a durable request. `forget` deletes it and its result too.

@@ -89,6 +89,17 @@ public enum RelayStatus {
         case gone
     }
 
+    /// What polling a durable request found (`relay.durable_state`): the row's view says
+    /// waiting or settled; unknown is a request this credential may not see.
+    public enum Poll: String, Sendable, CaseIterable {
+        /// The person has not answered yet.
+        case waiting
+        /// It ended.
+        case settled
+        /// Never opened, another credential's, or past its TTL.
+        case unknown
+    }
+
     /// What cancelling a durable request did (`relay.cancel_durable`).
     public enum CancelDurable: String, Sendable, CaseIterable {
         /// Cancelled now.

@@ -148,11 +148,9 @@ extension AnswerNotification {
         guard let id = json["id"]?.uuid, let waiter = json["waiter"]?.string, let outcome = json["outcome"]?.string.flatMap(RelayStatus.Outcome.init(rawValue:)) else {
             return nil
         }
-        func optionalString(_ key: String) -> String?? {
-            guard let value = json[key], !value.isNull else { return .some(nil) }
-            return value.string.map { .some($0) }
+        guard let reason = json.optionalMember("reason", \.string), let sealed = json.optionalMember("sealed", \.string) else {
+            return nil
         }
-        guard let reason = optionalString("reason"), let sealed = optionalString("sealed") else { return nil }
         self.init(id: id, waiter: waiter, outcome: outcome, reason: reason, sealed: sealed)
     }
 }

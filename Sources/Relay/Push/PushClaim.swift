@@ -52,26 +52,34 @@ extension PushClaim {
     /// Decodes `relay.claim_push`'s result; nil when it does not have that shape.
     init?(json: JSONValue) {
         guard let status = json["status"]?.string.flatMap(RelayStatus.Claim.init(rawValue:)) else { return nil }
-        func strings(_ value: JSONValue, _ keys: String...) -> [String]? {
-            let fields = keys.compactMap { value[$0]?.string }
-            return fields.count == keys.count ? fields : nil
+        // An array whose every element decodes (one malformed target refuses the claim).
+        func all<T>(_ decode: @escaping (JSONValue) -> T?) -> (JSONValue) -> [T]? {
+            { value in
+                guard let elements = value.array else { return nil }
+                let decoded = elements.compactMap(decode)
+                return decoded.count == elements.count ? decoded : nil
+            }
         }
-        func optional<T>(_ key: String, _ decode: (JSONValue) -> T?) -> T?? {
-            guard let value = json[key], !value.isNull else { return .some(nil) }
-            return decode(value).map { .some($0) }
+        let apnsTarget = { (value: JSONValue) -> APNsTarget? in
+            guard let token = value["token"]?.string, let environment = value["environment"]?.string else { return nil }
+            return APNsTarget(token: token, environment: environment)
         }
-        guard let apns = optional("apns", { $0.array?.compactMap { strings($0, "token", "environment") } }),
-              let web = optional("web", { $0.array?.compactMap { strings($0, "endpoint", "p256dh", "auth") } }),
-              let requester = optional("requester", Person.init(json:)),
-              let limited = optional("limited", { value in value["apns"]?.integer.flatMap { apns in
-                  value["web"]?.integer.map { Limited(apns: Int(apns), web: Int($0)) } } }),
-              let owner = optional("owner", \.uuid), let expiresMs = optional("expires_ms", \.integer),
-              let kind = optional("kind", \.string), let clientID = optional("client_id", \.string),
-              let clientName = optional("client_name", \.string),
-              apns.map({ $0.count }) == json["apns"]?.array?.count, web.map({ $0.count }) == json["web"]?.array?.count
-        else { return nil }
-        self.init(status: status, kind: kind, apns: apns?.map { APNsTarget(token: $0[0], environment: $0[1]) },
-                  web: web?.map { WebTarget(endpoint: $0[0], p256dh: $0[1], auth: $0[2]) }, clientID: clientID,
-                  clientName: clientName, requester: requester, expiresMs: expiresMs, owner: owner, limited: limited)
+        let webTarget = { (value: JSONValue) -> WebTarget? in
+            guard let endpoint = value["endpoint"]?.string, let p256dh = value["p256dh"]?.string,
+                  let auth = value["auth"]?.string else { return nil }
+            return WebTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+        }
+        let limits = { (value: JSONValue) -> Limited? in
+            guard let apns = value["apns"]?.integer, let web = value["web"]?.integer else { return nil }
+            return Limited(apns: Int(apns), web: Int(web))
+        }
+        guard let apns = json.optionalMember("apns", all(apnsTarget)), let web = json.optionalMember("web", all(webTarget)),
+              let requester = json.optionalMember("requester", Person.init(json:)),
+              let limited = json.optionalMember("limited", limits),
+              let owner = json.optionalMember("owner", \.uuid), let expiresMs = json.optionalMember("expires_ms", \.integer),
+              let kind = json.optionalMember("kind", \.string), let clientID = json.optionalMember("client_id", \.string),
+              let clientName = json.optionalMember("client_name", \.string) else { return nil }
+        self.init(status: status, kind: kind, apns: apns, web: web, clientID: clientID, clientName: clientName,
+                  requester: requester, expiresMs: expiresMs, owner: owner, limited: limited)
     }
 }
