@@ -2,11 +2,14 @@ import Foundation
 @testable import Relay
 import Testing
 
-/// The hub's I/O-free parts, driven without sockets or a database: the compact phone
-/// directory, the ping ledger, the pings kept during hellos, and the call batcher.
+/// The instance state's I/O-free parts, driven without sockets or a database: the socket
+/// table, the ping ledger, the pings kept during hellos, and the call batcher.
 @Suite struct DeviceHubPartsTests {
     final class Handle: PhoneHandle {
+        let connection = UUID()
         let user: UUID
+        let sessionID = UUID()
+        let openedAt = Date()
         init(_ user: UUID) { self.user = user }
     }
 
@@ -17,23 +20,31 @@ import Testing
 
     /// One phone per user and one socket per device are held inline; a second socket of a
     /// user (or of a device, while a replacement is under way) makes a set, which shrinks
-    /// back; forgetting the last socket empties every index.
-    @Test func theDirectoryIndexesByUserAndDevice() {
-        var directory = PhoneDirectory<Handle>()
+    /// back; only registered sockets are indexed; forgetting the last socket empties every index.
+    @Test func theSocketTableIndexesRegisteredSocketsByUserAndDevice() {
+        var table = SocketTable<Handle>()
         let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()
-        directory.insert(.init(handle: Handle(user), device: phone, platform: .ios, name: "Ada's iPhone"), connection: first)
-        guard case .one(first)? = directory.connections(ofUser: user) else { Issue.record("one inline"); return }
-        directory.insert(.init(handle: Handle(user), device: tablet, platform: .init("android"), name: "Tab"), connection: second)
-        directory.insert(.init(handle: Handle(user), device: phone, platform: .init("nokia"), name: "New"), connection: third)
-        #expect(Set(directory.connections(ofUser: user) ?? .many([])) == [first, second, third])
-        #expect(Set(directory.connections(ofDevice: phone) ?? .many([])) == [first, third])
-        #expect(directory[third]?.platform == .web && directory[second]?.platform.text == "android")
-        #expect(directory.remove(first)?.name == "Ada's iPhone")
-        guard case .one(third)? = directory.connections(ofDevice: phone) else { Issue.record("back inline"); return }
-        #expect(directory.remove(first) == nil, "a socket is forgotten once")
-        directory.remove(second)
-        directory.remove(third)
-        #expect(directory.count == 0 && directory.connections(ofUser: user) == nil && directory.connections(ofDevice: phone) == nil)
+        table[first] = .registered(.init(handle: Handle(user), device: phone, platform: .ios, name: "Ada's iPhone"))
+        guard case .one(first)? = table.connections(ofUser: user) else { Issue.record("one inline"); return }
+        table[second] = .registered(.init(handle: Handle(user), device: tablet, platform: .init("android"), name: "Tab"))
+        let waiting = Handle(user)
+        table[third] = .registering(.init(handle: waiting, device: phone, name: "New", platform: .init("nokia"),
+                                          appVersion: "1"), queued: [])
+        #expect(Set(table.connections(ofUser: user) ?? .many([])) == [first, second], "a registering socket is not indexed")
+        #expect(table.registeredCount == 2 && table.count == 3)
+        table[third] = .registered(.init(handle: waiting, device: phone, platform: .init("nokia"), name: "New"))
+        #expect(Set(table.connections(ofUser: user) ?? .many([])) == [first, second, third])
+        #expect(Set(table.connections(ofDevice: phone) ?? .many([])) == [first, third])
+        #expect(table.record(third)?.platform == .web && table.record(second)?.platform.text == "android")
+        #expect(table.record(first)?.name == "Ada's iPhone")
+        table[first] = nil
+        guard case .one(third)? = table.connections(ofDevice: phone) else { Issue.record("back inline"); return }
+        table[first] = nil
+        #expect(table.registeredCount == 2, "a socket is forgotten once")
+        table[second] = nil
+        table[third] = nil
+        #expect(table.count == 0 && table.registeredCount == 0 && table.connections(ofUser: user) == nil
+                && table.connections(ofDevice: phone) == nil)
     }
 
     /// A socket gets each ping once; the first socket of a request asks for a delivered

@@ -14,6 +14,7 @@ import Synchronization
 final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// What happened on the socket.
     enum Event: Sendable {
+        case opened
         case message(String)
         case closed
     }
@@ -68,9 +69,6 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         state.withLock { $0.socket }?.close(code: code, reason: reason)
     }
 
-    /// Whether the socket has closed (its `.closed` event may still be queued).
-    var isClosed: Bool { state.withLock { $0.socket?.closeCode != nil } }
-
     /// When the socket's credential expires (without the leeway).
     var credentialExpiresAt: Date { state.withLock { $0.credentialExpiresAt } }
 
@@ -93,7 +91,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         state.withLock { $0.socket = socket }
         socket.close(at: .now + .milliseconds(Int64(DeviceHub.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
                      reason: "hello timeout")
-        hub.awaitHello(self)
+        enqueue(.opened)
     }
 
     func webSocket(_ socket: WebSocket, didReceive message: WebSocketMessage) {
@@ -133,3 +131,5 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         }
     }
 }
+
+extension DeviceSession: PhoneHandle {}

@@ -78,9 +78,6 @@ public actor LocateCoordinator {
     let logger: Logger
     let pushes: PushScheduler?
     let timers: RelayTimers
-    /// The phones connected to this instance: the database does not notify an instance of
-    /// its own requests, so their pings go from here.
-    private var hub: DeviceHub?
     private var waiters: [UUID: Waiter] = [:]
     /// Polls of durable requests waiting here for an answer, by request and poll.
     var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
@@ -125,10 +122,10 @@ public actor LocateCoordinator {
         self.maxWaiting = maxWaiting
     }
 
-    /// Connects the hub of this instance (once, before the first locate).
-    func attach(_ hub: DeviceHub) {
-        self.hub = hub
-    }
+    /// Where the pings of requests this coordinator opens go: the database notifies every
+    /// instance of a new request but the one that opened it, so the caller hands them to its
+    /// own phones (its `DeviceHub`); the coordinator knows nothing of sockets.
+    public typealias Pinging = @Sendable (_ ping: LocateMessage, _ owner: UUID) async -> Void
 
     /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
     /// false when the request does not wait here (then the fix must travel sealed).
@@ -169,19 +166,20 @@ public actor LocateCoordinator {
     }
 
     /// Asks the owner's phones and waits for the first answer.
+    /// - Parameter pinging: where the request's ping goes for the owner's phones connected here.
     /// - Throws: database errors while opening (the caller answers 503).
-    public func locate(_ request: Request) async throws -> LocateOutcome {
+    public func locate(_ request: Request, pinging: Pinging = { _, _ in }) async throws -> LocateOutcome {
         let id = request.resumable?.token.id ?? UUID()
         let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
         let waiter = Waiter(request: request, replyKey: replyKey.publicKey, expiresAt: expiresAt)
         if let resumable = request.resumable, resumable.callBound == nil {
             // A task or an async HTTP request: opened, and nobody waits here.
-            return try await openHere(id, waiter, durable: true) ?? .waiting(expiresAt: expiresAt)
+            return try await openHere(id, waiter, durable: true, pinging: pinging) ?? .waiting(expiresAt: expiresAt)
         }
         waiters[id] = waiter
         defer { waiters[id] = nil }
-        if let refused = try await openHere(id, waiter, durable: false) { return refused }
+        if let refused = try await openHere(id, waiter, durable: false, pinging: pinging) { return refused }
 
         let deadline = ContinuousClock.now + request.timeout + grace
         var answer: AnswerNotification?
@@ -250,10 +248,11 @@ public actor LocateCoordinator {
     /// Re-reads the rows of every request still waiting here (after a LISTEN reconnect, and
     /// as a slow backstop poll): answers whose notification was lost are delivered (a
     /// sealed fix is asked for again from the instance that sealed it), requests reaped
-    /// meanwhile wake their waiters, and rows lost in a Postgres crash are re-created.
+    /// meanwhile wake their waiters, and rows lost in a Postgres crash are re-created (and
+    /// their pings go through `pinging`).
     /// - Returns: how many rows were re-created.
     @discardableResult
-    public func resync() async throws -> Int {
+    public func resync(pinging: Pinging = { _, _ in }) async throws -> Int {
         let ids = waiters.filter { $0.value.answer == nil }.map(\.key)
         guard !ids.isEmpty else { return 0 }
         var states: [RelayDatabase.RequestState] = []
@@ -281,17 +280,17 @@ public actor LocateCoordinator {
             let opened = try await open(id, waiter)
             guard opened.status == .opened else { continue }
             recreated += 1
-            if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
+            if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
         }
         return recreated
     }
 
     /// Opens the request, pings the owner's phones here and starts its pushes; the outcome
     /// when it was refused.
-    private func openHere(_ id: UUID, _ waiter: Waiter, durable: Bool) async throws -> LocateOutcome? {
+    private func openHere(_ id: UUID, _ waiter: Waiter, durable: Bool, pinging: Pinging) async throws -> LocateOutcome? {
         let opened = try await open(id, waiter, durable: durable)
         if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
-        if let ping = opened.ping { await hub?.locate(ping, owner: waiter.request.owner) }
+        if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
         await pushes?.opened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt)
         return nil
     }

@@ -4,6 +4,8 @@ import Foundation
 /// locations, ask the phones, and phrase the result.
 struct LocateService: Sendable {
     let coordinator: LocateCoordinator
+    /// This instance's phones: the pings of requests opened here go to them directly.
+    let hub: DeviceHub
     let database: RelayDatabase
     let metrics: LocateMetrics
     let clientNames: ClientNames
@@ -125,7 +127,9 @@ struct LocateService: Sendable {
         }
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
-                                                         timeout: .seconds(timeoutSeconds), resumable: resumable))
+                                                         timeout: .seconds(timeoutSeconds), resumable: resumable)) {
+            [hub] ping, owner in await hub.locate(ping, owner: owner)
+        }
         return phrase(outcome, token: resumable?.token, shared: shared)
     }
 

@@ -61,7 +61,15 @@ final class RelayMaintenance: Sendable {
                 input.yield(.beat)
             }
         }
-        defer { ticker.cancel() }
+        // A hello that found this instance's row gone asks for a resync.
+        let hub = self.hub
+        let reregistrations = Task {
+            for await _ in hub.reregistrationRequests { input.yield(.resync) }
+        }
+        defer {
+            ticker.cancel()
+            reregistrations.cancel()
+        }
         var beats = 0
         var reregister = false
         for await event in events {
@@ -93,7 +101,7 @@ final class RelayMaintenance: Sendable {
                 }
             }
             do {
-                let recreated = try await coordinator.resync()
+                let recreated = try await coordinator.resync { ping, owner in await hub.locate(ping, owner: owner) }
                 try await hub.resync(reregister: reregister)
                 health.recordResync(full: reregister, recreated: recreated)
                 health.beatCompleted()  // both the heartbeat's connection and the shared pool answered

@@ -126,7 +126,7 @@ public final class RelayService: Sendable {
         self.hub = hub
         self.coordinator = coordinator
         let locateMetrics = LocateMetrics()
-        let locator = LocateService(coordinator: coordinator, database: database, metrics: locateMetrics,
+        let locator = LocateService(coordinator: coordinator, hub: hub, database: database, metrics: locateMetrics,
                                     clientNames: ClientNames(database: database, logger: logger),
                                     requestIDKey: configuration.requestIDKey)
         let polls = PollLimiter()
@@ -169,9 +169,7 @@ public final class RelayService: Sendable {
     /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
     @discardableResult
     public func start() async throws -> Int {
-        await coordinator.attach(hub)
         let maintenance = self.maintenance
-        await hub.onReregistrationNeeded { maintenance.requestResync() }
         let left = try await database.registerInstance(configuration.instanceID)
         health.beatCompleted()
         if left.connections > 0 || left.abandoned > 0 {
@@ -220,7 +218,7 @@ public final class RelayService: Sendable {
     public func shutdown(drainTimeout: Duration = RelayService.defaultDrainTimeout) async {
         let deadline = ContinuousClock.now + drainTimeout
         health.startDraining()
-        await hub.closeAll(code: WebSocketCloseCode.serviceRestart, reason: "restart")
+        await hub.closeAll()
         while await coordinator.waitingCount > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(50))
         }

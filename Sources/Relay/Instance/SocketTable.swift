@@ -1,0 +1,194 @@
+import Foundation
+
+/// Every phone socket of this instance, one small value per socket keyed by its
+/// connection, in the state its life has reached (`Socket`), and two indexes of the
+/// registered ones (by user for pings, by device for replacement and revocation) that hold
+/// a single connection inline — the common case of one phone per user and one socket per
+/// device allocates no set.
+///
+/// No I/O: `InstanceState` owns one; tests drive it directly. `Handle` is what actions send
+/// through (a `DeviceSession`; anything in tests).
+struct SocketTable<Handle: PhoneHandle> {
+    /// A socket's life: awaiting hello → registering → registered, or refused (closed by an
+    /// action, then absent) — or unregistered, when the instance's row was gone, until the
+    /// re-registration. A closed socket is absent.
+    enum Socket {
+        /// Open, no hello yet (its WebSocket closes it 1008 at the hello timeout).
+        case awaitingHello(Handle)
+        /// Its hello waits for or is inside a `relay.device_hellos` call; what it sends
+        /// meanwhile waits here, in order, and is handled once it is registered.
+        indirect case registering(Hello, queued: [PhoneMessage])
+        /// Registered: pings reach it.
+        case registered(Record)
+        /// Its hello found this instance's row gone: said again at the re-registration.
+        indirect case unregistered(Hello)
+
+        /// What messages to the socket go through.
+        var handle: Handle {
+            switch self {
+            case .awaitingHello(let handle): handle
+            case .registering(let hello, _), .unregistered(let hello): hello.handle
+            case .registered(let record): record.handle
+            }
+        }
+    }
+
+    /// A hello to register: the socket and what its phone said (no app version at
+    /// re-registration: the relay keeps none, and the database leaves it unchanged).
+    struct Hello {
+        let handle: Handle
+        let device: UUID
+        let name: String
+        let platform: Platform
+        let appVersion: String?
+
+        /// The hello as `relay.device_hellos` takes it.
+        var database: RelayDatabase.SocketHello {
+            .init(connection: handle.connection, user: handle.user, session: handle.sessionID, device: device,
+                  name: name, platform: platform.text, appVersion: appVersion, openedAt: handle.openedAt)
+        }
+    }
+
+    /// What the relay keeps of a phone that said hello (no email, no app version).
+    struct Record {
+        /// Where messages to the phone go (it knows the phone's verified user).
+        let handle: Handle
+        /// The device it said it is.
+        let device: UUID
+        /// Its platform, as one byte.
+        let platform: Platform
+        /// Its name as it said it (for the agent's answer).
+        let name: String
+
+        /// The hello that registers it again (re-registration).
+        var hello: Hello { Hello(handle: handle, device: device, name: name, platform: platform, appVersion: nil) }
+    }
+
+    /// The platforms a phone may declare (`PhoneMessage.platforms`).
+    enum Platform: UInt8, Sendable {
+        case ios, android, desktop, web
+
+        /// The platform named `text`; web for anything else (as `PhoneMessage` reads hellos).
+        init(_ text: String) {
+            switch text {
+            case "ios": self = .ios
+            case "android": self = .android
+            case "desktop": self = .desktop
+            default: self = .web
+            }
+        }
+
+        /// Its name on the wire and in the database.
+        var text: String {
+            switch self {
+            case .ios: "ios"
+            case .android: "android"
+            case .desktop: "desktop"
+            case .web: "web"
+            }
+        }
+    }
+
+    /// One connection inline, or a set of them.
+    enum Connections: Sequence {
+        case one(UUID)
+        case many(Set<UUID>)
+
+        func inserting(_ connection: UUID) -> Connections {
+            switch self {
+            case .one(connection): return self
+            case .one(let other): return Connections.many([other, connection])
+            case .many(var set):
+                set.insert(connection)
+                return Connections.many(set)
+            }
+        }
+
+        /// Without `connection`; nil when none is left.
+        func removing(_ connection: UUID) -> Connections? {
+            switch self {
+            case .one(connection): return nil
+            case .one: return self
+            case .many(var set):
+                set.remove(connection)
+                if set.count == 1, let last = set.first { return .one(last) }
+                return set.isEmpty ? nil : .many(set)
+            }
+        }
+
+        func makeIterator() -> AnyIterator<UUID> {
+            switch self {
+            case .one(let connection):
+                var done = false
+                return AnyIterator { defer { done = true }; return done ? nil : connection }
+            case .many(let set):
+                return AnyIterator(set.makeIterator())
+            }
+        }
+    }
+
+    private var sockets: [UUID: Socket] = [:]
+    private var byUser: [UUID: Connections] = [:]
+    private var byDevice: [UUID: Connections] = [:]
+    /// Registered sockets.
+    private(set) var registeredCount = 0
+
+    /// Sockets in any state.
+    var count: Int { sockets.count }
+
+    /// The state of `connection`; nil once it closed. Setting a state keeps the indexes
+    /// in step (registered sockets are indexed, others are not); nil forgets it.
+    subscript(connection: UUID) -> Socket? {
+        get { sockets[connection] }
+        set {
+            let old = newValue.map { sockets.updateValue($0, forKey: connection) } ?? sockets.removeValue(forKey: connection)
+            if case .registered(let record)? = old { unindex(record, connection) }
+            if case .registered(let record)? = newValue { index(record, connection) }
+            if sockets.isEmpty { self = SocketTable() }  // a surge's tables are given back
+        }
+    }
+
+    /// The record of `connection`, if it is registered.
+    func record(_ connection: UUID) -> Record? {
+        guard case .registered(let record)? = sockets[connection] else { return nil }
+        return record
+    }
+
+    /// Every socket with its state (drain, re-registration).
+    var all: Dictionary<UUID, Socket> { sockets }
+
+    /// The connections of `user`'s registered phones here.
+    func connections(ofUser user: UUID) -> Connections? { byUser[user] }
+
+    /// The registered connections of `device` here (more than one only while a replacement
+    /// is under way).
+    func connections(ofDevice device: UUID) -> Connections? { byDevice[device] }
+
+    private mutating func index(_ record: Record, _ connection: UUID) {
+        registeredCount += 1
+        byUser[record.handle.user] = byUser[record.handle.user]?.inserting(connection) ?? .one(connection)
+        byDevice[record.device] = byDevice[record.device]?.inserting(connection) ?? .one(connection)
+    }
+
+    private mutating func unindex(_ record: Record, _ connection: UUID) {
+        registeredCount -= 1
+        byUser[record.handle.user] = byUser[record.handle.user]?.removing(connection)
+        byDevice[record.device] = byDevice[record.device]?.removing(connection)
+    }
+}
+
+/// What the socket table keeps a socket by: a reference that knows the socket's id, its
+/// verified user and session, and when it opened.
+protocol PhoneHandle: AnyObject {
+    /// The socket's id (relay.connections.id).
+    var connection: UUID { get }
+    /// The verified user of the socket.
+    var user: UUID { get }
+    /// The verified session of the socket.
+    var sessionID: UUID { get }
+    /// When it opened: of two sockets of one device, the later one wins.
+    var openedAt: Date { get }
+}
+
+extension SocketTable.Hello: Sendable where Handle: Sendable {}
+extension SocketTable.Record: Sendable where Handle: Sendable {}
