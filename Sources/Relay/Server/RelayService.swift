@@ -92,7 +92,11 @@ public final class RelayService: Sendable {
     private let maintenance: RelayMaintenance
     private let pushes: PushScheduler
 
-    /// Builds an instance (nothing runs yet).
+    /// Builds an instance (nothing runs yet). The parts are created bottom-up, and each
+    /// knows only parts created before it: the loop and the database pools; credentials;
+    /// push; the waiting side (`LocateCoordinator`) and the settler; the phones
+    /// (`DeviceHub`); the locate service, MCP and the routes; health; and on top the
+    /// maintenance, the server and the bus, which feed events down.
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         let logger = configuration.logger
