@@ -5,18 +5,10 @@ import Loop
 /// One client connection, confined to the event loop's thread: HTTP/1.1 with pipelining
 /// answered in order, then possibly a WebSocket.
 ///
-/// Handler calls run as tasks owned by the connection; a client that hangs up cancels
-/// them. Every timeout is checked by `tick(now:)`.
+/// The connection does the I/O — reading, parsing, writing, epoll interest, its one timer —
+/// and `ConnectionStateMachine` decides: it is told what happened and returns what to do.
+/// Handler calls run as tasks owned by the connection; a client that hangs up cancels them.
 final class HTTPConnection: EventLoopSource, @unchecked Sendable {
-    private enum Mode {
-        /// HTTP; `inFlight` is the handler task of the request being answered.
-        case http(inFlight: Task<Void, Never>?)
-        /// WebSocket after a 101.
-        case webSocket(WebSocketSession)
-        /// Closed; nothing more happens.
-        case closed
-    }
-
     /// Items waiting to be answered, in order.
     private enum Pending {
         case request(HTTPRequest)
@@ -33,21 +25,14 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     private let viaTrustedProxy: Bool
     private(set) var token: UInt64 = 0
     private unowned let server: HTTPServerCore
-    private var mode = Mode.http(inFlight: nil)
+    private var machine: ConnectionStateMachine
+    /// The handler (or stream producer) task of the request being answered.
+    private var inFlight: Task<Void, Never>?
+    /// The WebSocket side, once upgraded and until closed.
+    private(set) var webSocketSession: WebSocketSession?
     private var parser: HTTPRequestParser
     private var pending: [Pending] = []
-    private var readingPaused = false
     private var outbound = OutboundQueue()
-    private var closeAfterFlush = false
-    /// Whether to linger (half-close and drain input) once the error response is out.
-    private var lingerAfterFlush = false
-    /// Set while lingering: when to give up, and how many more bytes to discard.
-    private var lingeringUntil: ContinuousClock.Instant?
-    private var lingerBytesLeft = 0
-    private var lastActivity: ContinuousClock.Instant
-    private var requestStartedAt: ContinuousClock.Instant?
-    /// Set during graceful shutdown: finish the request in flight, then close.
-    private var draining = false
     /// The connection's one timer, armed at its earliest deadline (see `armTimer`).
     private var timer: LoopTimer?
     private var timerDue: ContinuousClock.Instant?
@@ -56,28 +41,26 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     var serverCore: HTTPServerCore { server }
 
-    /// The WebSocket side, once upgraded and until closed.
-    var webSocketSession: WebSocketSession? {
-        if case .webSocket(let session) = mode { session } else { nil }
-    }
-
     init(fd: Int32, remoteAddress: String, server: HTTPServerCore, now: ContinuousClock.Instant, viaTrustedProxy: Bool = false) {
         self.fd = fd
         self.viaTrustedProxy = viaTrustedProxy
         self.remoteAddress = remoteAddress
         self.server = server
         self.parser = HTTPRequestParser(limits: server.limits)
-        self.lastActivity = now
+        let limits = server.limits
+        self.machine = ConnectionStateMachine(timeouts: .init(headerRead: limits.headerReadTimeout, idle: limits.idleTimeout,
+                                                              linger: limits.lingerTimeout, maxLingerBytes: limits.maxLingerBytes),
+                                              now: now)
     }
 
     func register() throws {
         token = try server.loop.register(fd, events: WB_EPOLLIN | WB_EPOLLRDHUP, source: self)
         // A new connection's first deadline is its request head's (its first bytes come
         // now): the timer armed here is the one they need, not an idle one they replace.
-        arm(at: lastActivity + server.limits.headerReadTimeout)
+        arm(at: server.now + server.limits.headerReadTimeout)
     }
 
-    var isClosed: Bool { if case .closed = mode { true } else { false } }
+    var isClosed: Bool { machine.isClosed }
 
     // MARK: - Events
 
@@ -88,9 +71,27 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         if events & (WB_EPOLLIN | WB_EPOLLHUP | WB_EPOLLERR | WB_EPOLLRDHUP) != 0 { readAvailable() }
     }
 
+    /// Performs the machine's actions.
+    private func perform(_ actions: [ConnectionStateMachine.Action]) {
+        for action in actions {
+            switch action {
+            case .updateInterest: updateInterest()
+            case .parseBuffered: parseRequests()
+            case .dispatchNext: dispatchNext()
+            case .respondTimeout: respond(.text(408, "Request Timeout"), keepAlive: false)
+            case .shutdownWrite:
+                _ = shutdown(fd, Int32(SHUT_WR))
+                armTimer()
+            case .close: close()
+            }
+        }
+    }
+
     private func readAvailable() {
-        if lingeringUntil != nil {
-            discardLingeringInput()
+        if case .lingering = machine.phase {
+            let count = server.scratch.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+            perform(machine.discarded(count))
             return
         }
         let count = server.scratch.withUnsafeMutableBytes { buffer in
@@ -101,23 +102,20 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
             peerClosed()
             return
         }
-        lastActivity = server.now
         server.scratch.withUnsafeBytes { buffer in
             let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<count])
-            switch mode {
-            case .http:
-                if requestStartedAt == nil { requestStartedAt = server.now }
-                if proxyPrelude != nil {
-                    guard takeProxyHeader(bytes) else { return }
-                } else {
-                    parser.append(bytes)
-                }
-                parseRequests()
-            case .webSocket(let session):
+            if let session = webSocketSession {
                 session.received(bytes)
-            case .closed:
-                break
+                return
             }
+            guard case .http = machine.phase else { return }
+            machine.received(now: server.now)
+            if proxyPrelude != nil {
+                guard takeProxyHeader(bytes) else { return }
+            } else {
+                parser.append(bytes)
+            }
+            parseRequests()
         }
     }
 
@@ -149,72 +147,58 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         case .header, .invalid:
             proxyPrelude = nil
             pending.append(.failure(status: 400))
-            requestStartedAt = nil
-            pauseReading()
+            perform(machine.parseFailed())
             dispatchNext()
             return false
         }
     }
 
     private func parseRequests() {
-        while !readingPaused, let event = parser.next() {
+        while !machine.readingPaused, let event = parser.next() {
             switch event {
             case .request(var request):
                 request.remoteAddress = remoteAddress
                 pending.append(.request(request))
-                requestStartedAt = parser.isMidRequest ? server.now : nil
+                machine.parsed(midRequest: parser.isMidRequest, now: server.now)
                 // A WebSocket upgrade's following bytes are frames, not requests.
-                if request.isWebSocketUpgrade { pauseReading() }
+                if request.isWebSocketUpgrade { perform(machine.pause()) }
             case .expectContinue:
                 send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             case .failure(let status):
                 pending.append(.failure(status: status))
-                requestStartedAt = nil
-                pauseReading()
+                perform(machine.parseFailed())
             }
         }
         // Bound pipelining: stop reading while many requests wait.
-        if pending.count > 16 { pauseReading() }
+        if pending.count > ConnectionStateMachine.maximumPending { perform(machine.pause()) }
         dispatchNext()
-    }
-
-    private func pauseReading() {
-        guard !readingPaused else { return }
-        readingPaused = true
-        updateInterest()
-    }
-
-    private func resumeReading() {
-        guard readingPaused, case .http = mode, !closeAfterFlush else { return }
-        readingPaused = false
-        updateInterest()
-        parseRequests()
     }
 
     /// Starts the handler for the oldest waiting request, if none is in flight.
     private func dispatchNext() {
-        guard case .http(let inFlight) = mode, inFlight == nil, !closeAfterFlush, !pending.isEmpty else { return }
+        guard machine.canDispatch, !pending.isEmpty else { return }
         switch pending.removeFirst() {
         case .failure(let status):
             respond(HTTPResponse.text(status, HTTPResponse.reasonPhrase(status)), keepAlive: false)
         case .request(let request):
             let handler = server.handler
             let loop = server.loop
-            let task = Task(executorPreference: loop) { [self] in
+            machine.handlerStarted()
+            inFlight = Task(executorPreference: loop) { [self] in
                 let response = await handler(request)
                 loop.execute { self.complete(request, response) }
             }
-            mode = .http(inFlight: task)
         }
     }
 
     /// The handler answered (loop thread).
     private func complete(_ request: HTTPRequest, _ response: HTTPResponse) {
-        guard case .http = mode else { return }
+        guard machine.phase == .http(busy: true) else { return }
         defer { armTimer() }
-        mode = .http(inFlight: nil)
+        inFlight = nil
+        let keepAlive = request.keepAlive && !machine.draining
         if let consumer = response.webSocket {
-            guard request.isWebSocketUpgrade, !draining else {
+            guard request.isWebSocketUpgrade, !machine.draining else {
                 respond(.text(400, "Bad Request"), keepAlive: false)
                 return
             }
@@ -222,21 +206,18 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
             return
         }
         if let producer = response.stream, request.method != "HEAD" {
-            stream(response, producer, keepAlive: request.keepAlive && !draining)
+            stream(response, producer, keepAlive: keepAlive)
             return
         }
         if request.method == "HEAD" {
             var response = response
             response.headers.set("Content-Length", String(response.body.count))
             response.body = []
-            respond(response, keepAlive: request.keepAlive && !draining, contentLengthSet: true)
+            respond(response, keepAlive: keepAlive, contentLengthSet: true)
         } else {
-            respond(response, keepAlive: request.keepAlive && !draining)
+            respond(response, keepAlive: keepAlive)
         }
-        if !closeAfterFlush {
-            if pending.count <= 16 { resumeReading() }
-            dispatchNext()
-        }
+        perform(machine.responded(pending: pending.count))
     }
 
     /// Writes the head of a streamed response, then the producer's chunks as they come
@@ -251,27 +232,20 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
             guard let connection = self else { return }
             loop.execute { connection.send(chunk) }
         }
-        let task = Task(executorPreference: loop) { [self] in
+        inFlight = Task(executorPreference: loop) { [self] in
             await producer(body)
-            loop.execute { self.finishStream(keepAlive: keepAlive) }
+            loop.execute { self.finishStream(status: response.status, keepAlive: keepAlive) }
         }
-        mode = .http(inFlight: task)
     }
 
     /// The producer returned: the last chunk, then the next request (loop thread).
-    private func finishStream(keepAlive: Bool) {
-        guard case .http = mode else { return }
+    private func finishStream(status: Int, keepAlive: Bool) {
+        guard machine.phase == .http(busy: true) else { return }
         defer { armTimer() }
-        mode = .http(inFlight: nil)
+        inFlight = nil
+        machine.responding(status: status, keepAlive: keepAlive, streamed: true, now: server.now)
         send(Array("0\r\n\r\n".utf8))
-        lastActivity = server.now
-        if !keepAlive {
-            closeAfterFlush = true
-            if outbound.isEmpty { finishAfterFlush() }
-            return
-        }
-        if pending.count <= 16 { resumeReading() }
-        dispatchNext()
+        perform(machine.responded(pending: pending.count))
     }
 
     private func respond(_ response: HTTPResponse, keepAlive: Bool, contentLengthSet: Bool = false) {
@@ -285,13 +259,9 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         head += "\r\n"
         var bytes = Array(head.utf8)
         bytes.append(contentsOf: response.body)
+        // Told first: the flush that writes the last byte ends a connection that must end.
+        machine.responding(status: response.status, keepAlive: keepAlive, now: server.now)
         send(bytes)
-        lastActivity = server.now
-        if !keepAlive {
-            closeAfterFlush = true
-            lingerAfterFlush = response.status >= 400
-            if outbound.isEmpty { finishAfterFlush() }
-        }
     }
 
     /// The status line and the handler's headers, without the framing ones the server sets
@@ -306,33 +276,6 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         return head
     }
 
-    /// The response is out and the connection must end. After an error response the
-    /// client may still be sending (a 413 body, a 431 head): closing with unread input
-    /// would make the kernel send a reset that can destroy the response before the client
-    /// reads it. So the write side is shut down and input is read and discarded for a
-    /// short while (lingering close), then the socket closes.
-    private func finishAfterFlush() {
-        guard lingerAfterFlush, case .http = mode else {
-            close()
-            return
-        }
-        lingerAfterFlush = false
-        _ = shutdown(fd, Int32(SHUT_WR))
-        lingeringUntil = server.now + server.limits.lingerTimeout
-        lingerBytesLeft = server.limits.maxLingerBytes
-        readingPaused = false
-        updateInterest()
-        armTimer()
-    }
-
-    /// Reads and discards input while lingering; closes at end of input or past the bounds.
-    private func discardLingeringInput() {
-        let count = server.scratch.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
-        lingerBytesLeft -= max(0, count)
-        if count <= 0 || lingerBytesLeft <= 0 { close() }
-    }
-
     private func upgrade(_ request: HTTPRequest, _ response: HTTPResponse,
                          _ consumer: HTTPResponse.WebSocketConsumer) {
         var head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -340,10 +283,9 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         send(Array((head + "\r\n").utf8))
         let session = WebSocketSession(connection: self, now: server.now)
-        mode = .webSocket(session)
+        webSocketSession = session
         pending.removeAll()
-        readingPaused = false
-        updateInterest()
+        perform(machine.upgraded())
         server.webSocketOpened(self)
         let leftover = parser.takeRemainingBytes()
         parser = HTTPRequestParser(limits: server.limits)
@@ -352,14 +294,8 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     }
 
     private func peerClosed() {
-        switch mode {
-        case .http(let inFlight):
-            inFlight?.cancel()
-        case .webSocket(let session):
-            session.transportClosed()
-        case .closed:
-            break
-        }
+        inFlight?.cancel()
+        webSocketSession?.transportClosed()
         close()
     }
 
@@ -371,7 +307,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         outbound.append(bytes)
         if outbound.count > server.limits.maxOutboundBytesPerConnection {
             // A peer that does not read: stop spending memory on it.
-            if case .webSocket(let session) = mode { session.transportClosed(code: WebSocketCloseCode.policyViolation) }
+            webSocketSession?.transportClosed(code: WebSocketCloseCode.policyViolation)
             close()
             return
         }
@@ -390,34 +326,35 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
             }
             outbound.consume(written)
         }
-        if outbound.isEmpty && closeAfterFlush {
-            if lingeringUntil == nil { finishAfterFlush() }
-            if isClosed || lingeringUntil != nil { return }
+        if outbound.isEmpty && machine.closeAfterFlush {
+            perform(machine.flushed(now: server.now))  // linger or close
+            return
         }
         updateInterest()
     }
 
     private func updateInterest() {
         guard !isClosed else { return }
-        let wantWrites = !outbound.isEmpty
         var events = WB_EPOLLRDHUP
-        if !readingPaused || lingeringUntil != nil { events |= WB_EPOLLIN }
-        if wantWrites { events |= WB_EPOLLOUT }
+        if machine.wantsReads { events |= WB_EPOLLIN }
+        if !outbound.isEmpty { events |= WB_EPOLLOUT }
         server.loop.modify(fd, token: token, events: events)
     }
 
     /// Sends what is queued, then closes.
     func closeWhenFlushed() {
-        closeAfterFlush = true
+        machine.closeWhenFlushed()
         if outbound.isEmpty { close() } else { updateInterest() }
     }
 
     /// Closes the socket now; an in-flight handler is cancelled.
     func close() {
-        if case .http(let inFlight) = mode { inFlight?.cancel() }
-        if case .webSocket(let session) = mode { session.transportClosed() }
+        inFlight?.cancel()
+        webSocketSession?.transportClosed()
         guard !isClosed else { return }
-        mode = .closed
+        machine.closed()
+        webSocketSession = nil
+        inFlight = nil
         timer?.cancel()
         timer = nil
         timerDue = nil
@@ -429,21 +366,15 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
 
     // MARK: - Timeouts and shutdown
 
-    /// The earliest instant at which `deadlinePassed` has something to do: the linger's
-    /// end, the header-read or idle timeout, or the WebSocket's keep-alive; nil for none
-    /// (a handler is running: its response re-arms).
+    /// Whether no request waits or is half-read (the idle timeout applies).
+    private var idle: Bool { pending.isEmpty && !parser.isMidRequest }
+
+    /// The earliest instant at which `deadlinePassed` has something to do: the machine's
+    /// (linger, request head, idle) or the WebSocket's (keep-alive, close handshake); nil
+    /// for none (a handler is running: its response re-arms).
     private var nextDeadline: ContinuousClock.Instant? {
-        if let until = lingeringUntil { return until }
-        switch mode {
-        case .http(let inFlight):
-            guard inFlight == nil else { return nil }
-            if let started = requestStartedAt { return started + server.limits.headerReadTimeout }
-            return pending.isEmpty && !parser.isMidRequest ? lastActivity + server.limits.idleTimeout : nil
-        case .webSocket(let session):
-            return session.nextDeadline
-        case .closed:
-            return nil
-        }
+        if let session = webSocketSession { return session.nextDeadline }
+        return machine.nextDeadline(idle: idle)
     }
 
     /// Arms the connection's timer at its next deadline, unless one is armed no later.
@@ -477,51 +408,30 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         }
     }
 
-    /// Enforces the header-read and idle timeouts and the WebSocket keep-alive.
+    /// Enforces the header-read, idle and linger timeouts and the WebSocket's deadlines.
     func deadlinePassed(now: ContinuousClock.Instant) {
-        if let until = lingeringUntil {
-            if now >= until { close() }
-            return
-        }
-        switch mode {
-        case .http(let inFlight):
-            if let started = requestStartedAt, inFlight == nil, now - started > server.limits.headerReadTimeout {
-                respond(.text(408, "Request Timeout"), keepAlive: false)
-            } else if inFlight == nil, pending.isEmpty, !parser.isMidRequest,
-                      now - lastActivity > server.limits.idleTimeout {
-                close()
-            }
-        case .webSocket(let session):
+        if let session = webSocketSession {
             session.deadlinePassed(now: now)
-        case .closed:
-            break
+        } else {
+            perform(machine.deadlinePassed(now: now, idle: idle))
         }
     }
 
     /// Graceful shutdown: idle HTTP connections close now, busy ones after their response;
     /// WebSockets get a close frame with `code` and `reason`.
     func drain(code: UInt16, reason: String) {
-        draining = true
         defer { armTimer() }
-        switch mode {
-        case .http(let inFlight):
-            pending.removeAll()
-            if inFlight == nil { closeWhenFlushed() }
-        case .webSocket(let session):
+        machine.drain()
+        if let session = webSocketSession {
             session.close(code: code, reason: reason)
-        case .closed:
-            break
+            return
         }
+        pending.removeAll()
+        if !machine.isBusy { closeWhenFlushed() }  // idle or lingering: now
     }
 
     /// Whether a handler is still running (graceful shutdown waits for these).
-    var isBusy: Bool {
-        switch mode {
-        case .http(let inFlight): inFlight != nil
-        case .webSocket: true
-        case .closed: false
-        }
-    }
+    var isBusy: Bool { machine.isBusy }
 }
 
 /// Bytes waiting to be written, as a queue of chunks.
