@@ -3,8 +3,10 @@
 ///
 /// Shape of one instance (`RelayService` creates the parts bottom-up; each knows only the
 /// parts below it):
-/// - `LocateCoordinator` is the waiting side: it opens requests and resumes their waiters.
-///   Where a request's ping goes is its caller's business (`LocateCoordinator.Pinging`).
+/// - `LocateCoordinator` is the waiting side. It executes `WaiterState` (Instance/), one value
+///   holding every waiting call's step, answer and timer; a call's database results are
+///   events too. Where a request's ping goes is its caller's business
+///   (`LocateCoordinator.Pinging`).
 /// - `DeviceHub` is the phones' side. It executes `InstanceState` (Instance/), one value
 ///   holding every socket's state, ping, held answer and batch. That value takes events
 ///   (frames, closes, notifications, timers and the instance's own database results) and

@@ -5,13 +5,8 @@ import Testing
 /// The instance state's I/O-free parts, driven without sockets or a database: the socket
 /// table, the ping ledger, the pings kept during hellos, and the call batcher.
 @Suite struct DeviceHubPartsTests {
-    final class Handle: PhoneHandle {
-        let connection = UUID()
-        let user: UUID
-        let sessionID = UUID()
-        let openedAt = Date()
-        init(_ user: UUID) { self.user = user }
-    }
+    /// A socket handle without a socket (the instance state's tests use the same).
+    typealias Handle = InstanceStateTests.Phone
 
     static func ping(_ id: UUID = UUID(), expiresIn seconds: Double = 60, key: [UInt8]? = nil) -> LocateMessage {
         LocateMessage(id: id, clientID: "c", expiresMs: Int64((Date().timeIntervalSince1970 + seconds) * 1000), requester: nil,
@@ -24,10 +19,10 @@ import Testing
     @Test func theSocketTableIndexesRegisteredSocketsByUserAndDevice() {
         var table = SocketTable<Handle>()
         let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()
-        table[first] = .registered(.init(handle: Handle(user), device: phone, platform: .ios, name: "Ada's iPhone"))
+        table[first] = .registered(.init(handle: Handle(user: user), device: phone, platform: .ios, name: "Ada's iPhone"))
         guard case .one(first)? = table.connections(ofUser: user) else { Issue.record("one inline"); return }
-        table[second] = .registered(.init(handle: Handle(user), device: tablet, platform: .init("android"), name: "Tab"))
-        let waiting = Handle(user)
+        table[second] = .registered(.init(handle: Handle(user: user), device: tablet, platform: .init("android"), name: "Tab"))
+        let waiting = Handle(user: user)
         table[third] = .registering(.init(handle: waiting, device: phone, name: "New", platform: .init("nokia"),
                                           appVersion: "1"), queued: [])
         #expect(Set(table.connections(ofUser: user) ?? .many([])) == [first, second], "a registering socket is not indexed")

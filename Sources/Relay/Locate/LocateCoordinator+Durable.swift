@@ -92,8 +92,7 @@ extension LocateCoordinator {
             guard let replyKey = try? token.replyKey() else { return .failure(.noFix) }
             let answer = AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome ?? .unavailable,
                                             reason: state.reason, sealed: state.sealed)
-            return outcome(of: answer, replyKey: replyKey,
-                           request: Request(owner: state.owner, clientID: "", timeout: .zero))
+            return outcome(of: answer, replyKey: replyKey)
         }
     }
 }

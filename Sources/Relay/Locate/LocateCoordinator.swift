@@ -2,6 +2,9 @@ import Foundation
 
 /// The waiting side of a locate: opens the request in Postgres, waits for the sealed
 /// answer (delivered by the bus through `deliver`), and turns everything into an outcome.
+/// The coordinator executes `WaiterState` (the calls waiting here and every decision about
+/// them): each call, database result, answer, timer and hang-up is an event, and the
+/// coordinator performs the actions the state returns.
 ///
 /// Deadline: the phone's `expires_ms` plus `grace`, so that a phone's own `no_answer`
 /// arrives as 408 rather than 504. A cancelled task (the agent hung up) abandons the
@@ -78,7 +81,16 @@ public actor LocateCoordinator {
     let logger: Logger
     let pushes: PushScheduler?
     let timers: RelayTimers
-    private var waiters: [UUID: Waiter] = [:]
+    /// Every call waiting here, and every decision about them.
+    private var state: WaiterState
+    /// What each waiting call needs that is not a decision: its continuation, its reply key
+    /// (to open a sealed fix) and where its ping goes.
+    private var calls: [UUID: Call] = [:]
+    /// Each waiting call's one timer (its current wait).
+    private var waitTimers: [UUID: RelayTimers.Handle] = [:]
+    /// Actions not performed yet, and whether a drain is performing them.
+    private var queue: [WaiterState.Action] = []
+    private var performing = false
     /// Polls of durable requests waiting here for an answer, by request and poll.
     var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
     /// Polls in progress here per request, and the requests whose answer arrived while one
@@ -86,20 +98,10 @@ public actor LocateCoordinator {
     var polling: [UUID: Int] = [:]
     var woken: Set<UUID> = []
 
-    /// One request waiting here: what re-creates its row after a crash, and its answer.
-    private struct Waiter {
-        let request: Request
-        let replyKey: [UInt8]
-        let expiresAt: Date
-        /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
-        var resumable: Bool { request.resumable != nil }
-        var continuation: CheckedContinuation<AnswerNotification?, Never>?
-        var answer: AnswerNotification?
-        /// The fix itself when the phone answered on this instance (no need to open it).
-        var fix: LocationFix?
-        /// A fix answered here and being settled (not sealed: it never crosses Postgres);
-        /// resync delivers it when the settle committed but its result was lost.
-        var settlingFix: LocationFix?
+    private struct Call {
+        let continuation: CheckedContinuation<LocateOutcome, any Error>
+        let replyKey: ReplyKey
+        let pinging: Pinging
     }
 
     /// Creates the coordinator of relay instance `instance`.
@@ -120,6 +122,7 @@ public actor LocateCoordinator {
         self.database = database
         self.grace = grace
         self.maxWaiting = maxWaiting
+        self.state = WaiterState(grace: grace)
     }
 
     /// Where the pings of requests this coordinator opens go: the database notifies every
@@ -130,119 +133,56 @@ public actor LocateCoordinator {
     /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
     /// false when the request does not wait here (then the fix must travel sealed).
     func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
-        guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { return false }
-        waiters[id]?.settlingFix = fix
-        return true
+        state.settlingHere(id, fix: fix)
     }
 
     /// The settle of a fix kept by `settlingHere` did not win (another answer did).
     func settledElsewhere(_ id: UUID) {
-        waiters[id]?.settlingFix = nil
+        state.settledElsewhere(id)
     }
 
     /// Requests waiting here now (for /metrics, resync and drain).
-    public var waitingCount: Int { waiters.count }
+    public var waitingCount: Int { state.count }
 
     /// An answer for this instance: its notification, or settled here (then with the fix
     /// it sealed, which saves opening it again).
-    public func deliver(_ answer: AnswerNotification) {
-        deliver(answer, fix: nil)
+    public func deliver(_ answer: AnswerNotification) async {
+        await deliver(answer, fix: nil)
     }
 
-    func deliver(_ answer: AnswerNotification, fix: LocationFix?) {
+    func deliver(_ answer: AnswerNotification, fix: LocationFix?) async {
         guard answer.waiter == instance else { return }
-        wakeWatchers(of: answer.id)
-        guard var waiter = waiters[answer.id], waiter.answer == nil else {
-            // A durable request opened here: its pushes stop (the answer is kept in Postgres).
-            if let pushes { Task { await pushes.settled(answer.id) } }
-            return
-        }
-        waiter.answer = answer
-        waiter.fix = fix
-        let continuation = waiter.continuation
-        waiter.continuation = nil
-        waiters[answer.id] = waiter
-        continuation?.resume(returning: answer)
+        await handle(.answer(answer, fix: fix))
     }
 
     /// Asks the owner's phones and waits for the first answer.
     /// - Parameter pinging: where the request's ping goes for the owner's phones connected here.
     /// - Throws: database errors while opening (the caller answers 503).
-    public func locate(_ request: Request, pinging: Pinging = { _, _ in }) async throws -> LocateOutcome {
+    public func locate(_ request: Request, pinging: @escaping Pinging = { _, _ in }) async throws -> LocateOutcome {
         let id = request.resumable?.token.id ?? UUID()
         let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
-        let waiter = Waiter(request: request, replyKey: replyKey.publicKey, expiresAt: expiresAt)
+        let waiter = WaiterState.Waiter(request: request, publicKey: replyKey.publicKey, expiresAt: expiresAt,
+                                        calledAt: .now)
         if let resumable = request.resumable, resumable.callBound == nil {
             // A task or an async HTTP request: opened, and nobody waits here.
-            return try await openHere(id, waiter, durable: true, pinging: pinging) ?? .waiting(expiresAt: expiresAt)
+            let opened = try await open(id, waiter, durable: true)
+            if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
+            if let ping = opened.ping { await pinging(ping, request.owner) }
+            await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
+            return .waiting(expiresAt: expiresAt)
         }
-        waiters[id] = waiter
-        defer { waiters[id] = nil }
-        if let refused = try await openHere(id, waiter, durable: false, pinging: pinging) { return refused }
-
-        let deadline = ContinuousClock.now + request.timeout + grace
-        var answer: AnswerNotification?
-        var settledAtBound = false
-        if let bound = request.resumable?.callBound, bound < request.timeout + grace {
-            answer = await waitForAnswer(id, until: .now + bound)
-            if answer == nil, !Task.isCancelled {
-                // The call's wait bound: the request outlives the call from now on, and the
-                // agent comes back with its token (unless it was settled meanwhile: then its
-                // answer is on its way, and `finish` below says how it ended).
-                if try await database.makeDurable(id: id, instance: instance) == .durable {
-                    return .waiting(expiresAt: expiresAt)
-                }
-                answer = await waitForAnswer(id, until: .now + .seconds(1))
-                settledAtBound = true
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                calls[id] = Call(continuation: continuation, replyKey: replyKey, pinging: pinging)
+                var waiter = waiter
+                waiter.hungUp = Task.isCancelled
+                let actions = state.handle(.called(id, waiter), now: .now)
+                Task(executorPreference: timers.loop) { await self.perform(actions) }
             }
+        } onCancel: {
+            Task { await self.handle(.hungUp(id)) }
         }
-        if answer == nil, !settledAtBound, !Task.isCancelled { answer = await waitForAnswer(id, until: deadline) }
-        await pushes?.settled(id)
-        if Task.isCancelled {
-            // In a task of its own: this one is cancelled, and the abandon must still go out.
-            let database = self.database, instance = self.instance, logger = self.logger
-            await Task {
-                do { _ = try await database.finish(id: id, instance: instance, abandoned: true) } catch {
-                    logger.failure("abandon_failed", error, ["request": id.uuidString])
-                }
-            }.value
-            return .abandoned
-        }
-        if let answer { return outcome(of: answer, replyKey: replyKey, request: request, fix: waiters[id]?.fix) }
-
-        let finished: RelayDatabase.Finished
-        do {
-            finished = try await database.finish(id: id, instance: instance, abandoned: false)
-        } catch {
-            // The database is unreachable at the deadline: the deadline still holds.
-            logger.failure("finish_failed", error, ["request": id.uuidString])
-            return .failure(.phoneSilent)
-        }
-        if finished.status == .alreadySettled {
-            if finished.outcome == .expired || finished.outcome == .abandoned {
-                // Reaped while this instance could not beat (a long database outage).
-                return finished.delivered == true ? .failure(.phoneSilent) : .failure(.notConnected(email: request.email))
-            }
-            // An answer won at the last moment; its notification is on its way.
-            if let late = await waitForAnswer(id, until: .now + .seconds(1)) {
-                return outcome(of: late, replyKey: replyKey, request: request)
-            }
-            if finished.outcome == .location {
-                // A sealed fix whose notification this instance missed (its LISTEN connection
-                // was replaced, or the settle ran late on a server that had hung): ask its
-                // sealer to send it again, and never report a fix the phone sent as "no fix".
-                _ = try? await database.requestReplay([id], instance: instance)
-                if let replayed = await waitForAnswer(id, until: .now + Self.lateReplayWait) {
-                    return outcome(of: replayed, replyKey: replyKey, request: request)
-                }
-                return .failure(.phoneSilent)
-            }
-            return outcome(of: AnswerNotification(id: id, waiter: instance, outcome: finished.outcome ?? .unavailable,
-                                                  reason: finished.reason ?? "error", sealed: nil),
-                           replyKey: replyKey, request: request)
-        }
-        return finished.delivered == true ? .failure(.phoneSilent) : .failure(.notConnected(email: request.email))
     }
 
     /// Re-reads the rows of every request still waiting here (after a LISTEN reconnect, and
@@ -252,52 +192,107 @@ public actor LocateCoordinator {
     /// their pings go through `pinging`).
     /// - Returns: how many rows were re-created.
     @discardableResult
-    public func resync(pinging: Pinging = { _, _ in }) async throws -> Int {
-        let ids = waiters.filter { $0.value.answer == nil }.map(\.key)
+    public func resync(pinging: @escaping Pinging = { _, _ in }) async throws -> Int {
+        let ids = state.unanswered
         guard !ids.isEmpty else { return 0 }
         var states: [RelayDatabase.RequestState] = []
         for batch in ids.chunks(of: RelayDatabase.maxRequestStates) { states += try await database.requestStates(batch) }
-        var replay: [UUID] = []
-        for state in states where state.settled {
-            switch state.outcome {
-            case .location? where waiters[state.id]?.settlingFix != nil:
-                // Settled here in process; the settle's own result never came back.
-                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: .location, reason: nil, sealed: nil),
-                        fix: waiters[state.id]?.settlingFix)
-            case .location?:
-                replay.append(state.id)
-            case .denied?, .unavailable?:
-                deliver(AnswerNotification(id: state.id, waiter: instance, outcome: state.outcome!, reason: state.reason, sealed: nil))
-            case .expired?, .abandoned?, nil:
-                expire(state.id)  // expired or abandoned by a reaper: finish reports it
-            }
-        }
-        for batch in replay.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(batch, instance: instance) }
-        let present = Set(states.map(\.id))
         var recreated = 0
-        for id in ids where !present.contains(id) {
-            guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > Date() else { continue }
-            let opened = try await open(id, waiter)
-            guard opened.status == .opened else { continue }
-            recreated += 1
-            if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
+        for action in state.handle(.states(states, asked: ids, now: Date()), now: .now) {
+            switch action {
+            case .open(let id, let waiter, again: true):
+                let opened = try await open(id, waiter)
+                guard opened.status == .opened else { continue }
+                recreated += 1
+                if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
+            case .requestReplay(let batch):
+                for ids in batch.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(ids, instance: instance) }
+            default:
+                await perform([action])
+            }
         }
         return recreated
     }
 
-    /// Opens the request, pings the owner's phones here and starts its pushes; the outcome
-    /// when it was refused.
-    private func openHere(_ id: UUID, _ waiter: Waiter, durable: Bool, pinging: Pinging) async throws -> LocateOutcome? {
-        let opened = try await open(id, waiter, durable: durable)
-        if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
-        if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
-        await pushes?.opened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt)
-        return nil
+    // MARK: Actions
+
+    private func handle(_ event: WaiterState.Event) async {
+        await perform(state.handle(event, now: .now))
+    }
+
+    /// Performs the state's actions in the order the events produced them, across events:
+    /// one drain at a time takes them from `queue` (a request's pushes never start after
+    /// they were stopped, nor a ping go after its cancel). A database call runs in a task of
+    /// its own and reports its result as the next event, so no drain waits for Postgres.
+    private func perform(_ actions: [WaiterState.Action]) async {
+        queue += actions
+        guard !performing else { return }
+        performing = true
+        defer { performing = false }
+        while !queue.isEmpty {
+            let next = queue
+            queue = []
+            for action in next { await perform(action) }
+        }
+    }
+
+    private func perform(_ action: WaiterState.Action) async {
+        let database = self.database, instance = self.instance
+        switch action {
+        case .open(let id, let waiter, _):
+            call { try await self.open(id, waiter) } then: { .opened(id, $0) }
+        case .ping(let id, let ping, let owner):
+            await calls[id]?.pinging(ping, owner)
+        case .pushesOpened(let id, let connections, let expires):
+            await pushes?.opened(id, connections: connections, expires: expires)
+        case .pushesSettled(let id):
+            await pushes?.settled(id)
+        case .arm(let id, let wait, let delay):
+            waitTimers.removeValue(forKey: id)?.cancel()
+            waitTimers[id] = timers.after(delay) { [weak self] in await self?.handle(.timerFired(id, wait)) }
+        case .cancelTimer(let id):
+            waitTimers.removeValue(forKey: id)?.cancel()
+        case .makeDurable(let id):
+            call { try await database.makeDurable(id: id, instance: instance) } then: { .madeDurable(id, $0) }
+        case .finish(let id, let abandoned):
+            let logger = self.logger
+            call { try await database.finish(id: id, instance: instance, abandoned: abandoned) } then: { result in
+                if case .failure(let error) = result {
+                    logger.failure(abandoned ? "abandon_failed" : "finish_failed", error, ["request": id.uuidString])
+                }
+                return .finished(id, result)
+            }
+        case .requestReplay(let ids):
+            _ = try? await database.requestReplay(ids, instance: instance)
+        case .wakePolls(let id):
+            wakeWatchers(of: id)
+        case .complete(let id, let completion):
+            waitTimers.removeValue(forKey: id)?.cancel()
+            guard let waiting = calls.removeValue(forKey: id) else { return }
+            switch completion {
+            case .failed(let error): waiting.continuation.resume(throwing: error)
+            case .outcome(let outcome): waiting.continuation.resume(returning: outcome)
+            case .answered(let answer, let fix):
+                waiting.continuation.resume(returning: self.outcome(of: answer, replyKey: waiting.replyKey, fix: fix))
+            }
+            if calls.isEmpty { calls = [:] }
+        }
+    }
+
+    /// Runs a database call in a task of its own; its result (its error included) comes
+    /// back as the event `then` makes of it.
+    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
+                                   then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event) {
+        Task(executorPreference: timers.loop) {
+            let result: Result<T, any Error>
+            do { result = .success(try await body()) } catch { result = .failure(error) }
+            await self.handle(event(result))
+        }
     }
 
     /// Inserts the request's row (notifying the other instances that hold the owner's
     /// phones); `exists` when it is there already.
-    private func open(_ id: UUID, _ waiter: Waiter, durable: Bool = false) async throws -> RelayDatabase.Opened {
+    private func open(_ id: UUID, _ waiter: WaiterState.Waiter, durable: Bool = false) async throws -> RelayDatabase.Opened {
         if let resumable = waiter.request.resumable {
             let latest = waiter.expiresAt.addingTimeInterval(600)
             let keepUntil = resumable.ttl.map { ttl in
@@ -305,49 +300,19 @@ public actor LocateCoordinator {
             } ?? latest
             return try await database.openDurableRequest(
                 id: id, owner: waiter.request.owner, requester: waiter.request.requester, binding: resumable.binding,
-                clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
+                clientName: waiter.request.clientName, instance: instance, replyKey: waiter.publicKey,
                 expiresAt: waiter.expiresAt, keepUntil: keepUntil, durable: durable, wrappedSecret: resumable.wrapped,
                 maxWaiting: resumable.callBound == nil ? Self.maxWaitingDurable : maxWaiting)
         }
         return try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
-            clientName: waiter.request.clientName, instance: instance, replyKey: waiter.replyKey,
+            clientName: waiter.request.clientName, instance: instance, replyKey: waiter.publicKey,
             expiresAt: waiter.expiresAt, maxWaiting: maxWaiting)
     }
 
-    /// Suspends until the answer for `id` arrives, `deadline` passes, or the task is cancelled.
-    private func waitForAnswer(_ id: UUID, until deadline: ContinuousClock.Instant) async -> AnswerNotification? {
-        if let answer = waiters[id]?.answer { return answer }
-        let timer = timers.after(deadline - .now) { [weak self] in await self?.expire(id) }
-        defer { timer.cancel() }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                if let answer = waiters[id]?.answer {
-                    continuation.resume(returning: answer)
-                } else if Task.isCancelled || waiters[id] == nil {
-                    continuation.resume(returning: nil)
-                } else {
-                    waiters[id]?.continuation = continuation
-                }
-            }
-        } onCancel: {
-            Task { await self.expire(id) }
-        }
-    }
-
-    /// How long a waiter whose request was settled with a fix it never received waits for
-    /// the sealer's replay at its deadline.
-    static let lateReplayWait: Duration = .seconds(3)
-
-    /// Wakes the waiter of `id` without an answer (deadline, cancellation, or reaped).
-    private func expire(_ id: UUID) {
-        guard let continuation = waiters[id]?.continuation else { return }
-        waiters[id]?.continuation = nil
-        continuation.resume(returning: nil)
-    }
-
-    func outcome(of answer: AnswerNotification, replyKey: ReplyKey, request: Request,
-                         fix local: LocationFix? = nil) -> LocateOutcome {
+    /// The outcome an answer means for the agent (a sealed fix is opened with `replyKey`;
+    /// a fix answered here comes as `local`).
+    func outcome(of answer: AnswerNotification, replyKey: ReplyKey, fix local: LocationFix? = nil) -> LocateOutcome {
         switch (answer.outcome, answer.reason) {
         case (.location, _):
             if let local { return local.isPlausible ? .fix(local) : .failure(.noFix) }

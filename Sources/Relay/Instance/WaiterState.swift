@@ -1,0 +1,159 @@
+import Foundation
+
+/// Every locate call waiting on this instance, as one value driven by events: the call
+/// itself, the results of its own database calls (open, make durable, finish), its
+/// answer (a notification, or settled here), its timers, the agent hanging up and what a
+/// resync read. Each event returns the actions to perform: call the database, ping, start
+/// or stop pushes, arm a wait, complete the call.
+///
+/// A call's life: opening → waiting for its answer (until its call bound, its deadline, a
+/// second after a settle at the bound, a last moment after a late settle, or a replay) →
+/// making durable or finishing → complete. An answer that arrives while a database call
+/// runs is kept and taken by the next wait. No I/O and no clock of its own (`now` comes
+/// with each event): `LocateCoordinator` performs the actions, and the tests drive the
+/// value with instants of their own.
+struct WaiterState {
+    /// One waiting call.
+    struct Waiter: Sendable {
+        /// The request as the agent asked it.
+        let request: LocateCoordinator.Request
+        /// The reply key's public half (the ping carries it).
+        let publicKey: [UInt8]
+        /// When the phone's answer is due.
+        let expiresAt: Date
+        /// When the call began (its deadline is timeout + grace from then).
+        let calledAt: ContinuousClock.Instant
+        var phase = Phase.opening
+        var answer: AnswerNotification?
+        /// The fix itself when the phone answered on this instance (no need to open it).
+        var fix: LocationFix?
+        /// A fix answered here and being settled (not sealed: it never crosses Postgres);
+        /// a resync delivers it when the settle committed but its result was lost.
+        var settlingFix: LocationFix?
+        /// The agent hung up: the request is abandoned at the next step.
+        var hungUp = false
+
+        /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
+        var resumable: Bool { request.resumable != nil }
+    }
+
+    /// Where a call is.
+    enum Phase: Equatable, Sendable {
+        case opening
+        case waiting(Wait)
+        case makingDurable
+        case finishing(abandoned: Bool)
+    }
+
+    /// What a call waits for its answer until.
+    enum Wait: Equatable, Sendable {
+        /// The call's wait bound: then the request outlives the call.
+        case bound
+        /// The phone's deadline plus the grace.
+        case deadline
+        /// A second after the request settled at the bound (its answer is on its way).
+        case settledAtBound
+        /// A second after `finish` found it settled (its answer is on its way).
+        case lastMoment(RelayDatabase.Finished)
+        /// The sealer's replay of a fix this instance never received.
+        case replay
+
+        /// Whether it is the call's main wait (leaving it stops the pushes).
+        var isMain: Bool {
+            switch self {
+            case .bound, .deadline, .settledAtBound: true
+            case .lastMoment, .replay: false
+            }
+        }
+    }
+
+    /// How a call ends.
+    enum Completion: Sendable {
+        /// With this answer (the executor opens a sealed fix with the call's key).
+        case answered(AnswerNotification, fix: LocationFix?)
+        case outcome(LocateOutcome)
+        case failed(any Error)
+    }
+
+    /// What happened.
+    enum Event: Sendable {
+        /// A call waits for request `id`: open it.
+        case called(UUID, Waiter)
+        /// The open came back.
+        case opened(UUID, Result<RelayDatabase.Opened, any Error>)
+        /// An answer for a request waiting here (its notification, or settled here).
+        case answer(AnswerNotification, fix: LocationFix?)
+        /// A wait's timer fired.
+        case timerFired(UUID, Wait)
+        /// The current wait ends now (a resync found the request reaped).
+        case expire(UUID)
+        /// The agent hung up.
+        case hungUp(UUID)
+        /// `make_durable` came back.
+        case madeDurable(UUID, Result<RelayStatus.MakeDurable, any Error>)
+        /// `finish` came back.
+        case finished(UUID, Result<RelayDatabase.Finished, any Error>)
+        /// A resync read these rows of the requests it asked for (`asked`); rows missing
+        /// were lost in a Postgres crash.
+        case states([RelayDatabase.RequestState], asked: [UUID], now: Date)
+    }
+
+    /// What to do.
+    enum Action {
+        /// Open request `id` (first, or again after a crash with `again`).
+        case open(UUID, Waiter, again: Bool)
+        /// Ping the owner's phones connected here.
+        case ping(UUID, LocateMessage, owner: UUID)
+        /// Start the request's pushes.
+        case pushesOpened(UUID, connections: Int, expires: Date)
+        /// Stop them.
+        case pushesSettled(UUID)
+        /// Report `timerFired(id, wait)` after `delay` (replacing the call's timer).
+        case arm(UUID, Wait, after: Duration)
+        /// Stop the call's timer.
+        case cancelTimer(UUID)
+        /// Call `make_durable`, then report `madeDurable`.
+        case makeDurable(UUID)
+        /// Call `finish`, then report `finished`.
+        case finish(UUID, abandoned: Bool)
+        /// Ask the sealers of these fixes to send them again.
+        case requestReplay([UUID])
+        /// Wake the polls of `id` waiting on this instance.
+        case wakePolls(UUID)
+        /// The call ends (its waiter is forgotten).
+        case complete(UUID, Completion)
+    }
+
+    /// The grace after `expires_ms` during which the phone's own answer is still awaited.
+    let grace: Duration
+    /// The calls by request (internal only so that the transitions can live in their own file).
+    var waiters: [UUID: Waiter] = [:]
+
+    /// How long a call waits after a settle at its bound, and after `finish` found a late settle.
+    static let lateAnswerWait: Duration = .seconds(1)
+    /// How long it waits for the sealer's replay of a fix it never received.
+    static let lateReplayWait: Duration = .seconds(3)
+
+    init(grace: Duration) {
+        self.grace = grace
+    }
+
+    /// Calls waiting here.
+    var count: Int { waiters.count }
+
+    /// The requests whose answer has not arrived (a resync reads their rows).
+    var unanswered: [UUID] { waiters.filter { $0.value.answer == nil }.map(\.key) }
+
+    /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
+    /// false when the request does not wait here (then the fix must travel sealed).
+    mutating func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
+        guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { return false }
+        waiters[id]!.settlingFix = fix
+        return true
+    }
+
+    /// The settle of a fix kept by `settlingHere` did not win (another answer did).
+    mutating func settledElsewhere(_ id: UUID) {
+        waiters[id]?.settlingFix = nil
+    }
+}
