@@ -40,12 +40,17 @@ struct Whereabot {
                 exit(1)
             }
         case "serve":
+            // Log lines go out through a buffer of their own: what is queued is written
+            // before the process ends, however it ends.
+            defer { LogWriter.standardError.flush() }
             do {
                 try await ServeCommand.run(environment: ProcessInfo.processInfo.environment)
             } catch let error as CommandError {
+                LogWriter.standardError.flush()
                 FileHandle.standardError.write(Data("whereabot serve: \(error.message)\n".utf8))
                 exit(64)
             } catch {
+                LogWriter.standardError.flush()
                 FileHandle.standardError.write(Data("whereabot serve: \(error)\n".utf8))
                 exit(1)
             }

@@ -8,9 +8,11 @@ target gets at most 30 pushes an hour and the account at most its budget (100), 
 account's push, asked in the middle of the flood, goes out as if nothing happened. Fakes of
 APNs and of a push service (Tests/Acceptance/fake_*.py) check every push strictly.
 """
+import fcntl
 import socket
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -19,6 +21,7 @@ from relay_server import RelayServer
 from test_push import Owner
 
 FLOOD_SECONDS = 10
+F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), spelled out for Python 3.11
 PER_TARGET, PER_ACCOUNT = 30, 100
 
 
@@ -94,3 +97,42 @@ def test_a_flooding_account_gets_its_budget_and_a_quiet_account_its_push_at_once
     assert quiet_locate.status == 503
     for server in two_relays:
         assert server.process.poll() is None
+
+
+def pending_requests(server):
+    text = urllib.request.urlopen(server.base + "/metrics", timeout=5).read().decode()
+    values = {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line and not line.startswith("#")}
+    return values["whereabot_pending_requests"], values.get("whereabot_log_lines_dropped_total")
+
+
+def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
+    """The relay's stderr is a pipe of one page that nobody reads: the flood's log lines
+    (pushes, limits) fill it at once. Before, every thread that logged then blocked on the
+    pipe, the hang-ups handled on those threads were lost, and the agents' slots stayed taken
+    until their deadline (the flood test above failed that way now and then). Now lines go
+    through a bounded buffer of their own: every hang-up frees its slot, and the relay stops
+    at once."""
+    server = RelayServer(**push.env)
+    fcntl.fcntl(server.process.stderr.fileno(), F_SETPIPE_SZ, 4096)
+    flood = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(5)], paths=[f"/stuck/{n}" for n in range(5)])
+    stop = threading.Event()
+    asked = [0]
+
+    def agent():
+        while not stop.is_set():
+            ask_and_hang_up(server.base, flood.agent)
+            asked[0] += 1
+
+    threads = [threading.Thread(target=agent) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    time.sleep(5)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert asked[0] > 50, "the flood really ran"
+    assert wait_for(lambda: pending_requests(server)[0] == 0, 5), "every hang-up freed its slot"
+    dropped = pending_requests(server)[1]
+    assert dropped is not None, "/metrics counts dropped log lines"
+    print(f"{asked[0]} locates hung up; log lines dropped: {dropped:.0f}")
+    assert server.stop() == 0, "stopped at once, with nothing waiting"

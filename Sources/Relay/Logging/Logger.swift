@@ -52,9 +52,10 @@ public final class Logger: Sendable {
         self.sink = sink
     }
 
-    /// Writes one line to standard error.
+    /// Writes one line to standard error, through `LogWriter.standardError` (never blocking
+    /// the caller).
     public static let standardError: @Sendable (String) -> Void = { line in
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        LogWriter.standardError.write(line)
     }
 
     /// The W3C trace context of the request being served (an MCP request's `_meta`

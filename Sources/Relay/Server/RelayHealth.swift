@@ -112,6 +112,9 @@ final class RelayHealth: Sendable {
             # HELP whereabot_auth_rate_limited_total Requests refused with 429 for too many failed authentications.
             # TYPE whereabot_auth_rate_limited_total counter
             whereabot_auth_rate_limited_total \(rateLimited)
+            # HELP whereabot_log_lines_dropped_total Log lines dropped because standard error was not read fast enough.
+            # TYPE whereabot_log_lines_dropped_total counter
+            whereabot_log_lines_dropped_total \(LogWriter.standardError.dropped)
             # HELP whereabot_failures_total Failed I/O and other warnings, by stable event name (README lists them).
             # TYPE whereabot_failures_total counter
             \(failures)
