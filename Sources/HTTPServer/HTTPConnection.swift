@@ -8,7 +8,7 @@ import Loop
 /// The connection does the I/O — reading, parsing, writing, epoll interest, its one timer —
 /// and `ConnectionStateMachine` decides: it is told what happened and returns what to do.
 /// Handler calls run as tasks owned by the connection; a client that hangs up cancels them.
-final class HTTPConnection: EventLoopSource, @unchecked Sendable {
+final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Sendable {
     /// Items waiting to be answered, in order.
     private enum Pending {
         case request(HTTPRequest)
@@ -33,9 +33,8 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
     private var parser: HTTPRequestParser
     private var pending: [Pending] = []
     private var outbound = OutboundQueue()
-    /// The connection's one timer, armed at its earliest deadline (see `armTimer`).
-    private var timer: LoopTimer?
-    private var timerDue: ContinuousClock.Instant?
+    /// Where the loop keeps the connection's one deadline (its earliest; see `armTimer`).
+    var deadlineSlot = -1
     /// Whether this connection was upgraded (for the server's WebSocket count).
     var wasWebSocket = false
 
@@ -355,9 +354,7 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         machine.closed()
         webSocketSession = nil
         inFlight = nil
-        timer?.cancel()
-        timer = nil
-        timerDue = nil
+        server.loop.clearDeadline(self)
         server.loop.deregister(fd, token: token)
         Glibc.close(fd)
         outbound = OutboundQueue()
@@ -386,26 +383,21 @@ final class HTTPConnection: EventLoopSource, @unchecked Sendable {
         if let deadline = nextDeadline { arm(at: deadline) }
     }
 
-    /// Arms the timer at `deadline` unless it is armed no later.
+    /// Sets the connection's deadline at `deadline` unless it is set no later. The loop
+    /// keeps it in place in its deadline heap: no timer object, closure or allocation per
+    /// connection, and the heap holds the connection only while the deadline is set.
     private func arm(at deadline: ContinuousClock.Instant) {
         guard !isClosed else { return }
-        if let due = timerDue, due <= deadline { return }
-        // Just past the deadline: the checks are strict (`>`), so the timer must not fire
-        // on the deadline itself.
-        let due = deadline + .milliseconds(1)
-        timerDue = due
-        timer?.cancel()
-        // Unowned: a closed connection cancels its timer, and a cancelled timer never runs
-        // (a weak reference would cost every connection a side table). The job holds the
-        // connection strongly while it runs: closing it may drop its last other reference.
-        // (`@unchecked Sendable`: the job runs on the loop thread, like everything else here.)
-        timer = server.loop.schedule(after: due - .now) { [unowned self] in
-            let connection = self
-            connection.timer = nil
-            connection.timerDue = nil
-            connection.deadlinePassed(now: ContinuousClock.now)
-            connection.armTimer()
-        }
+        if let due = server.loop.deadline(of: self), due <= deadline { return }
+        // Just past the deadline: the checks are strict (`>`), so it must not fire on the
+        // deadline itself.
+        server.loop.setDeadline(self, at: deadline + .milliseconds(1))
+    }
+
+    /// The loop: the connection's deadline passed.
+    func deadlineReached(now: ContinuousClock.Instant) {
+        deadlinePassed(now: now)
+        armTimer()
     }
 
     /// Enforces the header-read, idle and linger timeouts and the WebSocket's deadlines.

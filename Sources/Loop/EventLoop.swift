@@ -29,6 +29,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private var nextToken: UInt64 = 1
     private var sources: [UInt64: EventLoopSource] = [:]
     private var timers = TimerHeap()
+    private var deadlines = DeadlineHeap()
     private let stopped = Atomic<Bool>(false)
     private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
@@ -120,6 +121,25 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Timers waiting now, cancelled ones not yet swept included (loop thread; for tests).
     public var pendingTimers: Int { timers.count }
 
+    /// Sets or moves `owner`'s one deadline (loop thread only): at `deadline` the loop calls
+    /// `owner.deadlineReached(now:)`. No object is made per deadline (`DeadlineHeap`).
+    public func setDeadline(_ owner: any LoopDeadlineOwner, at deadline: ContinuousClock.Instant) {
+        deadlines.set(owner, at: deadline)
+    }
+
+    /// `owner`'s deadline, if it has one (loop thread only).
+    public func deadline(of owner: any LoopDeadlineOwner) -> ContinuousClock.Instant? {
+        deadlines.deadline(of: owner)
+    }
+
+    /// Removes `owner`'s deadline (loop thread only; call it before dropping the owner).
+    public func clearDeadline(_ owner: any LoopDeadlineOwner) {
+        deadlines.clear(owner)
+    }
+
+    /// Owners with a deadline now (loop thread; for tests).
+    public var pendingDeadlines: Int { deadlines.count }
+
     /// Ends `run()` once the jobs queued before it have run (any thread).
     public func stop() {
         execute { self.stopped.store(true, ordering: .relaxed) }
@@ -144,7 +164,9 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         while !stopped.load(ordering: .relaxed) {
             // Asleep until an event, a job or the earliest timer (-1: no timer is armed).
             var timeout: Int32 = -1
-            if let next = timers.nextDeadline {
+            var earliest = timers.nextDeadline
+            if let deadline = deadlines.nextDeadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+            if let next = earliest {
                 let wait = next - ContinuousClock.now
                 timeout = wait <= .zero ? 0 : Int32(min(Int64(Int32.max), wait.roundedUpMilliseconds))
             }
@@ -165,10 +187,15 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
                 job()
                 runJobs()
             }
+            while let owner = deadlines.popDue(now: now) {
+                owner.deadlineReached(now: now)
+                runJobs()
+            }
         }
         runJobs()
         sources.removeAll()
         timers = TimerHeap()
+        deadlines = DeadlineHeap()
         let waiters = done.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.finished = true
             defer { state.waiters.removeAll() }
