@@ -99,9 +99,12 @@ public actor LocateCoordinator {
     var woken: Set<UUID> = []
 
     private struct Call {
-        let continuation: CheckedContinuation<LocateOutcome, any Error>
         let replyKey: ReplyKey
         let pinging: Pinging
+        /// Set once the call waits.
+        var continuation: CheckedContinuation<LocateOutcome, any Error>?
+        /// How it ended, when that came before it waited.
+        var completion: WaiterState.Completion?
     }
 
     /// Creates the coordinator of relay instance `instance`.
@@ -172,16 +175,41 @@ public actor LocateCoordinator {
             await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
             return .waiting(expiresAt: expiresAt)
         }
+        // The call's own task performs its first steps (the open, then the ping, the pushes
+        // and the wait's timer): a locate makes no task of its own. It then waits for the
+        // state to complete it.
+        calls[id] = Call(replyKey: replyKey, pinging: pinging)
+        var first = waiter
+        first.hungUp = Task.isCancelled
+        for action in state.handle(.called(id, first), now: .now) {
+            guard case .open(_, let waiter, _) = action else {
+                await perform([action])
+                continue
+            }
+            let result: Result<RelayDatabase.Opened, any Error>
+            do { result = .success(try await open(id, waiter)) } catch { result = .failure(error) }
+            await perform(state.handle(.opened(id, result), now: .now))
+        }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                calls[id] = Call(continuation: continuation, replyKey: replyKey, pinging: pinging)
-                var waiter = waiter
-                waiter.hungUp = Task.isCancelled
-                let actions = state.handle(.called(id, waiter), now: .now)
-                Task(executorPreference: timers.loop) { await self.perform(actions) }
+                guard let completion = calls[id]?.completion else {
+                    calls[id]?.continuation = continuation
+                    return
+                }
+                let call = calls.removeValue(forKey: id)!
+                resume(continuation, with: completion, replyKey: call.replyKey)
             }
         } onCancel: {
             Task { await self.handle(.hungUp(id)) }
+        }
+    }
+
+    private func resume(_ continuation: CheckedContinuation<LocateOutcome, any Error>, with completion: WaiterState.Completion,
+                        replyKey: ReplyKey) {
+        switch completion {
+        case .failed(let error): continuation.resume(throwing: error)
+        case .outcome(let outcome): continuation.resume(returning: outcome)
+        case .answered(let answer, let fix): continuation.resume(returning: outcome(of: answer, replyKey: replyKey, fix: fix))
         }
     }
 
@@ -268,14 +296,14 @@ public actor LocateCoordinator {
             wakeWatchers(of: id)
         case .complete(let id, let completion):
             waitTimers.removeValue(forKey: id)?.cancel()
-            guard let waiting = calls.removeValue(forKey: id) else { return }
-            switch completion {
-            case .failed(let error): waiting.continuation.resume(throwing: error)
-            case .outcome(let outcome): waiting.continuation.resume(returning: outcome)
-            case .answered(let answer, let fix):
-                waiting.continuation.resume(returning: self.outcome(of: answer, replyKey: waiting.replyKey, fix: fix))
+            guard let call = calls[id] else { return }
+            guard let continuation = call.continuation else {
+                calls[id]?.completion = completion  // its call is still on its first steps
+                return
             }
+            calls[id] = nil
             if calls.isEmpty { calls = [:] }
+            resume(continuation, with: completion, replyKey: call.replyKey)
         }
     }
 
