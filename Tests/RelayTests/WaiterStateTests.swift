@@ -36,7 +36,7 @@ import Testing
     /// Opens a call and its request; the state and the open's actions.
     func openedCall(_ waiter: WaiterState.Waiter) -> (WaiterState, [Action]) {
         var state = WaiterState(grace: .seconds(2))
-        guard case .open(id, _, again: false)? = state.handle(.called(id, waiter), now: start).first else {
+        guard case .open(id, again: false)? = state.handle(.called(id, waiter), now: start).first else {
             Issue.record("opens")
             return (state, [])
         }
@@ -134,7 +134,7 @@ import Testing
         #expect(state.handled(.states([reaped], asked: [id], now: Date()), now: start).labels
                 == ["cancelTimer", "pushesSettled", "finish"])
         var (lost, _) = openedCall(try waiter())
-        guard case .open(id, _, again: true)? = lost.handle(.states([], asked: [id], now: Date()), now: start).first else {
+        guard case .open(id, again: true)? = lost.handle(.states([], asked: [id], now: Date()), now: start).first else {
             Issue.record("re-opened"); return
         }
         #expect(lost.handled(.states([], asked: [id], now: Date().addingTimeInterval(60)), now: start).isEmpty,

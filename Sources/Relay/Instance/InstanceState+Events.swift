@@ -53,12 +53,13 @@ extension InstanceState {
         case markDelivered([UUID])
         /// Report `windowEnded(call)` after `delay`.
         case armWindow(Call, Duration)
-        /// Seal and settle a phone's answer, then report `settled`.
-        case settle(Answer)
+        /// Seal and settle a phone's answer, then report `settled` (boxed, so that every
+        /// action stays small: they are built per event).
+        indirect case settle(Answer)
         /// Check a `token` message's token, then report `tokenChecked`.
         case checkToken(Handle, String)
         /// Answer an account request of a registered phone.
-        case account(Handle, device: UUID, PhoneAccountRequest)
+        indirect case account(Handle, device: UUID, PhoneAccountRequest)
         /// Send the browser phone its always-allowed list.
         case sendAlwaysAllowed(Handle)
         /// The socket's credential was renewed: move its deadline.

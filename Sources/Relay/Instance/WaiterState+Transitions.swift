@@ -9,7 +9,7 @@ extension WaiterState {
         switch event {
         case .called(let id, let waiter):
             waiters[id] = waiter
-            actions.append(.open(id, waiter, again: false))
+            actions.append(.open(id, again: false))
         case .opened(let id, let result):
             guard let waiter = waiters[id], waiter.phase == .opening else { break }
             switch result {
@@ -173,7 +173,7 @@ extension WaiterState {
         let present = Set(states.map(\.id))
         for id in asked where !present.contains(id) {
             guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > now else { continue }
-            actions.append(.open(id, waiter, again: true))
+            actions.append(.open(id, again: true))
         }
     }
 

@@ -100,8 +100,9 @@ struct WaiterState {
 
     /// What to do.
     enum Action {
-        /// Open request `id` (first, or again after a crash with `again`).
-        case open(UUID, Waiter, again: Bool)
+        /// Open request `id` (first, or again after a crash with `again`); its waiter is
+        /// `waiters[id]` (actions stay small: they are built and queued per event).
+        case open(UUID, again: Bool)
         /// Ping the owner's phones connected here.
         case ping(UUID, LocateMessage, owner: UUID)
         /// Start the request's pushes.
@@ -120,8 +121,8 @@ struct WaiterState {
         case requestReplay([UUID])
         /// Wake the polls of `id` waiting on this instance.
         case wakePolls(UUID)
-        /// The call ends (its waiter is forgotten).
-        case complete(UUID, Completion)
+        /// The call ends (its waiter is forgotten; boxed, so that every action stays small).
+        indirect case complete(UUID, Completion)
     }
 
     /// The grace after `expires_ms` during which the phone's own answer is still awaited.

@@ -182,7 +182,7 @@ public actor LocateCoordinator {
         var first = waiter
         first.hungUp = Task.isCancelled
         for action in state.handle(.called(id, first), now: .now) {
-            guard case .open(_, let waiter, _) = action else {
+            guard case .open = action, let waiter = state.waiters[id] else {
                 await perform([action])
                 continue
             }
@@ -228,7 +228,8 @@ public actor LocateCoordinator {
         var recreated = 0
         for action in state.handle(.states(states, asked: ids, now: Date()), now: .now) {
             switch action {
-            case .open(let id, let waiter, again: true):
+            case .open(let id, again: true):
+                guard let waiter = state.waiters[id] else { continue }
                 let opened = try await open(id, waiter)
                 guard opened.status == .opened else { continue }
                 recreated += 1
@@ -267,7 +268,8 @@ public actor LocateCoordinator {
     private func perform(_ action: WaiterState.Action) async {
         let database = self.database, instance = self.instance
         switch action {
-        case .open(let id, let waiter, _):
+        case .open(let id, _):
+            guard let waiter = state.waiters[id] else { return }
             call { try await self.open(id, waiter) } then: { .opened(id, $0) }
         case .ping(let id, let ping, let owner):
             await calls[id]?.pinging(ping, owner)
