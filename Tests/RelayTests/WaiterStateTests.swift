@@ -53,8 +53,8 @@ import Testing
               case .arm(id, .deadline, let delay) = actions[2] else { Issue.record("\(actions)"); return }
         #expect(delay == .seconds(32) - .milliseconds(5))
         let done = state.handle(.answer(answer(), fix: nil), now: start + .seconds(1))
-        #expect(done.labels == ["wakePolls", "cancelTimer", "pushesSettled", "complete"])
-        guard case .complete(id, .answered(let answer, nil))? = done.last else { Issue.record("answered"); return }
+        #expect(done.labels == ["wakePolls", "cancelTimer", "complete", "pushesSettled"], "the agent waits for no push")
+        guard done.count == 4, case .complete(id, .answered(let answer, nil)) = done[2] else { Issue.record("answered"); return }
         #expect(answer.outcome == .denied && state.count == 0)
         #expect(state.handled(.answer(self.answer(), fix: nil), now: start).labels == ["wakePolls", "pushesSettled"],
                 "a late duplicate only stops pushes")
@@ -118,8 +118,10 @@ import Testing
         #expect(state.unanswered == [id])
         let row = RelayDatabase.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
         let actions = state.handle(.states([row], asked: [id], now: Date()), now: start)
-        guard case .complete(id, .answered(_, let delivered?))? = actions.last else { Issue.record("\(actions)"); return }
-        #expect(delivered == fix)
+        let delivered = actions.compactMap { action -> LocationFix? in
+            if case .complete(id, .answered(_, let fix?)) = action { fix } else { nil }
+        }
+        #expect(delivered == [fix], "\(actions.labels)")
         var (sealed, _) = openedCall(try waiter())
         guard case .requestReplay([id])? = sealed.handle(.states([row], asked: [id], now: Date()), now: start).last else {
             Issue.record("a fix sealed elsewhere is replayed"); return
@@ -170,7 +172,7 @@ import Testing
         _ = settled.handle(.timerFired(id, .bound), now: start)
         _ = settled.handle(.answer(answer(), fix: nil), now: start)  // arrives during make_durable: kept
         #expect(settled.handled(.madeDurable(id, .success(.settled)), now: start).labels
-                == ["cancelTimer", "pushesSettled", "complete"])
+                == ["cancelTimer", "complete", "pushesSettled"])
     }
 
     /// Refusals and failures complete the call at once: too many waiting, an open the

@@ -85,14 +85,17 @@ extension WaiterState {
     }
 
     /// The answer ended a wait.
+    /// The call completes first and its pushes stop after: the agent's answer waits for
+    /// nobody (the stop still comes after the pushes' start, in the actions' order).
     private mutating func answered(_ id: UUID, _ wait: Wait, into actions: inout [Action]) {
         let waiter = waiters[id]!
         actions.append(.cancelTimer(id))
-        if wait.isMain {
+        if wait.isMain, waiter.hungUp {
             actions.append(.pushesSettled(id))
-            if waiter.hungUp { return abandon(id, into: &actions) }
+            return abandon(id, into: &actions)
         }
         complete(id, .answered(waiter.answer!, fix: waiter.fix), into: &actions)
+        if wait.isMain { actions.append(.pushesSettled(id)) }
     }
 
     /// A wait ran out (its timer, a reaped request, or the agent hung up).
