@@ -76,25 +76,11 @@ struct DeadlineHeap {
     }
 
     private mutating func siftUp(_ index: Int) {
-        var child = index
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child].deadline < entries[parent].deadline else { return }
-            swap(child, parent)
-            child = parent
-        }
+        HeapOrder.siftUp(index, less: { entries[$0].deadline < entries[$1].deadline }, swap: { swap($0, $1) })
     }
 
     private mutating func siftDown(_ index: Int) {
-        var parent = index
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
-            if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
-            guard smallest != parent else { return }
-            swap(parent, smallest)
-            parent = smallest
-        }
+        HeapOrder.siftDown(index, count: entries.count, less: { entries[$0].deadline < entries[$1].deadline },
+                           swap: { swap($0, $1) })
     }
 }

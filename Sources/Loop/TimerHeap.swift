@@ -72,26 +72,12 @@ struct TimerHeap {
     }
 
     private mutating func siftUp(_ index: Int) {
-        var child = index
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard entries[child].deadline < entries[parent].deadline else { return }
-            entries.swapAt(child, parent)
-            child = parent
-        }
+        HeapOrder.siftUp(index, less: { entries[$0].deadline < entries[$1].deadline }, swap: { entries.swapAt($0, $1) })
     }
 
     private mutating func siftDown(_ index: Int) {
-        var parent = index
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
-            if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
-            guard smallest != parent else { return }
-            entries.swapAt(parent, smallest)
-            parent = smallest
-        }
+        HeapOrder.siftDown(index, count: entries.count, less: { entries[$0].deadline < entries[$1].deadline },
+                           swap: { entries.swapAt($0, $1) })
     }
 }
 

@@ -50,22 +50,29 @@ def ask_and_hang_up(base, credential):
         time.sleep(0.15)
 
 
-def test_a_flooding_account_gets_its_budget_and_a_quiet_account_its_push_at_once(two_relays, push, admin, make_user):
-    flood = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(10)],
-                  paths=[f"/flood/{n}" for n in range(10)])
-    quiet = Owner(admin, make_user, push, paths=["/quiet/0"])
-    stop = threading.Event()
+def flood_agents(bases, credential, threads, stop):
+    """Starts `threads` agents that ask and hang up against `bases` in turn until `stop` is
+    set; returns the threads and the count of locates asked so far (a one-element list)."""
     asked = [0]
 
     def agent(n):
         while not stop.is_set():
-            ask_and_hang_up(two_relays[n % 2].base, flood.agent)
+            ask_and_hang_up(bases[n % len(bases)], credential)
             asked[0] += 1
 
-    threads = [threading.Thread(target=agent, args=(n,)) for n in range(5)]
-    started = time.time()
-    for thread in threads:
+    started = [threading.Thread(target=agent, args=(n,)) for n in range(threads)]
+    for thread in started:
         thread.start()
+    return started, asked
+
+
+def test_a_flooding_account_gets_its_budget_and_a_quiet_account_its_push_at_once(two_relays, push, admin, make_user):
+    flooder = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(10)],
+                  paths=[f"/flood/{n}" for n in range(10)])
+    quiet = Owner(admin, make_user, push, paths=["/quiet/0"])
+    stop = threading.Event()
+    started = time.time()
+    threads, asked = flood_agents([server.base for server in two_relays], flooder.agent, 5, stop)
     time.sleep(FLOOD_SECONDS / 2)
     # The quiet account's agent asks in the middle of the flood, on either instance.
     quiet_locate = Locate(two_relays[1].base, quiet.agent, 5).begin()
@@ -77,16 +84,16 @@ def test_a_flooding_account_gets_its_budget_and_a_quiet_account_its_push_at_once
     quiet_locate.join()
     time.sleep(1)  # pushes already claimed finish
 
-    flood_web = push.web_for(flood.paths)
-    flood_apns = push.apns_for(flood.tokens)
+    flood_web = push.web_for(flooder.paths)
+    flood_apns = push.apns_for(flooder.tokens)
     sent = len(flood_web) + len(flood_apns)
     print(f"flooding account: {asked[0]} locates, {sent} pushes in {FLOOD_SECONDS} s "
           f"(its budget: {PER_ACCOUNT} an hour; before the fix ~1,170 a second)")
     assert asked[0] > 100, "the flood really ran"
     assert sent <= PER_ACCOUNT, "the account's hourly budget holds across both instances"
-    for target in flood.paths:
+    for target in flooder.paths:
         assert len([p for p in flood_web if p["path"] == target]) <= PER_TARGET
-    for target in flood.tokens:
+    for target in flooder.tokens:
         assert len([p for p in flood_apns if p.get("token") == target]) <= PER_TARGET
     assert all(200 <= p["status"] < 300 for p in flood_web), "what was sent was well-formed"
 
@@ -114,18 +121,9 @@ def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
     at once."""
     server = RelayServer(**push.env)
     fcntl.fcntl(server.process.stderr.fileno(), F_SETPIPE_SZ, 4096)
-    flood = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(5)], paths=[f"/stuck/{n}" for n in range(5)])
+    flooder = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(5)], paths=[f"/stuck/{n}" for n in range(5)])
     stop = threading.Event()
-    asked = [0]
-
-    def agent():
-        while not stop.is_set():
-            ask_and_hang_up(server.base, flood.agent)
-            asked[0] += 1
-
-    threads = [threading.Thread(target=agent) for _ in range(6)]
-    for thread in threads:
-        thread.start()
+    threads, asked = flood_agents([server.base], flooder.agent, 6, stop)
     time.sleep(5)
     stop.set()
     for thread in threads:
