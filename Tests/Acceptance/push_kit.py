@@ -1,6 +1,7 @@
 """Push test kit shared by the acceptance and fault suites: both fakes with one
 certificate, the provider and VAPID keys, the relay's environment, and a curl agent."""
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -46,6 +47,7 @@ class Push:
     def stop(self):
         self.apns.stop()
         self.web.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def apns_for(self, tokens):
         return [p for p in self.apns.pushes if p.get("token") in tokens]
