@@ -1,7 +1,7 @@
 /// What one connection is doing, and every decision about it that is not I/O: when its
 /// response ends it, when it lingers, when reading resumes, which deadline is next and what
 /// passing it means. `HTTPConnection` reads, parses and writes; it tells the machine what
-/// happened and performs the `Action`s it returns (Hummingbird's connection state machine
+/// happened and performs the `Actions` it returns (Hummingbird's connection state machine
 /// has the same shape). The clock is injected: every event that needs the time carries it,
 /// so the tests drive the machine with instants of their own.
 struct ConnectionStateMachine {
@@ -18,20 +18,22 @@ struct ConnectionStateMachine {
         case closed
     }
 
-    /// What the connection must do.
-    enum Action: Equatable {
-        /// Reading was paused or resumed: set the socket's epoll interest again.
-        case updateInterest
-        /// Reading resumed: parse what is already buffered.
-        case parseBuffered
-        /// Start the handler of the oldest waiting request.
-        case dispatchNext
-        /// Answer 408: the request head took too long.
-        case respondTimeout
+    /// What the connection must do: a set, performed in one fixed order (the order of the
+    /// declarations below), so an event's actions cost no allocation.
+    struct Actions: OptionSet, Equatable {
+        let rawValue: UInt8
         /// Shut the write side down (the linger begins).
-        case shutdownWrite
+        static let shutdownWrite = Actions(rawValue: 1 << 0)
+        /// Reading was paused or resumed: set the socket's epoll interest again.
+        static let updateInterest = Actions(rawValue: 1 << 1)
+        /// Reading resumed: parse what is already buffered.
+        static let parseBuffered = Actions(rawValue: 1 << 2)
+        /// Start the handler of the oldest waiting request.
+        static let dispatchNext = Actions(rawValue: 1 << 3)
+        /// Answer 408: the request head took too long.
+        static let respondTimeout = Actions(rawValue: 1 << 4)
         /// Close the socket now.
-        case close
+        static let close = Actions(rawValue: 1 << 5)
     }
 
     /// The limits the decisions use.
@@ -94,20 +96,20 @@ struct ConnectionStateMachine {
     }
 
     /// The request could not be parsed (its error response is next): reading stops.
-    mutating func parseFailed() -> [Action] {
+    mutating func parseFailed() -> Actions {
         requestStartedAt = nil
         return pause()
     }
 
     /// Stops reading (a WebSocket upgrade waits for its handler; many requests wait).
-    mutating func pause() -> [Action] {
+    mutating func pause() -> Actions {
         guard !readingPaused else { return [] }
         readingPaused = true
         return [.updateInterest]
     }
 
     /// Reading may go on when `pending` requests wait: unless the connection is ending.
-    mutating func resume(pending: Int) -> [Action] {
+    mutating func resume(pending: Int) -> Actions {
         guard readingPaused, pending <= Self.maximumPending, phase == .http(busy: false), !closeAfterFlush else { return [] }
         readingPaused = false
         return [.updateInterest, .parseBuffered]
@@ -130,9 +132,9 @@ struct ConnectionStateMachine {
     }
 
     /// A response was queued: the next request may go, unless the connection is ending.
-    mutating func responded(pending: Int) -> [Action] {
+    mutating func responded(pending: Int) -> Actions {
         guard canDispatch else { return [] }
-        return resume(pending: pending) + [.dispatchNext]
+        return resume(pending: pending).union(.dispatchNext)
     }
 
     /// The connection ends once what is queued is written (a WebSocket's close).
@@ -141,7 +143,7 @@ struct ConnectionStateMachine {
     }
 
     /// Everything queued is written: an ending connection lingers or closes.
-    mutating func flushed(now: ContinuousClock.Instant) -> [Action] {
+    mutating func flushed(now: ContinuousClock.Instant) -> Actions {
         guard closeAfterFlush else { return [] }
         switch phase {
         case .http where lingerAfterFlush:
@@ -157,7 +159,7 @@ struct ConnectionStateMachine {
     }
 
     /// `count` bytes were read and discarded while lingering (0 or less: end of input).
-    mutating func discarded(_ count: Int) -> [Action] {
+    mutating func discarded(_ count: Int) -> Actions {
         guard case .lingering(let until, let left) = phase else { return [] }
         let bytesLeft = left - max(0, count)
         phase = .lingering(until: until, bytesLeft: bytesLeft)
@@ -165,7 +167,7 @@ struct ConnectionStateMachine {
     }
 
     /// The 101 went out: the connection is a WebSocket from now on.
-    mutating func upgraded() -> [Action] {
+    mutating func upgraded() -> Actions {
         phase = .webSocket
         requestStartedAt = nil
         readingPaused = false
@@ -200,7 +202,7 @@ struct ConnectionStateMachine {
     }
 
     /// A deadline may have passed at `now` (checks are strict: a timer fires just after).
-    func deadlinePassed(now: ContinuousClock.Instant, idle: Bool) -> [Action] {
+    func deadlinePassed(now: ContinuousClock.Instant, idle: Bool) -> Actions {
         switch phase {
         case .lingering(let until, _):
             return now >= until ? [.close] : []

@@ -70,20 +70,17 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
         if events & (WB_EPOLLIN | WB_EPOLLHUP | WB_EPOLLERR | WB_EPOLLRDHUP) != 0 { readAvailable() }
     }
 
-    /// Performs the machine's actions.
-    private func perform(_ actions: [ConnectionStateMachine.Action]) {
-        for action in actions {
-            switch action {
-            case .updateInterest: updateInterest()
-            case .parseBuffered: parseRequests()
-            case .dispatchNext: dispatchNext()
-            case .respondTimeout: respond(.text(408, "Request Timeout"), keepAlive: false)
-            case .shutdownWrite:
-                _ = shutdown(fd, Int32(SHUT_WR))
-                armTimer()
-            case .close: close()
-            }
+    /// Performs the machine's actions, in their fixed order.
+    private func perform(_ actions: ConnectionStateMachine.Actions) {
+        if actions.contains(.shutdownWrite) {
+            _ = shutdown(fd, Int32(SHUT_WR))
+            armTimer()
         }
+        if actions.contains(.updateInterest) { updateInterest() }
+        if actions.contains(.parseBuffered) { parseRequests() }
+        if actions.contains(.dispatchNext) { dispatchNext() }
+        if actions.contains(.respondTimeout) { respond(.text(408, "Request Timeout"), keepAlive: false) }
+        if actions.contains(.close) { close() }
     }
 
     private func readAvailable() {

@@ -49,6 +49,8 @@ public actor DeviceHub {
     /// Where the sockets' events are handled (the loop that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
     let timers: RelayTimers
+    /// The actions of the event being handled (reused: see `handle(_:)`).
+    private var scratch: [State.Action] = []
     private var state = State(helloBatch: helloBatch, disconnectWindow: disconnectWindow,
                               maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
                               deliveredMarkDelay: deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered)
@@ -93,17 +95,19 @@ public actor DeviceHub {
 
     /// A socket's event, in the socket's order (its next one comes after this returns).
     func handle(_ event: DeviceSession.Event, from session: DeviceSession) async {
+        let stateEvent: State.Event
         switch event {
         case .opened:
-            await handle(.opened(session))
+            stateEvent = .opened(session)
         case .closed:
             session.leaveWaitingRoom()
-            await handle(.closed(session.connection))
+            stateEvent = .closed(session.connection)
         case .message(let text):
             guard let message = PhoneMessage.parse(text) else { return }
             if case .hello = message { session.leaveWaitingRoom() }
-            await handle(.received(session, message))
+            stateEvent = .received(session, message)
         }
+        await handle(stateEvent)
     }
 
     /// A new request for `owner` (its notification, or the waiter here): ping every phone
@@ -170,52 +174,72 @@ public actor DeviceHub {
 
     // MARK: Actions
 
+    /// Handles `event` and performs its actions in order. Those that need no waiting (most
+    /// events have only such) are performed from `scratch` in place; from the first that is
+    /// awaited on, the rest are taken out and performed by `perform`.
     private func handle(_ event: State.Event) async {
-        await perform(state.handle(event, now: Date()))
+        state.handle(event, now: Date(), into: &scratch)
+        var next = 0
+        while next < scratch.count, performNow(scratch[next]) { next += 1 }
+        let rest = next < scratch.count ? Array(scratch[next...]) : []
+        // The buffer keeps its storage between events, unless a burst (a drain, a resync) grew it.
+        if scratch.capacity > 64 { scratch = [] } else { scratch.removeAll(keepingCapacity: true) }
+        if !rest.isEmpty { await perform(rest) }
     }
 
     /// Performs actions in order. What a socket asked for (an account request, a token
     /// check, a settle) is awaited, so the socket's next message comes after it; batched
     /// calls run in tasks of their own and report back as events.
     private func perform(_ actions: [State.Action]) async {
-        for action in actions {
+        for action in actions where !performNow(action) {
             switch action {
-            case .send(let session, let text):
-                session.send(text)
-            case .close(let session, let code, let reason):
-                session.close(code: code, reason: reason)
-            case .registerHellos(let batch, let batched):
-                Task(executorPreference: executor) {
-                    let result = await self.helloStatuses(batch)
-                    await self.handle(.hellosRegistered(batch, result, batched: batched))
-                }
-            case .disconnect(let batch):
-                call(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
-            case .markDelivered(let batch):
-                call(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
-            case .armWindow(let call, let delay):
-                _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
             case .settle(let answer):
                 await handle(.settled(answer, await settle(answer)))
             case .checkToken(let session, let token):
                 await handle(.tokenChecked(session, await check(token, of: session)))
             case .account(let session, let device, let request):
                 session.send(await account.handle(request, user: session.user, device: device))
-            case .sendAlwaysAllowed(let session):
-                let account = self.account
-                Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: session.user) { session.send(list) } }
-            case .renewCredential(let session, let expiry):
-                session.renewCredential(until: expiry)
             case .forgetSession(let id):
                 await authenticator.forgetSession(id)
-            case .requestReregistration:
-                reregistrationInput.yield()
-            case .info(let event, let connection):
-                logger.info(event, ["connection": connection.uuidString])
-            case .warn(let event, let connection):
-                logger.warning(event, ["connection": connection.uuidString])
+            default:
+                preconditionFailure("performed by performNow")
             }
         }
+    }
+
+    /// Performs `action` when it needs no waiting; false (nothing done) when it must be awaited.
+    private func performNow(_ action: State.Action) -> Bool {
+        switch action {
+        case .send(let session, let text):
+            session.send(text)
+        case .close(let session, let code, let reason):
+            session.close(code: code, reason: reason)
+        case .registerHellos(let batch, let batched):
+            Task(executorPreference: executor) {
+                let result = await self.helloStatuses(batch)
+                await self.handle(.hellosRegistered(batch, result, batched: batched))
+            }
+        case .disconnect(let batch):
+            call(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
+        case .markDelivered(let batch):
+            call(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
+        case .armWindow(let call, let delay):
+            _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
+        case .sendAlwaysAllowed(let session):
+            let account = self.account
+            Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: session.user) { session.send(list) } }
+        case .renewCredential(let session, let expiry):
+            session.renewCredential(until: expiry)
+        case .requestReregistration:
+            reregistrationInput.yield()
+        case .info(let event, let connection):
+            logger.info(event, ["connection": connection.uuidString])
+        case .warn(let event, let connection):
+            logger.warning(event, ["connection": connection.uuidString])
+        case .settle, .checkToken, .account, .forgetSession:
+            return false
+        }
+        return true
     }
 
     /// One disconnects or delivered-marks call in a task of its own; its end is an event.

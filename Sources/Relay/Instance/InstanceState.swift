@@ -60,6 +60,13 @@ struct InstanceState<Handle: PhoneHandle> {
     /// Handles one event; the actions to perform, in order.
     mutating func handle(_ event: Event, now: Date) -> [Action] {
         var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// Handles one event, appending the actions to perform, in order, to `actions` (an
+    /// executor's reused buffer: no array is made per event).
+    mutating func handle(_ event: Event, now: Date, into actions: inout [Action]) {
         switch event {
         case .opened(let handle):
             if draining {
@@ -114,7 +121,6 @@ struct InstanceState<Handle: PhoneHandle> {
             draining = true
             for (_, socket) in sockets.all { actions.append(.close(socket.handle, code: Self.restartCode, reason: "restart")) }
         }
-        return actions
     }
 
     /// Close code for a socket of a draining instance (the phone reconnects elsewhere).

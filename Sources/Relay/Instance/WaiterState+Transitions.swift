@@ -4,8 +4,15 @@ import Foundation
 extension WaiterState {
     /// Handles one event at `now`; the actions to perform, in order.
     mutating func handle(_ event: Event, now: ContinuousClock.Instant) -> [Action] {
-        let clockNow = now
         var actions: [Action] = []
+        handle(event, now: now, into: &actions)
+        return actions
+    }
+
+    /// Handles one event at `now`, appending the actions to perform, in order, to `actions`
+    /// (an executor's queue: no array is made per event).
+    mutating func handle(_ event: Event, now: ContinuousClock.Instant, into actions: inout [Action]) {
+        let clockNow = now
         switch event {
         case .called(let id, let waiter):
             waiters[id] = waiter
@@ -69,7 +76,6 @@ extension WaiterState {
         case .states(let states, let asked, let now):
             resynced(states, asked: asked, at: now, into: &actions, clock: clockNow)
         }
-        return actions
     }
 
     /// Starts a wait: an answer that came meanwhile ends it at once, and so does a hang-up.
@@ -162,14 +168,14 @@ extension WaiterState {
             case .location? where waiters[state.id]?.settlingFix != nil:
                 // Settled here in process; the settle's own result never came back.
                 let answer = AnswerNotification(id: state.id, waiter: "", outcome: .location, reason: nil, sealed: nil)
-                actions += handle(.answer(answer, fix: waiters[state.id]?.settlingFix), now: clock)
+                handle(.answer(answer, fix: waiters[state.id]?.settlingFix), now: clock, into: &actions)
             case .location?:
                 replay.append(state.id)
             case .denied?, .unavailable?:
                 let answer = AnswerNotification(id: state.id, waiter: "", outcome: state.outcome!, reason: state.reason, sealed: nil)
-                actions += handle(.answer(answer, fix: nil), now: clock)
+                handle(.answer(answer, fix: nil), now: clock, into: &actions)
             case .expired?, .abandoned?, nil:
-                actions += handle(.expire(state.id), now: clock)  // expired or abandoned by a reaper: finish reports it
+                handle(.expire(state.id), now: clock, into: &actions)  // expired or abandoned by a reaper: finish reports it
             }
         }
         if !replay.isEmpty { actions.append(.requestReplay(replay)) }

@@ -130,8 +130,10 @@ public actor LocateCoordinator {
 
     /// Where the pings of requests this coordinator opens go: the database notifies every
     /// instance of a new request but the one that opened it, so the caller hands them to its
-    /// own phones (its `DeviceHub`); the coordinator knows nothing of sockets.
-    public typealias Pinging = @Sendable (_ ping: LocateMessage, _ owner: UUID) async -> Void
+    /// own phones (its `DeviceHub`); the coordinator knows nothing of sockets. It runs where
+    /// its caller runs (`nonisolated(nonsending)`): a ping goes from the coordinator to the
+    /// hub in one hop, not through the global executor.
+    public typealias Pinging = nonisolated(nonsending) @Sendable (_ ping: LocateMessage, _ owner: UUID) async -> Void
 
     /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
     /// false when the request does not wait here (then the fix must travel sealed).
@@ -183,12 +185,13 @@ public actor LocateCoordinator {
         first.hungUp = Task.isCancelled
         for action in state.handle(.called(id, first), now: .now) {
             guard case .open = action, let waiter = state.waiters[id] else {
-                await perform([action])
+                queue.append(action)
+                await drain()
                 continue
             }
             let result: Result<RelayDatabase.Opened, any Error>
             do { result = .success(try await open(id, waiter)) } catch { result = .failure(error) }
-            await perform(state.handle(.opened(id, result), now: .now))
+            await handle(.opened(id, result))
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -237,7 +240,8 @@ public actor LocateCoordinator {
             case .requestReplay(let batch):
                 for ids in batch.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(ids, instance: instance) }
             default:
-                await perform([action])
+                queue.append(action)
+                await drain()
             }
         }
         return recreated
@@ -246,37 +250,47 @@ public actor LocateCoordinator {
     // MARK: Actions
 
     private func handle(_ event: WaiterState.Event) async {
-        await perform(state.handle(event, now: .now))
+        state.handle(event, now: .now, into: &queue)
+        await drain()
     }
 
-    /// Performs the state's actions in the order the events produced them, across events:
+    /// Performs the queued actions in the order the events produced them, across events:
     /// one drain at a time takes them from `queue` (a request's pushes never start after
     /// they were stopped, nor a ping go after its cancel). A database call runs in a task of
     /// its own and reports its result as the next event, so no drain waits for Postgres.
-    private func perform(_ actions: [WaiterState.Action]) async {
-        queue += actions
+    /// Only a ping and the push scheduler are awaited; every other action is performed in place.
+    private func drain() async {
         guard !performing else { return }
         performing = true
-        defer { performing = false }
-        while !queue.isEmpty {
-            let next = queue
-            queue = []
-            for action in next { await perform(action) }
+        var next = 0
+        while next < queue.count {
+            let action = queue[next]
+            next += 1
+            switch action {
+            case .ping(let id, let ping, let owner):
+                await calls[id]?.pinging(ping, owner)
+            case .pushesOpened(let id, let connections, let expires):
+                await pushes?.opened(id, connections: connections, expires: expires)
+            case .pushesSettled(let id):
+                await pushes?.settled(id)
+            default:
+                perform(action)
+            }
         }
+        // The queue keeps its storage between drains, unless a burst (a resync) grew it.
+        if queue.capacity > 64 { queue = [] } else { queue.removeAll(keepingCapacity: true) }
+        performing = false
     }
 
-    private func perform(_ action: WaiterState.Action) async {
+    /// Performs one action that needs no waiting (see `drain`).
+    private func perform(_ action: WaiterState.Action) {
         let database = self.database, instance = self.instance
         switch action {
         case .open(let id, _):
             guard let waiter = state.waiters[id] else { return }
             call { try await self.open(id, waiter) } then: { .opened(id, $0) }
-        case .ping(let id, let ping, let owner):
-            await calls[id]?.pinging(ping, owner)
-        case .pushesOpened(let id, let connections, let expires):
-            await pushes?.opened(id, connections: connections, expires: expires)
-        case .pushesSettled(let id):
-            await pushes?.settled(id)
+        case .ping, .pushesOpened, .pushesSettled:
+            preconditionFailure("awaited by drain()")
         case .arm(let id, let wait, let delay):
             waitTimers.removeValue(forKey: id)?.cancel()
             waitTimers[id] = timers.after(delay) { [weak self] in await self?.handle(.timerFired(id, wait)) }
@@ -293,7 +307,7 @@ public actor LocateCoordinator {
                 return .finished(id, result)
             }
         case .requestReplay(let ids):
-            _ = try? await database.requestReplay(ids, instance: instance)
+            call { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
         case .wakePolls(let id):
             wakeWatchers(of: id)
         case .complete(let id, let completion):
@@ -310,13 +324,13 @@ public actor LocateCoordinator {
     }
 
     /// Runs a database call in a task of its own; its result (its error included) comes
-    /// back as the event `then` makes of it.
+    /// back as the event `then` makes of it (nil: none).
     private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
-                                   then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event) {
+                                   then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
         Task(executorPreference: timers.loop) {
             let result: Result<T, any Error>
             do { result = .success(try await body()) } catch { result = .failure(error) }
-            await self.handle(event(result))
+            if let event = event(result) { await self.handle(event) }
         }
     }
 
