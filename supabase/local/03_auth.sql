@@ -113,6 +113,8 @@ create table if not exists auth.sessions (
   oauth_client_id uuid references auth.oauth_clients (id) on delete cascade
 );
 create index if not exists sessions_user_id_idx on auth.sessions (user_id);
+-- As in Supabase Auth (relay.revoked_connections finds sessions that just expired by it).
+create index if not exists sessions_not_after_idx on auth.sessions (not_after desc);
 
 alter table auth.users owner to supabase_auth_admin;
 alter table auth.sessions owner to supabase_auth_admin;

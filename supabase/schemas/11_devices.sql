@@ -2,8 +2,9 @@
 -- Devices: each install of the phone app
 -- =============================================================================
 -- `id` is the install's stable device_id. The relay upserts the row at hello
--- (relay.device_hellos) and keeps last_seen_at fresh while the socket is up; a device is
--- online when last_seen_at is under 90 s old. Users rename and remove (revoked_at) their
+-- (relay.device_hellos) and writes last_seen_at on connect, on disconnect and at most every
+-- 5 minutes while the socket is up; a device is online while it has a socket in
+-- relay.connections (public.online_devices). Users rename and remove (revoked_at) their
 -- devices with plain updates; removal is final, closes the device's socket at once and
 -- revokes the session that registered it. An agent's token reads no device (last_seen_at
 -- would tell it whether a phone is online without asking the person).
@@ -20,7 +21,7 @@ create table public.devices (
   session_id uuid
 );
 comment on table public.devices is
-  'Installs of the Whereabot app per user. Online = last_seen_at under 90 s old; revoked_at set = removed.';
+  'Installs of the Whereabot app per user. last_seen_at: connect, disconnect, at most every 5 minutes; online: public.online_devices(); revoked_at set = removed.';
 comment on column public.devices.session_id is
   'The session that last registered this device; removing the device revokes it.';
 
@@ -170,3 +171,128 @@ create trigger devices_revoke_session
   after update of revoked_at on public.devices
   for each row when (old.revoked_at is null and new.revoked_at is not null and new.session_id is not null)
   execute function private.revoke_device_session();
+
+-- -----------------------------------------------------------------------------
+-- private.revocations: what ended a session or a device, for the heartbeat's check
+-- -----------------------------------------------------------------------------
+-- A signed-out or deleted session (its auth.sessions row deleted), a session revoked by
+-- removing its device, and a removed device each leave a row here, written by a trigger.
+-- relay.revoked_connections reads only the rows since its last check (by revoked_at, an
+-- index), so a heartbeat's cost follows the revocations, not the sockets. Rows older than
+-- an hour are deleted by relay.reap. Logged, like revoked_sessions.
+create table private.revocations (
+  id bigint generated always as identity primary key,
+  session_id uuid,
+  device_id uuid,
+  revoked_at timestamptz not null default now(),
+  check (num_nonnulls(session_id, device_id) = 1)
+);
+comment on table private.revocations is
+  'Sessions that ended and devices that were removed, by time, for the heartbeat''s incremental revocation check; kept an hour.';
+create index revocations_revoked_at_idx on private.revocations (revoked_at);
+comment on index private.revocations_revoked_at_idx is
+  'relay.revoked_connections: the revocations since the last check; relay.reap: rows past an hour.';
+alter table private.revocations enable row level security;
+revoke all on private.revocations from public, anon, authenticated, service_role;
+
+create or replace function private.record_session_end()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into private.revocations (session_id) values (old.id);
+  return null;
+end;
+$$;
+comment on function private.record_session_end() is
+  'AFTER DELETE on auth.sessions (sign-out, a deleted user): the session''s sockets close at the next heartbeat.';
+revoke execute on function private.record_session_end() from public, anon, authenticated;
+
+create or replace function private.record_session_revocation()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into private.revocations (session_id) values (new.session_id);
+  return null;
+end;
+$$;
+comment on function private.record_session_revocation() is
+  'AFTER INSERT on private.revoked_sessions: the revoked session''s sockets close at the next heartbeat.';
+revoke execute on function private.record_session_revocation() from public, anon, authenticated;
+
+create or replace function private.record_device_revocation()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into private.revocations (device_id) values (new.id);
+  return null;
+end;
+$$;
+comment on function private.record_device_revocation() is
+  'AFTER UPDATE OF revoked_at on public.devices: the removed device''s sockets close at the next heartbeat.';
+revoke execute on function private.record_device_revocation() from public, anon, authenticated;
+
+create trigger revoked_sessions_record_revocation
+  after insert on private.revoked_sessions
+  for each row execute function private.record_session_revocation();
+
+create trigger devices_record_revocation
+  after update of revoked_at on public.devices
+  for each row when (old.revoked_at is null and new.revoked_at is not null)
+  execute function private.record_device_revocation();
+
+-- CREATE OR REPLACE: dropping a trigger needs to own auth.sessions (supabase_auth_admin);
+-- replacing one needs only the TRIGGER privilege the migration role holds.
+create or replace trigger whereabot_record_session_end
+  after delete on auth.sessions
+  for each row execute function private.record_session_end();
+
+-- -----------------------------------------------------------------------------
+-- online_devices() → the caller's devices with a live socket
+-- -----------------------------------------------------------------------------
+-- Presence for the owner's own device list: a device is online while one of its sockets
+-- is registered on a relay instance (relay.connections), whatever its last_seen_at says
+-- (that is written on connect, on disconnect and at most every 5 minutes). Needs the
+-- user's own session: an agent's token learns nothing about the phones (SPEC §4).
+create or replace function private.online_devices()
+returns setof uuid
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if auth.uid() is null or (auth.jwt() ->> 'client_id') is not null then
+    raise exception 'presence needs the user''s own session' using errcode = '42501';
+  end if;
+  return query
+    select distinct c.device_id from relay.connections c
+    join public.devices d on d.id = c.device_id and d.user_id = c.user_id
+    where c.user_id = auth.uid() and d.revoked_at is null
+    order by c.device_id;
+end;
+$$;
+comment on function private.online_devices() is
+  'The calling user''s devices with a socket registered on a relay instance.';
+revoke execute on function private.online_devices() from public, anon;
+grant execute on function private.online_devices() to authenticated;
+
+create or replace function public.online_devices()
+returns setof uuid
+language sql
+stable
+security invoker
+set search_path = ''
+as $$ select private.online_devices() $$;
+comment on function public.online_devices() is
+  'Ids of your devices that are connected now (online). Needs your own session, not an agent''s token.';
+revoke execute on function public.online_devices() from public, anon;
+grant execute on function public.online_devices() to authenticated;

@@ -34,10 +34,16 @@ grant usage on schema relay to whereabot_relay;
 create unlogged table relay.instances (
   id text primary key check (id ~ '^[A-Za-z0-9._:-]{1,64}$'),
   started_at timestamptz not null default now(),
-  heartbeat_at timestamptz not null default now()
+  heartbeat_at timestamptz not null default now(),
+  seen_refreshed_at timestamptz not null default now(),
+  revocations_checked_at timestamptz
 );
 comment on table relay.instances is
   'Running relay instances; one whose heartbeat stops is reaped with its sockets and waiters.';
+comment on column relay.instances.seen_refreshed_at is
+  'When relay.heartbeat last refreshed the last_seen_at of this instance''s devices (every 5 minutes).';
+comment on column relay.instances.revocations_checked_at is
+  'When relay.revoked_connections last checked this instance''s sockets (null: never, all of them are checked).';
 alter table relay.instances enable row level security;
 revoke all on relay.instances from public, anon, authenticated, service_role, whereabot_relay;
 

@@ -71,8 +71,10 @@ comment on function relay.register_instance(text) is
 -- A vanished row means Postgres lost the UNLOGGED tables (crash) or the instance was
 -- reaped: the caller must resync (re-register its sockets, re-create its waiters' rows).
 -- It is the only function besides register_instance that creates an instance's row, so a
--- reaped instance learns it here. Also keeps devices.last_seen_at fresh (at most every
--- 30 s) for this instance's sockets.
+-- reaped instance learns it here. Every 5 minutes it also refreshes devices.last_seen_at
+-- of this instance's sockets whose row is older than that (a connect and a disconnect write
+-- it too): an idle phone costs one durable write per 5 minutes, not one per beat. Whether
+-- a device is online comes from relay.connections (public.online_devices), not from it.
 create or replace function relay.heartbeat(p_instance text)
 returns boolean
 language plpgsql
@@ -81,6 +83,7 @@ set search_path = ''
 as $$
 declare
   v_vanished boolean;
+  v_refresh boolean;
 begin
   perform private.check_instance_id(p_instance);
   update relay.instances set heartbeat_at = now() where id = p_instance;
@@ -88,21 +91,27 @@ begin
   if v_vanished then
     insert into relay.instances (id) values (p_instance);
   end if;
-  update public.devices d set last_seen_at = now()
-  from relay.connections c
-  where c.instance_id = p_instance and d.id = c.device_id
-    and d.last_seen_at < now() - interval '30 seconds';
+  update relay.instances set seen_refreshed_at = now()
+  where id = p_instance and seen_refreshed_at < now() - interval '5 minutes';
+  v_refresh := found;
+  if v_refresh then
+    update public.devices d set last_seen_at = now()
+    from relay.connections c
+    where c.instance_id = p_instance and d.id = c.device_id
+      and d.last_seen_at < now() - interval '5 minutes';
+  end if;
   return v_vanished;
 end;
 $$;
 comment on function relay.heartbeat(text) is
-  'Beats for INSTANCE and refreshes its devices'' last_seen_at; true when its row had vanished (resync needed).';
+  'Beats for INSTANCE (and every 5 minutes refreshes its devices'' last_seen_at); true when its row had vanished (resync needed).';
 
 -- -----------------------------------------------------------------------------
 -- relay.reap(dead_after, keep_settled) → counts of what was cleaned up
 -- -----------------------------------------------------------------------------
 -- The dead instances' sockets go first, so that no cancel is addressed to them. Resumable
--- requests are deleted once settled and past keep_until.
+-- requests are deleted once settled and past keep_until. Revocations older than an hour
+-- (every heartbeat has read them by then) are deleted too.
 create or replace function relay.reap(p_dead_after interval default '30 seconds', p_keep_settled interval default '10 minutes')
 returns jsonb
 language plpgsql
@@ -155,6 +164,8 @@ begin
   delete from relay.pending_requests
   where settled_at < now() - p_keep_settled or (resumable and settled_at is not null and keep_until < now());
   get diagnostics v_deleted = row_count;
+
+  delete from private.revocations where revoked_at < now() - interval '1 hour';
 
   return jsonb_build_object(
     'instances', cardinality(v_dead), 'connections', v_connections,

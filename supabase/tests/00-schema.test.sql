@@ -35,7 +35,7 @@ select columns_are('relay', 'connections',
 select columns_are('relay', 'sealed_results', array['request_id', 'sealed', 'stored_at'],
   'relay.sealed_results has exactly these columns: a result exists there only as ciphertext');
 
-select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at'],
+select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at', 'seen_refreshed_at', 'revocations_checked_at'],
   'relay.instances has exactly these columns');
 
 select columns_are('relay', 'push_budgets', array['scope', 'key', 'sent_at', 'last_at'],

@@ -90,7 +90,7 @@ select set_eq($$
   select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
   where n.nspname = 'private' and has_function_privilege('authenticated', p.oid, 'EXECUTE')
 $$, array['private.create_agent_key(text)', 'private.revoke_agent_key(uuid)',
-          'private.share_location_with(text)', 'private.is_own_device(uuid)'],
+          'private.share_location_with(text)', 'private.is_own_device(uuid)', 'private.online_devices()'],
   'authenticated may execute only the private functions behind the public API and policies');
 
 select tests.authenticate_as_relay();

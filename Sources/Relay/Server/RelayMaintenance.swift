@@ -2,7 +2,8 @@ import Foundation
 import PGBus
 
 /// Keeps one instance and the shared tables in step: a heartbeat every `interval` (which
-/// also keeps connected devices' last_seen_at fresh), a backstop resync at every beat, a
+/// also refreshes connected devices' last_seen_at every 5 minutes, and closes the sockets
+/// revoked since the last beat), a backstop resync at every beat, a
 /// full resync whenever the LISTEN connection came back or the instance's row vanished,
 /// and a reap of dead instances every `reapEvery` beats.
 ///

@@ -43,8 +43,8 @@ public final class RelayService: Sendable {
         /// Load balancers whose PROXY protocol header names the client (TRUSTED_PROXIES):
         /// per-client limits then count the real client, not the balancer.
         public var trustedProxies: TrustedProxies = .none
-        /// Time between heartbeats (which also keep connected devices' last_seen_at fresh
-        /// and run the backstop resync).
+        /// Time between heartbeats (which also refresh connected devices' last_seen_at every
+        /// 5 minutes and run the backstop resync).
         public var heartbeatInterval: Duration = RelayMaintenance.defaultInterval
         /// Heartbeats between reaps of instances silent for 30 s.
         public var reapEvery: Int = RelayMaintenance.defaultReapEvery
