@@ -84,7 +84,7 @@ cluster: deps db auth ## Two relays behind HAProxy on 127.0.0.1:8080 against the
 
 bench: bench-pgbus bench-http bench-relay bench-push bench-scale ## Every benchmark (prints numbers, asserts nothing)
 
-bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance with CPU per locate, notifications per locate at 2/4/8 instances, memory per idle phone, reconnect storm
+bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance at 2 and 4 instances with p99, CPU and WAL per locate, notifications per locate at 2/4/8 instances, memory and WAL per idle phone, reconnect storm
 	@scripts/bench-relay.sh
 
 bench-scale: deps db ## The curves of docs/scaling.md: NOTIFY/s against 1-128 listeners, an instance's heartbeat against 0-100,000 sockets, re-registration, CPU per idle phone

@@ -4,9 +4,12 @@ Two release relays on a database of their own (whereabot_bench on the local clus
   1. locate latency p50/p99 with a phone that answers at once: same instance, cross
      instance, and the floor measured in the same run (a WebSocket echo round trip through
      HTTPServer plus a NOTIFY round trip), with the ratios;
-  2. locates/s with both instances and N concurrent agents, beside pgbench's NOTIFY-only
-     ceiling on the same database;
-  3. memory per idle phone (authenticated socket that said hello) at 10,000 connections;
+  2. locates/s with N concurrent agents, p50 and p99 under that load, CPU and Postgres WAL
+     bytes per locate, beside pgbench's NOTIFY-only ceiling on the same database, at 2
+     instances and again at 4;
+  3. memory per idle phone (authenticated socket that said hello) at 10,000 connections,
+     and the WAL an idle phone costs per minute (beats, and the 5-minute last_seen_at
+     refresh amortized);
   4. reconnect storm: the instance holding 10,000 phones restarts with a pending ping for
      each; time until every phone has said hello again and got its ping;
   5. durable requests (durable_bench.py): tasks/get on a settled task, and Postgres's work
@@ -318,24 +321,33 @@ def run_load(pairs, seconds=None, samples=None, echo_port=None):
     return json.loads(output.strip().splitlines()[-1])
 
 
+def wal_bytes():
+    """Postgres's WAL bytes written so far (pg_stat_wal, the whole cluster)."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as connection:
+        return int(connection.execute("select wal_bytes from pg_stat_wal").fetchone()[0])
+
+
 async def throughput(relays, users, seconds, cross):
     """Locates/s with one agent per user asking the instance holding its phone (same) or
-    the other one (cross), and the CPU each party spent per locate."""
+    the next one (cross), with the phones spread over every instance; the CPU each party
+    spent and the WAL Postgres wrote per locate."""
     pairs = []
     for index, (_, phone_token, agent_token) in enumerate(users):
-        phone = relays[index % 2]
-        agent = relays[(index + 1) % 2] if cross else phone
+        phone = relays[index % len(relays)]
+        agent = relays[(index + 1) % len(relays)] if cross else phone
         pairs.append((agent.port, phone.port, agent_token, phone_token))
     relay_pids = [relay.process.pid for relay in relays]
-    before_relays, before_postgres = cpu_seconds(relay_pids), cpu_seconds(postgres_pids())
+    before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), cpu_seconds(postgres_pids()), wal_bytes()
     result = await asyncio.to_thread(run_load, pairs, seconds)
     relays_cpu = cpu_seconds(relay_pids) - before_relays
     postgres_cpu = cpu_seconds(postgres_pids()) - before_postgres
+    wal = wal_bytes() - before_wal  # includes the phones' hellos and the warm-up: an upper bound
     # The generator's CPU includes connecting the phones; its own figure covers the run only.
     locates = max(1, result["locates"])
-    return (result["locates"] / result["seconds"], result["failed"], result["p50_ms"],
-            {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
-             "postgres": postgres_cpu / locates * 1000})
+    return {"rate": result["locates"] / result["seconds"], "failed": result["failed"], "p50": result["p50_ms"],
+            "p99": result["p99_ms"], "wal": wal / locates,
+            "cpu": {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
+                    "postgres": postgres_cpu / locates * 1000}}
 
 
 async def notifications_per_locate(count, users, locates=200):
@@ -542,17 +554,36 @@ async def latency_rows(relays, rows):
 async def throughput_rows(relays, rows):
     progress("2. throughput")
     ceiling = pgbench_notify_ceiling(AGENTS, min(SECONDS, 5))
-    for cross in (False, True):
-        rate, failures, p50, cpu = await throughput(relays, make_users(AGENTS), SECONDS, cross)
-        where = "cross instance" if cross else "same instance"
-        rows.append((f"locates/s, {where}, {AGENTS} agents", f"{rate:,.0f}/s ({failures} failed), p50 {p50:.2f} ms",
-                     f"{rate / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
-                     f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f}"))
+    await throughput_table(relays, rows, ceiling)
+    # The same table at 4 instances: two more join the two running ones.
+    more = [Relay(f"bench-relay-{i}", 18190 + i) for i in (3, 4)]
+    for relay in more:
+        relay.start()
+    try:
+        for relay in more:
+            await relay.ready()
+        await throughput_table(relays + more, rows, ceiling)
+    finally:
+        for relay in more:
+            relay.stop()
     progress("2b. notifications per locate")
     for count in (2, 4, 8):
         per_locate, failures = await notifications_per_locate(count, make_users(4))
         rows.append((f"notifications per locate, {count} instances", f"{per_locate:.2f} ({failures} failed)",
                      "cross instance; summed over every instance's LISTEN"))
+
+
+async def throughput_table(relays, rows, ceiling):
+    """The throughput rows (same and cross instance) with `relays` serving phones and agents."""
+    for cross in (False, True):
+        run = await throughput(relays, make_users(AGENTS), SECONDS, cross)
+        where = "cross instance" if cross else "same instance"
+        cpu = run["cpu"]
+        rows.append((f"locates/s, {where}, {AGENTS} agents, {len(relays)} instances",
+                     f"{run['rate']:,.0f}/s ({run['failed']} failed), p50 {run['p50']:.2f} ms, p99 {run['p99']:.2f} ms",
+                     f"{run['rate'] / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
+                     f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f};"
+                     f" WAL {run['wal']:,.0f} bytes per locate"))
 
 
 async def phone_rows(relays, rows):
@@ -573,6 +604,7 @@ async def phone_rows(relays, rows):
     after = rss_kib(holder.process.pid)
     rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
                  f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
+    rows.append(await idle_wal_row(holder))
     # As many more as this machine's open-files limit allows, up to 50,000.
     most = min(50_000, hard - 2_000)
     if most > PHONES:
@@ -600,6 +632,32 @@ async def phone_rows(relays, rows):
                  f" Postgres {result['postgres_cpu']:.1f}; phones back off as the app does)"))
     if CLIENT_ERRORS:
         rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
+
+
+async def idle_wal_row(holder, window=20):
+    """WAL per idle phone per minute: what `window` seconds of beats write, per minute, plus
+    the 5-minute last_seen_at refresh amortized (forced once here, and measured over a beat)."""
+    start = wal_bytes()
+    await asyncio.sleep(window)
+    beats = (wal_bytes() - start) * 60 / window
+    with psycopg.connect(ADMIN_URL, autocommit=True) as connection:
+        if not connection.execute("select exists (select from information_schema.columns where table_schema = 'relay'"
+                                  " and table_name = 'instances' and column_name = 'seen_refreshed_at')").fetchone()[0]:
+            # A schema from before the 5-minute refresh (a "before" run): the beats are all of it.
+            return (f"WAL per idle phone per minute at {PHONES:,}", f"{beats / PHONES:,.1f} bytes",
+                    f"beats over {window} s (this schema refreshes last_seen_at every 30 s)")
+        connection.execute("update public.devices set last_seen_at = now() - interval '6 minutes'")
+        start = wal_bytes()
+        connection.execute("update relay.instances set seen_refreshed_at = now() - interval '6 minutes' where id = %s",
+                           (holder.name,))
+        await asyncio.sleep(6)  # one beat (5 s) refreshes every row
+        refresh = wal_bytes() - start
+        stale = connection.execute("select count(*) from public.devices d join relay.connections c on c.device_id = d.id"
+                                   " where d.last_seen_at < now() - interval '5 minutes'").fetchone()[0]
+    per_minute = (beats + refresh / 5) / PHONES
+    return (f"WAL per idle phone per minute at {PHONES:,}", f"{per_minute:,.1f} bytes",
+            f"beats {beats / PHONES:,.1f} B/min over {window} s, + the 5-minute last_seen_at refresh"
+            f" ({refresh / PHONES:,.0f} B per phone) / 5; {stale} connected devices left unrefreshed")
 
 
 def print_table(rows, title=None):
