@@ -195,65 +195,42 @@ comment on index private.revocations_revoked_at_idx is
 alter table private.revocations enable row level security;
 revoke all on private.revocations from public, anon, authenticated, service_role;
 
-create or replace function private.record_session_end()
+create or replace function private.record_revocation()
 returns trigger
 language plpgsql
 security definer
 set search_path = ''
 as $$
+declare
+  -- TG_ARGV: what ended ('session' or 'device') and the column of the row that names it.
+  v_id uuid := (to_jsonb(case when tg_op = 'DELETE' then old else new end) ->> tg_argv[1])::uuid;
 begin
-  insert into private.revocations (session_id) values (old.id);
+  if tg_argv[0] = 'session' then
+    insert into private.revocations (session_id) values (v_id);
+  else
+    insert into private.revocations (device_id) values (v_id);
+  end if;
   return null;
 end;
 $$;
-comment on function private.record_session_end() is
-  'AFTER DELETE on auth.sessions (sign-out, a deleted user): the session''s sockets close at the next heartbeat.';
-revoke execute on function private.record_session_end() from public, anon, authenticated;
-
-create or replace function private.record_session_revocation()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  insert into private.revocations (session_id) values (new.session_id);
-  return null;
-end;
-$$;
-comment on function private.record_session_revocation() is
-  'AFTER INSERT on private.revoked_sessions: the revoked session''s sockets close at the next heartbeat.';
-revoke execute on function private.record_session_revocation() from public, anon, authenticated;
-
-create or replace function private.record_device_revocation()
-returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  insert into private.revocations (device_id) values (new.id);
-  return null;
-end;
-$$;
-comment on function private.record_device_revocation() is
-  'AFTER UPDATE OF revoked_at on public.devices: the removed device''s sockets close at the next heartbeat.';
-revoke execute on function private.record_device_revocation() from public, anon, authenticated;
+comment on function private.record_revocation() is
+  'AFTER trigger on auth.sessions (delete), private.revoked_sessions (insert) and public.devices (removal): the sockets of what ended close at the next heartbeat.';
+revoke execute on function private.record_revocation() from public, anon, authenticated;
 
 create trigger revoked_sessions_record_revocation
   after insert on private.revoked_sessions
-  for each row execute function private.record_session_revocation();
+  for each row execute function private.record_revocation('session', 'session_id');
 
 create trigger devices_record_revocation
   after update of revoked_at on public.devices
   for each row when (old.revoked_at is null and new.revoked_at is not null)
-  execute function private.record_device_revocation();
+  execute function private.record_revocation('device', 'id');
 
 -- CREATE OR REPLACE: dropping a trigger needs to own auth.sessions (supabase_auth_admin);
 -- replacing one needs only the TRIGGER privilege the migration role holds.
 create or replace trigger whereabot_record_session_end
   after delete on auth.sessions
-  for each row execute function private.record_session_end();
+  for each row execute function private.record_revocation('session', 'id');
 
 -- -----------------------------------------------------------------------------
 -- online_devices() → the caller's devices with a live socket
