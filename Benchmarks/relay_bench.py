@@ -637,9 +637,9 @@ async def phone_rows(relays, rows):
 async def idle_wal_row(holder, window=20):
     """WAL per idle phone per minute: what `window` seconds of beats write, per minute, plus
     the 5-minute last_seen_at refresh amortized (forced once here, and measured over a beat).
-    A VACUUM first does the work autovacuum would do after the phones' hellos."""
+    A VACUUM ANALYZE first does the work autovacuum would do after the phones' hellos."""
     with psycopg.connect(ADMIN_URL, autocommit=True) as connection:
-        connection.execute("vacuum")
+        connection.execute("vacuum analyze")
     start = wal_bytes()
     await asyncio.sleep(window)
     beats = (wal_bytes() - start) * 60 / window
