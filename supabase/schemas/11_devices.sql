@@ -19,7 +19,7 @@ create table public.devices (
   last_seen_at timestamptz not null default now(),
   revoked_at timestamptz,
   session_id uuid
-);
+) with (fillfactor = 70);  -- room on each page: a last_seen_at refresh is a HOT update (no index entry)
 comment on table public.devices is
   'Installs of the Whereabot app per user. last_seen_at: connect, disconnect, at most every 5 minutes; online: public.online_devices(); revoked_at set = removed.';
 comment on column public.devices.session_id is

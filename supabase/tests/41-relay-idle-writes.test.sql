@@ -2,7 +2,7 @@
 -- at most every 5 minutes; presence from relay.connections; revocation checks that read
 -- the revocations since the last check, not every socket.
 begin;
-select plan(21);
+select plan(22);
 
 select tests.create_supabase_user('ada', 'ada@example.com', 'Ada');
 select tests.create_supabase_user('bob', 'bob@example.com', 'Bob');
@@ -46,6 +46,9 @@ reset role;
 select is((select last_seen_at from public.devices where id = '00000000-0000-4000-8000-00000000a0d1'), now(),
   'every 5 minutes the heartbeat refreshes the rows older than that');
 select is((select seen_refreshed_at from relay.instances where id = 'relay-idle'), now(), 'and notes when it did');
+
+select is((select reloptions from pg_class where oid = 'public.devices'::regclass), array['fillfactor=70'],
+  'devices keep room on each page, so a refresh is a HOT update');
 
 -- ------------------------------------------------------------ presence
 update public.devices set last_seen_at = now() - interval '1 day' where id = '00000000-0000-4000-8000-00000000a0d1';
