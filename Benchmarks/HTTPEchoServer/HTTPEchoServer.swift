@@ -58,8 +58,8 @@ struct HTTPEchoServer {
                 guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
                 let path = String(request.path)
                 return .webSocket { socket in
-                    if path == "/ws/push" { registry.sockets.withLock { $0[ObjectIdentifier(socket)] = socket } }
-                    defer { if path == "/ws/push" { registry.sockets.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(socket)) } } }
+                    if path == "/ws/push" { registry.sockets.withLock { $0[socket.id] = socket } }
+                    defer { if path == "/ws/push" { registry.sockets.withLock { _ = $0.removeValue(forKey: socket.id) } } }
                     for await message in socket.messages where path == "/ws" {
                         switch message {
                         case .text(let text) where text.hasPrefix("close "):

@@ -36,12 +36,20 @@ struct ConnectionStateMachine {
         static let close = Actions(rawValue: 1 << 5)
     }
 
-    /// The limits the decisions use.
-    struct Timeouts {
-        var headerRead: Duration
-        var idle: Duration
-        var linger: Duration
-        var maxLingerBytes: Int
+    /// The limits the decisions use: one object the server's connections share (a
+    /// machine lives in every connection, so it holds a reference, not four copies).
+    final class Timeouts: Sendable {
+        let headerRead: Duration
+        let idle: Duration
+        let linger: Duration
+        let maxLingerBytes: Int
+
+        init(headerRead: Duration, idle: Duration, linger: Duration, maxLingerBytes: Int) {
+            self.headerRead = headerRead
+            self.idle = idle
+            self.linger = linger
+            self.maxLingerBytes = maxLingerBytes
+        }
     }
 
     /// Requests that may wait unanswered before reading pauses (bounded pipelining).

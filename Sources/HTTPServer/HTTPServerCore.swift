@@ -8,6 +8,8 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     let loop: EventLoop
     let limits: HTTPServerLimits
     let handler: HTTPHandler
+    /// The timeouts every connection's state machine decides with (shared, not copied).
+    let timeouts: ConnectionStateMachine.Timeouts
     /// One read buffer shared by every connection of the loop (reads never overlap).
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     /// Now (connections stamp their activity with it).
@@ -17,7 +19,10 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     /// The pause of accepting and the end of a graceful shutdown, while armed.
     private var acceptTimer: LoopTimer?
     private var shutdownTimer: LoopTimer?
-    private var connections: [UInt64: HTTPConnection] = [:]
+    /// The open connections, as a list through them: the loop's registration table is
+    /// the only table with an entry per socket.
+    private var connections: HTTPConnection?
+    private(set) var connectionCount = 0
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
     private var onStopped: (() -> Void)?
@@ -37,6 +42,8 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         self.limits = limits
         self.handler = handler
         self.log = log
+        self.timeouts = .init(headerRead: limits.headerReadTimeout, idle: limits.idleTimeout, linger: limits.lingerTimeout,
+                              maxLingerBytes: limits.maxLingerBytes)
         let files = OpenFilesLimit.raiseToHard()
         self.maxConnections = max(1, min(limits.maxConnections, files - limits.reservedFileDescriptors))
     }
@@ -95,7 +102,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM { pauseAccepting(errno: code) }
                 return
             }
-            if connections.count >= maxConnections || shutdownDeadline != nil {
+            if connectionCount >= maxConnections || shutdownDeadline != nil {
                 Glibc.close(fd)
                 continue
             }
@@ -105,7 +112,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
                                             viaTrustedProxy: trustedProxies.contains(networkOrder: address.sin_addr.s_addr))
             do {
                 try connection.register()
-                connections[connection.token] = connection
+                insert(connection)
             } catch {
                 Glibc.close(fd)
             }
@@ -113,9 +120,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     }
 
     func connectionClosed(_ connection: HTTPConnection) {
-        if connections.removeValue(forKey: connection.token) != nil, connection.wasWebSocket {
-            webSocketCount -= 1
-        }
+        if remove(connection), connection.wasWebSocket { webSocketCount -= 1 }
         if acceptPausedUntil != nil { resumeAccepting() }  // a descriptor was freed
         stopIfDrained()
     }
@@ -127,7 +132,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         acceptPausedUntil = until
         loop.modify(listenFD, token: listenToken, events: 0)
         acceptTimer = loop.schedule(after: until - now) { [weak self] in self?.resumeAccepting() }
-        log("accept_paused", ["errno": String(code), "connections": String(connections.count)])
+        log("accept_paused", ["errno": String(code), "connections": String(connectionCount)])
     }
 
     private func resumeAccepting() {
@@ -152,8 +157,37 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         webSocketCount += 1
     }
 
-    var connectionCount: Int { connections.count }
+    /// Adds a connection to the front of the list.
+    private func insert(_ connection: HTTPConnection) {
+        connection.nextInServer = connections
+        connections?.previousInServer = connection
+        connections = connection
+        connectionCount += 1
+    }
 
+    /// Takes a connection out of the list; false if it was not in it.
+    private func remove(_ connection: HTTPConnection) -> Bool {
+        guard connection.previousInServer != nil || connections === connection else { return false }
+        let next = connection.nextInServer
+        if let previous = connection.previousInServer { previous.nextInServer = next } else { connections = next }
+        next?.previousInServer = connection.previousInServer
+        connection.nextInServer = nil
+        connection.previousInServer = nil
+        connectionCount -= 1
+        return true
+    }
+
+    /// Every open connection (a copy: closing one while walking them is safe).
+    private var allConnections: [HTTPConnection] {
+        var all: [HTTPConnection] = []
+        all.reserveCapacity(connectionCount)
+        var next = connections
+        while let connection = next {
+            all.append(connection)
+            next = connection.nextInServer
+        }
+        return all
+    }
 
     /// Graceful shutdown (loop thread): stop accepting, close WebSockets with `code`, let
     /// handlers finish until `deadline`, then close everything and stop the loop.
@@ -163,7 +197,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         self.onStopped = onStopped
         shutdownTimer = loop.schedule(after: deadline - now) { [weak self] in
             guard let self else { return }
-            for connection in Array(connections.values) { connection.close() }
+            for connection in allConnections { connection.close() }
             stopIfDrained()
         }
         if listenFD >= 0 {
@@ -171,12 +205,12 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
             Glibc.close(listenFD)
             listenFD = -1
         }
-        for connection in Array(connections.values) { connection.drain(code: code, reason: reason) }
+        for connection in allConnections { connection.drain(code: code, reason: reason) }
         stopIfDrained()
     }
 
     private func stopIfDrained() {
-        guard shutdownDeadline != nil, connections.isEmpty, let onStopped else { return }
+        guard shutdownDeadline != nil, connections == nil, let onStopped else { return }
         self.onStopped = nil
         shutdownTimer?.cancel()
         shutdownTimer = nil
