@@ -55,6 +55,7 @@ $$, array[
         'relay.make_durable(uuid,text)', 'relay.mark_delivered(uuid[])',
         'relay.open_durable_request(uuid,uuid,uuid,text,text,uuid,text,bytea,timestamp with time zone,timestamp with time zone,boolean,bytea,integer)',
         'relay.open_request(uuid,uuid,uuid,text,text,text,bytea,timestamp with time zone,integer)',
+        'relay.open_requests(text,jsonb)',
         'relay.pending_locates_on(text)', 'relay.people_sharing_with(uuid)',
         'relay.reap(interval,interval)', 'relay.register_instance(text)',
         'relay.remove_device(uuid,uuid)', 'relay.rename_device(uuid,uuid,text)',
@@ -65,7 +66,8 @@ $$, array[
         'relay.save_web_push_subscription(uuid,uuid,text,text,text,text[])',
         'relay.session_states(uuid[],uuid[])',
         'relay.set_always_allowed(uuid,text,text,uuid,boolean)',
-        'relay.settle(uuid,uuid,uuid,text,text,text,text)', 'relay.user_devices(uuid)',
+        'relay.settle(uuid,uuid,uuid,text,text,text,text)', 'relay.settle_many(text,jsonb)',
+        'relay.user_devices(uuid)',
         -- called by relay.claim_push
         'relay.apns_tokens(uuid)', 'relay.is_always_allowed(uuid,text,uuid)',
         'relay.web_push_subscriptions(uuid)'],

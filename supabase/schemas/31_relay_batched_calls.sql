@@ -1,0 +1,119 @@
+-- =============================================================================
+-- Batched calls: relay.open_requests and relay.settle_many
+-- =============================================================================
+-- relay.open_request and relay.settle for several elements in one call, a result per
+-- element (SPEC §8); see 24_relay_requests.sql for the single functions they call.
+
+-- -----------------------------------------------------------------------------
+-- relay.open_requests(instance, requests) → [open_request's result | {status: error, code}]
+-- -----------------------------------------------------------------------------
+-- The opens an instance has waiting while one call is in flight go as one call: one
+-- round trip, one commit, one executor start, instead of one each. Each element is
+-- relay.open_request's arguments as an object (id, owner, client_id, client_name,
+-- reply_key in base64, expires_at in epoch seconds, max_waiting), opened by relay.open_request
+-- in a block of its own, so that one bad element is refused alone: its result is
+-- {"status": "error", "code": SQLSTATE}, the SQLSTATE relay.open_request raised, and the
+-- others open. The results come in the elements' order.
+--
+-- Lock order: relay.open_request takes the owner's advisory lock, and relay.device_hellos
+-- takes its owners' in ascending order of the lock's key; the elements run in that order
+-- too, so no batch waits on a hello batch that waits on it. A request on someone else's
+-- behalf takes a second lock (its requester's) after its owner's, which no order of
+-- owners can keep: it is refused in a batch (0A000) and opened alone by open_request.
+create or replace function relay.open_requests(p_instance text, p_requests jsonb)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_count int;
+  v_results jsonb[];
+  v_element record;
+begin
+  perform private.check_instance_id(p_instance);
+  if p_requests is null or jsonb_typeof(p_requests) <> 'array' or jsonb_array_length(p_requests) not between 1 and 32 then
+    raise exception 'open_requests needs an array of 1 to 32 requests' using errcode = '22023';
+  end if;
+  v_count := jsonb_array_length(p_requests);
+  v_results := array_fill(null::jsonb, array[v_count]);
+  for v_element in
+    select r.ord, r.value
+    from jsonb_array_elements(p_requests) with ordinality r(value, ord)
+    order by hashtextextended('whereabot_open_request:' || (r.value ->> 'owner'), 0), r.ord
+  loop
+    begin
+      if jsonb_typeof(v_element.value) <> 'object' then
+        raise exception 'a request is an object' using errcode = '22023';
+      end if;
+      if v_count > 1 and v_element.value ->> 'requester' is not null
+         and v_element.value ->> 'requester' <> v_element.value ->> 'owner' then
+        raise exception 'a request on someone else''s behalf is opened alone' using errcode = '0A000';
+      end if;
+      v_results[v_element.ord] := relay.open_request(
+        (v_element.value ->> 'id')::uuid, (v_element.value ->> 'owner')::uuid,
+        (v_element.value ->> 'requester')::uuid, v_element.value ->> 'client_id',
+        v_element.value ->> 'client_name', p_instance, decode(v_element.value ->> 'reply_key', 'base64'),
+        to_timestamp((v_element.value ->> 'expires_at')::double precision),
+        coalesce((v_element.value ->> 'max_waiting')::int, 5));
+    exception when others then
+      v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+    end;
+  end loop;
+  return to_jsonb(v_results);
+end;
+$$;
+comment on function relay.open_requests(text, jsonb) is
+  'relay.open_request for 1 to 32 requests in one call: a result per element, in order; a bad element is {"status": "error", "code": SQLSTATE} alone.';
+
+-- -----------------------------------------------------------------------------
+-- relay.settle_many(instance, answers) → [{status} | {status: error, code}]
+-- -----------------------------------------------------------------------------
+-- The answers an instance's phones gave while one settle was in flight go as one call.
+-- Each element is relay.settle's arguments as an object (id, user, device, outcome, reason,
+-- sealed), settled by relay.settle in a block of its own: {"status": settled | gone |
+-- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
+-- the others settle. The results come in the elements' order. The elements run in the
+-- order of their request ids, so two batches that settle the same requests lock their rows
+-- in one order.
+create or replace function relay.settle_many(p_instance text, p_answers jsonb)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_results jsonb[];
+  v_element record;
+begin
+  perform private.check_instance_id(p_instance);
+  if p_answers is null or jsonb_typeof(p_answers) <> 'array' or jsonb_array_length(p_answers) not between 1 and 32 then
+    raise exception 'settle_many needs an array of 1 to 32 answers' using errcode = '22023';
+  end if;
+  v_results := array_fill(null::jsonb, array[jsonb_array_length(p_answers)]);
+  for v_element in
+    select a.ord, a.value
+    from jsonb_array_elements(p_answers) with ordinality a(value, ord)
+    order by a.value ->> 'id', a.ord
+  loop
+    begin
+      if jsonb_typeof(v_element.value) <> 'object' then
+        raise exception 'an answer is an object' using errcode = '22023';
+      end if;
+      v_results[v_element.ord] := jsonb_build_object('status', relay.settle(
+        (v_element.value ->> 'id')::uuid, (v_element.value ->> 'user')::uuid,
+        (v_element.value ->> 'device')::uuid, v_element.value ->> 'outcome', v_element.value ->> 'reason',
+        v_element.value ->> 'sealed', p_instance));
+    exception when others then
+      v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+    end;
+  end loop;
+  return to_jsonb(v_results);
+end;
+$$;
+comment on function relay.settle_many(text, jsonb) is
+  'relay.settle for 1 to 32 answers in one call: a result per element, in order; a refused element is {"status": "error", "code": SQLSTATE} alone.';
+
+revoke execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb)
+  from public, anon, authenticated, service_role;
+grant execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb) to whereabot_relay;
