@@ -6,10 +6,15 @@ import PGBus
 /// the `whereabot_relay` role (which can read no table). No SQL lives elsewhere in Relay.
 public struct RelayDatabase: Sendable {
     let pool: PGPool
+    /// Opens and settles that come while others are in flight wait and go as one call.
+    let opens: CallCoalescer<OpenCall, Opened>
+    let settles: CallCoalescer<SettleCall, RelayStatus.Settle>
 
     /// Creates a gateway over a pool connected as `whereabot_relay`.
     public init(pool: PGPool) {
         self.pool = pool
+        self.opens = Self.openCoalescer(pool)
+        self.settles = Self.settleCoalescer(pool)
     }
 
     // MARK: Instances
@@ -71,12 +76,14 @@ public struct RelayDatabase: Sendable {
     }
 
     /// Opens a locate request; the instances holding the owner's other sockets are notified.
+    /// Under load it goes with others in one `relay.open_requests` call; a request on
+    /// someone else's behalf always goes alone (its second lock has no order with the owners').
     public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
                             instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int) async throws -> Opened {
-        let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                                        [id, owner, requester, clientID, clientName, instance, Data(replyKey), expiresAt, maxWaiting])
-            .scalar(PGJSON.self).parsed()
-        return try Self.opened(json, function: "open_request")
+        let call = OpenCall(id: id, owner: owner, clientID: clientID, clientName: clientName, instance: instance,
+                            replyKey: replyKey, expiresAt: expiresAt, maxWaiting: maxWaiting)
+        if let requester, requester != owner { return try await Self.openOne(pool, call, requester: requester) }
+        return try await opens.call(call)
     }
 
     /// The `Opened` of an open_request-shaped result.
@@ -129,12 +136,10 @@ public struct RelayDatabase: Sendable {
     }
 
     /// Settles a request with a phone's answer (first answer wins). `instance`, the caller,
-    /// is not notified: it delivers the answer and cancels its own pings itself.
+    /// is not notified: it delivers the answer and cancels its own pings itself. Under load
+    /// it goes with others in one `relay.settle_many` call.
     public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String) async throws -> RelayStatus.Settle {
-        let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
-                                          [id, user, device, answer.outcome.rawValue, answer.reason, answer.sealed, instance])
-            .scalar(String.self)
-        return try Self.status(status, from: "settle")
+        try await settles.call(SettleCall(id: id, user: user, device: device, answer: answer, instance: instance))
     }
 
     /// What `finish` found.

@@ -1,0 +1,113 @@
+import Foundation
+import JSON
+import PGBus
+
+/// The opens and settles an instance makes while others are in flight go to Postgres as one
+/// call (`relay.open_requests`, `relay.settle_many`): see `CallCoalescer`. A lone call is
+/// the single function, as before.
+extension RelayDatabase {
+    /// Calls of one kind in flight at once, per pool.
+    static let callsInFlight = 2
+    /// Elements one batched call takes (the functions' own limit).
+    static let maxBatch = 32
+
+    /// One `openRequest` call's arguments.
+    struct OpenCall: Sendable {
+        let id: UUID, owner: UUID, clientID: String, clientName: String?
+        let instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int
+
+        /// The element of `relay.open_requests`' argument.
+        var json: String {
+            var object = JSONText()
+            object.string("id", UUIDText.lowercase(id))
+            object.string("owner", UUIDText.lowercase(owner))
+            object.string("client_id", clientID)
+            object.string("client_name", clientName)
+            object.string("reply_key", Data(replyKey).base64EncodedString())
+            object.number("expires_at", expiresAt.timeIntervalSince1970)
+            object.integer("max_waiting", Int64(maxWaiting))
+            return object.object
+        }
+    }
+
+    /// One `settle` call's arguments.
+    struct SettleCall: Sendable {
+        let id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String
+
+        /// The element of `relay.settle_many`' argument.
+        var json: String {
+            var object = JSONText()
+            object.string("id", UUIDText.lowercase(id))
+            object.string("user", UUIDText.lowercase(user))
+            object.string("device", device.map(UUIDText.lowercase))
+            object.string("outcome", answer.outcome.rawValue)
+            object.string("reason", answer.reason)
+            object.string("sealed", answer.sealed)
+            return object.object
+        }
+    }
+
+    static func openCoalescer(_ pool: PGPool) -> CallCoalescer<OpenCall, Opened> {
+        CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: { call in
+            try await openOne(pool, call, requester: nil)
+        }, batch: { calls in
+            try await byInstance(calls, \.instance) { instance, calls in
+                let results = try await batchCall(pool, "select relay.open_requests($1, $2::jsonb)", instance,
+                                                  calls.map(\.json), function: "open_requests")
+                return results.map { result in result.flatMap { json in Result { try opened(json, function: "open_requests") } } }
+            }
+        })
+    }
+
+    static func settleCoalescer(_ pool: PGPool) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
+        CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: { call in
+            let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
+                                              [call.id, call.user, call.device, call.answer.outcome.rawValue,
+                                               call.answer.reason, call.answer.sealed, call.instance]).scalar(String.self)
+            return try Self.status(status, from: "settle")
+        }, batch: { calls in
+            try await byInstance(calls, \.instance) { instance, calls in
+                let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb)", instance,
+                                                  calls.map(\.json), function: "settle_many")
+                return results.map { result in result.flatMap { json in Result { try Self.status(json, "status", from: "settle_many") } } }
+            }
+        })
+    }
+
+    /// One `relay.open_request` call.
+    static func openOne(_ pool: PGPool, _ call: OpenCall, requester: UUID?) async throws -> Opened {
+        let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                                        [call.id, call.owner, requester, call.clientID, call.clientName, call.instance,
+                                         Data(call.replyKey), call.expiresAt, call.maxWaiting])
+            .scalar(PGJSON.self).parsed()
+        return try opened(json, function: "open_request")
+    }
+
+    /// Makes `body`'s call once per instance the calls name (one, in practice), keeping the
+    /// calls' order in the results.
+    private static func byInstance<Call, Output>(
+        _ calls: [Call], _ instance: KeyPath<Call, String>,
+        _ body: (String, [Call]) async throws -> [Result<Output, any Error>]) async throws -> [Result<Output, any Error>] {
+        let first = calls[0][keyPath: instance]
+        if calls.allSatisfy({ $0[keyPath: instance] == first }) { return try await body(first, calls) }
+        var results = [Result<Output, any Error>?](repeating: nil, count: calls.count)
+        for name in Set(calls.map { $0[keyPath: instance] }) {
+            let indices = calls.indices.filter { calls[$0][keyPath: instance] == name }
+            for (index, result) in zip(indices, try await body(name, indices.map { calls[$0] })) { results[index] = result }
+        }
+        return results.map { $0! }
+    }
+
+    /// A batched function's results: each element's JSON, or the server error it was
+    /// refused with alone (`{"status": "error", "code": SQLSTATE}`).
+    private static func batchCall(_ pool: PGPool, _ sql: String, _ instance: String, _ elements: [String],
+                                  function: String) async throws -> [Result<JSONValue, any Error>] {
+        let argument = "[" + elements.joined(separator: ",") + "]"
+        let json = try await pool.send(sql, [instance, argument]).scalar(PGJSON.self).parsed()
+        guard case .array(let results) = json, results.count == elements.count else { throw malformed(function) }
+        return results.map { result in
+            guard result["status"]?.string == "error" else { return .success(result) }
+            return .failure(PGError(.server, sqlState: result["code"]?.string))
+        }
+    }
+}
