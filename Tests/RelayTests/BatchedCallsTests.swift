@@ -76,3 +76,38 @@ import Testing
         #expect(try rows.scalar(Int.self) == ids.count - 2)
     }
 }
+
+extension BatchedCallsTests {
+    /// A row locked elsewhere stops only its own element: the batch gives up on it after
+    /// its lock timeout (55P03) and the relay settles it alone, which waits for the lock.
+    @Test func anElementWhoseRowIsLockedIsSettledAlone() async throws {
+        let admin = try await TestDatabase.admin(), holder = try await TestDatabase.admin()
+        defer { Task { await admin.close(); await holder.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let db = TestDatabase.relay()
+        try await db.registerInstance(instance)
+        let key = try ReplyKey().publicKey
+        let ids = (0..<4).map { _ in UUID() }
+        for id in ids {
+            _ = try await db.openRequest(id: id, owner: ada.user, requester: nil, clientID: "agent", clientName: nil, instance: instance,
+                                         replyKey: key, expiresAt: Date().addingTimeInterval(60), maxWaiting: 100)
+        }
+        let target = ids[2]
+        try await holder.query("begin")
+        try await holder.query("select from relay.pending_requests where id = $1 for update", [target])
+        let calls = ids.map { RelayDatabase.SettleCall(id: $0, user: ada.user, device: nil, answer: .denied(reason: .user), instance: instance) }
+        let batch = Task { try await db.settles.batch(calls) }
+        // The batch gives up on the target after 50 ms and waits in the single call for it.
+        for _ in 0..<400 where try await admin.query(
+            "select count(*)::int from pg_stat_activity where usename = 'whereabot_relay' and query like 'select relay.settle(%' and wait_event_type = 'Lock'"
+        ).scalar(Int.self) == 0 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let others = try await admin.query("select count(*)::int from relay.pending_requests where id = any($1) and outcome = 'denied'", [ids])
+        #expect(try others.scalar(Int.self) == 3, "the other elements settled while the locked one waits alone")
+        try await holder.query("commit")
+        let results = try await batch.value
+        #expect(results.count == 4)
+        for result in results { #expect((try? result.get()) == .settled) }
+    }
+}

@@ -23,11 +23,16 @@
 -- too, so no batch waits on a hello batch that waits on it. A request on someone else's
 -- behalf takes a second lock (its requester's) after its owner's, which no order of
 -- owners can keep: it is refused in a batch (0A000) and opened alone by open_request.
+--
+-- No element waits long for a lock: past lock_timeout (50 ms) it is refused alone with
+-- 55P03, and the relay opens it with relay.open_request, so that one owner's lock held
+-- elsewhere (a hello batch) holds up no other owner's request in the batch.
 create or replace function relay.open_requests(p_instance text, p_requests jsonb)
 returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set lock_timeout = '50ms'
 as $$
 declare
   v_count int;
@@ -78,12 +83,18 @@ comment on function relay.open_requests(text, jsonb) is
 -- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
 -- the others settle. The results come in the elements' order. The elements run in the
 -- order of their request ids, so two batches that settle the same requests lock their rows
--- in one order.
+-- in one order. The other statements that lock several rows of relay.pending_requests
+-- (mark_delivered, reap, a revoked share) keep no such order, so no element waits for a
+-- row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
+-- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
+-- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
+-- costs only that element a second call; no batch holds up another's answers for long.
 create or replace function relay.settle_many(p_instance text, p_answers jsonb)
 returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set lock_timeout = '50ms'
 as $$
 declare
   v_results jsonb[];
@@ -97,7 +108,7 @@ begin
   for v_element in
     select a.ord, a.value
     from jsonb_array_elements(p_answers) with ordinality a(value, ord)
-    order by a.value ->> 'id', a.ord
+    order by lower(a.value ->> 'id'), a.ord
   loop
     begin
       if jsonb_typeof(v_element.value) <> 'object' then

@@ -2,7 +2,7 @@
 -- in one call, answer each in the elements' order, and never fail as a whole because of
 -- one element (SPEC §8).
 begin;
-select plan(20);
+select plan(21);
 
 select tests.create_supabase_user('ada', 'ada@example.com', 'Ada');
 select tests.create_supabase_user('bob', 'bob@example.com', 'Bob');
@@ -86,6 +86,11 @@ select is((select outcome || '/' || reason from relay.pending_requests where id 
   'denied/user', 'the settled row has the first answer');
 select is((select settled_at from relay.pending_requests where id = '00000000-0000-4000-8000-0000000000b1'), null,
   'the refused and forbidden answers changed nothing');
+
+select is((select array_agg(p.proname::text || ': ' || array_to_string(p.proconfig, ', ') order by p.proname)
+  from pg_proc p where p.oid in ('relay.open_requests(text, jsonb)'::regprocedure, 'relay.settle_many(text, jsonb)'::regprocedure)),
+  array['open_requests: search_path="", lock_timeout=50ms', 'settle_many: search_path="", lock_timeout=50ms'],
+  'no element waits long for a lock (past 50 ms it is refused alone with 55P03 and made alone)');
 
 select * from finish();
 rollback;

@@ -26,7 +26,8 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let single: Single
-    private let batch: Batch
+    /// The batched call (tests make it directly).
+    let batch: Batch
     /// Calls (single or batched) in flight at once.
     let maximumInFlight: Int
     /// Calls one batch takes.

@@ -48,31 +48,54 @@ extension RelayDatabase {
     }
 
     static func openCoalescer(_ pool: PGPool) -> CallCoalescer<OpenCall, Opened> {
-        CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: { call in
-            try await openOne(pool, call, requester: nil)
-        }, batch: { calls in
+        let single: CallCoalescer<OpenCall, Opened>.Single = { call in try await openOne(pool, call, requester: nil) }
+        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
                 let results = try await batchCall(pool, "select relay.open_requests($1, $2::jsonb)", instance,
                                                   calls.map(\.json), function: "open_requests")
-                return results.map { result in result.flatMap { json in Result { try opened(json, function: "open_requests") } } }
+                return try await alone(calls, results, single) { try opened($0, function: "open_requests") }
             }
         })
     }
 
     static func settleCoalescer(_ pool: PGPool) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
-        CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: { call in
+        let single: CallCoalescer<SettleCall, RelayStatus.Settle>.Single = { call in
             let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
                                               [call.id, call.user, call.device, call.answer.outcome.rawValue,
                                                call.answer.reason, call.answer.sealed, call.instance]).scalar(String.self)
             return try Self.status(status, from: "settle")
-        }, batch: { calls in
+        }
+        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
                 let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb)", instance,
                                                   calls.map(\.json), function: "settle_many")
-                return results.map { result in result.flatMap { json in Result { try Self.status(json, "status", from: "settle_many") } } }
+                return try await alone(calls, results, single) { try Self.status($0, "status", from: "settle_many") }
             }
         })
     }
+
+    /// Decodes a batch's results; an element the batch gave up on because a lock was held
+    /// past its lock_timeout (55P03) is made alone, with the single function, which waits.
+    private static func alone<Call, Output>(_ calls: [Call], _ results: [Result<JSONValue, any Error>],
+                                            _ single: (Call) async throws -> Output,
+                                            decode: (JSONValue) throws -> Output) async throws -> [Result<Output, any Error>] {
+        var decoded: [Result<Output, any Error>] = []
+        decoded.reserveCapacity(results.count)
+        for (call, result) in zip(calls, results) {
+            switch result {
+            case .success(let json):
+                decoded.append(Result { try decode(json) })
+            case .failure(let error as PGError) where error.sqlState == lockNotAvailable:
+                do { decoded.append(.success(try await single(call))) } catch { decoded.append(.failure(error)) }
+            case .failure(let error):
+                decoded.append(.failure(error))
+            }
+        }
+        return decoded
+    }
+
+    /// The SQLSTATE of a lock not taken within lock_timeout.
+    static let lockNotAvailable = "55P03"
 
     /// One `relay.open_request` call.
     static func openOne(_ pool: PGPool, _ call: OpenCall, requester: UUID?) async throws -> Opened {
