@@ -83,9 +83,9 @@ comment on function relay.open_requests(text, jsonb) is
 -- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
 -- the others settle. The results come in the elements' order. The elements run in the
 -- order of their request ids, so two batches that settle the same requests lock their rows
--- in one order. The other statements that lock several rows of relay.pending_requests
--- (mark_delivered, reap, a revoked share) keep no such order, so no element waits for a
--- row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
+-- in one order, and relay.mark_delivered takes its rows in that order too. The rarer
+-- statements that lock several rows (reap, a revoked share, a re-registered instance) keep
+-- no such order, so no element waits for a row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
 -- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
 -- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
 -- costs only that element a second call; no batch holds up another's answers for long.
@@ -108,7 +108,8 @@ begin
   for v_element in
     select a.ord, a.value
     from jsonb_array_elements(p_answers) with ordinality a(value, ord)
-    order by lower(a.value ->> 'id'), a.ord
+    order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                  then (a.value ->> 'id')::uuid end, a.ord
   loop
     begin
       if jsonb_typeof(v_element.value) <> 'object' then
@@ -131,3 +132,34 @@ comment on function relay.settle_many(text, jsonb) is
 revoke execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb)
   from public, anon, authenticated, service_role;
 grant execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb) to whereabot_relay;
+
+-- -----------------------------------------------------------------------------
+-- relay.mark_delivered(ids): its rows in id order, as settle_many takes them
+-- -----------------------------------------------------------------------------
+-- The bench found the two deadlocking (each held some of the other's rows) once settles
+-- came several to a call.
+create or replace function relay.mark_delivered(p_ids uuid[])
+returns int
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_count int;
+begin
+  if p_ids is null or cardinality(p_ids) > 10000 then
+    raise exception 'mark_delivered needs 0 to 10000 request ids' using errcode = '22023';
+  end if;
+  -- The rows are locked in id order, as relay.settle_many takes them, so that the two
+  -- never wait for each other in a cycle.
+  update relay.pending_requests r
+  set delivered_at = now()
+  from (select p.id from relay.pending_requests p
+        where p.id = any (p_ids) and p.settled_at is null and p.delivered_at is null
+        order by p.id
+        for update) locked
+  where r.id = locked.id and r.settled_at is null and r.delivered_at is null;
+  get diagnostics v_count = row_count;
+  return v_count;
+end;
+$$;

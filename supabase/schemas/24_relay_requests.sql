@@ -124,9 +124,15 @@ begin
   if p_ids is null or cardinality(p_ids) > 10000 then
     raise exception 'mark_delivered needs 0 to 10000 request ids' using errcode = '22023';
   end if;
-  update relay.pending_requests
+  -- The rows are locked in id order, as relay.settle_many takes them, so that the two
+  -- never wait for each other in a cycle.
+  update relay.pending_requests r
   set delivered_at = now()
-  where id = any (p_ids) and settled_at is null and delivered_at is null;
+  from (select p.id from relay.pending_requests p
+        where p.id = any (p_ids) and p.settled_at is null and p.delivered_at is null
+        order by p.id
+        for update) locked
+  where r.id = locked.id and r.settled_at is null and r.delivered_at is null;
   get diagnostics v_count = row_count;
   return v_count;
 end;

@@ -80,9 +80,9 @@ comment on function relay.open_requests(text, jsonb) is
 -- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
 -- the others settle. The results come in the elements' order. The elements run in the
 -- order of their request ids, so two batches that settle the same requests lock their rows
--- in one order. The other statements that lock several rows of relay.pending_requests
--- (mark_delivered, reap, a revoked share) keep no such order, so no element waits for a
--- row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
+-- in one order, and relay.mark_delivered takes its rows in that order too. The rarer
+-- statements that lock several rows (reap, a revoked share, a re-registered instance) keep
+-- no such order, so no element waits for a row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
 -- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
 -- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
 -- costs only that element a second call; no batch holds up another's answers for long.
@@ -105,7 +105,8 @@ begin
   for v_element in
     select a.ord, a.value
     from jsonb_array_elements(p_answers) with ordinality a(value, ord)
-    order by lower(a.value ->> 'id'), a.ord
+    order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                  then (a.value ->> 'id')::uuid end, a.ord
   loop
     begin
       if jsonb_typeof(v_element.value) <> 'object' then
