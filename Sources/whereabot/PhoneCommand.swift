@@ -70,6 +70,8 @@ enum PhoneCommand {
         let agent = ping["client_id"]?.string ?? "an agent"
         let requester = ping["requester"]?["name"]?.string
         say("request \(id.prefix(8)) from \(requester.map { "\($0)'s agent " } ?? "agent ")\(agent), \(left)s left")
+        // The agent's own words, quoted; a terminal shows it as text (controls were cleaned by the relay).
+        if let reason = ping["reason"]?.string { say("  the agent says: \"\(reason.filter { !$0.isNewline })\"") }
         var chosen = mode
         if mode == .ask {
             say("share your location? [a]llow / [d]eny / [i]gnore: ", newline: false)

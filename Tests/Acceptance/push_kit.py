@@ -63,9 +63,10 @@ def hex_token(prefix=""):
 class Locate(threading.Thread):
     """POST /v1/locate with curl in the background; `started` is when curl began."""
 
-    def __init__(self, base, credential, seconds, person=None):
+    def __init__(self, base, credential, seconds, person=None, reason=None):
         super().__init__(daemon=True)
         self.base, self.credential, self.seconds, self.person = base, credential, seconds, person
+        self.reason = reason
         self.status = self.body = None
 
     def run(self):
@@ -73,7 +74,8 @@ class Locate(threading.Thread):
         result = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H",
                                  f"Authorization: Bearer {self.credential}",
                                  f"{self.base}/v1/locate?timeout_secs={self.seconds}"
-                                 + (f"&person={urllib.parse.quote(self.person)}" if self.person else "")],
+                                 + (f"&person={urllib.parse.quote(self.person)}" if self.person else "")
+                                 + (f"&reason={urllib.parse.quote(self.reason)}" if self.reason else "")],
                                 capture_output=True, text=True, timeout=self.seconds + 30)
         body, _, status = result.stdout.rpartition("\n")
         self.status, self.body = int(status), body

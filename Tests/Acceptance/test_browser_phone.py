@@ -201,8 +201,9 @@ def test_a4_allow_shares_the_browser_position_and_a11_history_has_none(browser, 
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20).begin()
+        call = Locate(relay.base, person.agent, 20, reason="To pick you up at the station").begin()
         expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        expect(page.locator("#prompt-reason")).to_have_text("“To pick you up at the station”, says Claude")
         expect(page.locator("#prompt-countdown")).to_contain_text("s left")
         if os.environ.get("WHEREABOT_SCREENSHOTS"):
             page.screenshot(path=str(ROOT / "docs" / "app-prompt.png"))
@@ -405,6 +406,36 @@ def test_a13_names_are_text_never_html(browser, admin, make_user, relay):
         call.join()
         assert page.evaluate("typeof window.pwned") == "undefined"
         assert page.locator("img").count() == 0
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A15
+def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, admin, make_user, relay):
+    """SPEC §13: the prompt shows the agent's reason as its own words, in quotes and
+    attributed, as inert text (markup and a right-to-left override from a hostile agent);
+    the history keeps it; a request without one shows no quote."""
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20,
+                      reason="Pick-up at <img src=x onerror=window.pwned=1>\u202e gate 4").begin()
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        expect(page.locator("#prompt-reason")).to_have_text(
+            "“Pick-up at <img src=x onerror=window.pwned=1> gate 4”, says Claude")
+        page.click("#reject")
+        call.join()
+        assert call.status == 403, call.body
+        expect(page.locator("#history li").first.locator(".history-reason")).to_have_text(
+            "Pick-up at <img src=x onerror=window.pwned=1> gate 4")
+        assert page.evaluate("typeof window.pwned") == "undefined"
+        assert page.locator("img").count() == 0
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_be_visible(timeout=10000)
+        expect(page.locator("#prompt-reason")).to_be_hidden()
+        page.click("#reject")
+        call.join()
+        assert call.status == 403
     finally:
         context.close()
 

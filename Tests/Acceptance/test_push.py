@@ -142,6 +142,22 @@ def test_p1_no_device_connected_pushes_at_once_to_every_target(admin, make_user,
     assert len(push.apns_for(owner.tokens)) == 2 and len(push.web_for(owner.paths)) == 2, "no second push"
 
 
+def test_the_alerts_carry_the_agents_reason_as_text(admin, make_user, push, relay):
+    """SPEC §13: "Your agent NAME wants to know your location: REASON" in the APNs alert and
+    the Web Push body (decrypted here with http_ece), cleaned, with the reason on its own too."""
+    owner = Owner(admin, make_user, push, tokens=[hex_token()], paths=["/sub/reason"])
+    call = Locate(relay.base, owner.agent, 5, reason="To pick you up\n at the <b>station</b>\u202e").begin()
+    alerts = wait_for(lambda: push.apns_for(owner.tokens), 3)
+    webs = wait_for(lambda: push.web_for(owner.paths), 3)
+    assert alerts and webs, (push.apns.pushes, push.web.pushes)
+    text = "Your agent Claude wants to know your location: To pick you up at the <b>station</b>"
+    assert alerts[0]["payload"]["aps"]["alert"]["body"] == text
+    assert alerts[0]["payload"]["reason"] == "To pick you up at the <b>station</b>"
+    assert webs[0]["payload"]["body"] == text and webs[0]["payload"]["reason"] == "To pick you up at the <b>station</b>"
+    call.join()
+    assert call.status == 503
+
+
 # ------------------------------------------------------------------------------------------ P2
 def test_p2_with_a_cli_phone_ignoring_the_alert_comes_after_two_seconds(admin, make_user, push, relay):
     owner = Owner(admin, make_user, push)

@@ -128,6 +128,7 @@ create unlogged table relay.pending_requests (
   keep_until timestamptz,
   wrapped_secret bytea,
   watcher_instance text check (watcher_instance ~ '^[A-Za-z0-9._:-]{1,64}$'),
+  ask_reason text check (char_length(ask_reason) between 1 and 120),
   constraint pending_requests_settled_has_outcome check ((settled_at is null) = (outcome is null)),
   constraint pending_requests_requester_is_someone_else check (requester_id is distinct from owner_id),
   constraint pending_requests_wake_kind_with_time check ((wake_kind is null) = (wake_claimed_at is null)),
@@ -135,7 +136,8 @@ create unlogged table relay.pending_requests (
   constraint pending_requests_resumable_has_ttl check (resumable = (keep_until is not null)),
   constraint pending_requests_durable_is_resumable check (resumable or not durable),
   constraint pending_requests_wrapped_secret_size
-    check (wrapped_secret is null or (resumable and octet_length(wrapped_secret) between 40 and 80))
+    check (wrapped_secret is null or (resumable and octet_length(wrapped_secret) between 40 and 80)),
+  constraint pending_requests_reason_until_settled check (settled_at is null or ask_reason is null)
 );
 comment on table relay.pending_requests is
   'Locate requests in flight: who asks whose phones, which instance waits, its X25519 reply key, and how it ended. Never a coordinate.';
@@ -150,6 +152,8 @@ comment on column relay.pending_requests.resumable is
   'The result is kept (a fix sealed in relay.sealed_results) for whoever presents the request_id.';
 comment on column relay.pending_requests.durable is
   'The request belongs to no instance: it stays open until its deadline when its waiter dies.';
+comment on column relay.pending_requests.ask_reason is
+  'The agent''s reason for asking, shown to the person (cleaned, at most 120 characters); cleared when the request settles.';
 comment on column relay.pending_requests.agent_key_id is
   'The agent key that opened a resumable request: only that key may see it.';
 comment on column relay.pending_requests.keep_until is

@@ -108,9 +108,10 @@ revoke execute on function private.notify_cancel(uuid, uuid) from public, anon, 
 -- -----------------------------------------------------------------------------
 -- private.locate_message(request): what a phone gets for a pending request
 -- -----------------------------------------------------------------------------
--- {id, client_id, agent_name, expires_ms, requester}: agent_name is the agent's cleaned
--- name (at most 200 characters) or null; requester is null for the owner's own agents, else
--- {user_id, name, email} of the person whose agent asks.
+-- {id, client_id, agent_name, expires_ms, reason, requester}: agent_name is the agent's
+-- cleaned name (at most 200 characters) or null; reason the agent's cleaned reason or null;
+-- requester is null for the owner's own agents, else {user_id, name, email} of the person
+-- whose agent asks.
 create or replace function private.locate_message(p_request relay.pending_requests)
 returns jsonb
 language plpgsql
@@ -124,6 +125,7 @@ begin
     'client_id', p_request.client_id,
     'agent_name', nullif(private.clean_display_text(p_request.client_name, 200), ''),
     'expires_ms', (extract(epoch from p_request.expires_at) * 1000)::bigint,
+    'reason', p_request.ask_reason,
     'requester', case when p_request.requester_id is null then null
                       else private.user_card(p_request.requester_id) end);
 end;

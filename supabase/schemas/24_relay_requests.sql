@@ -12,6 +12,30 @@
 -- sockets are, or the request is committed when the hello reads the pending pings.
 
 -- -----------------------------------------------------------------------------
+-- The agent's reason lives only while the request waits
+-- -----------------------------------------------------------------------------
+-- Every statement that settles a request (an answer, the deadline, a hang-up, the reaper,
+-- a revoked share) clears its reason by this trigger, and the table's check holds it.
+create or replace function private.forget_ask_reason()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.ask_reason := null;
+  return new;
+end;
+$$;
+comment on function private.forget_ask_reason() is
+  'Clears relay.pending_requests.ask_reason when a request settles (the reason is never kept after).';
+revoke execute on function private.forget_ask_reason() from public, anon, authenticated;
+
+create trigger pending_requests_forget_reason_when_settled
+  before update on relay.pending_requests
+  for each row when (new.settled_at is not null and new.ask_reason is not null)
+  execute function private.forget_ask_reason();
+
+-- -----------------------------------------------------------------------------
 -- relay.open_request(...) → {status, connections, ping}
 -- -----------------------------------------------------------------------------
 -- status: opened, too_many (max_waiting requests already wait: nothing was opened), exists
@@ -22,10 +46,13 @@
 -- connections: how many sockets of the owner are live now (0: push at once). ping: the
 -- message for the caller's own sockets of the owner (else null); the other holders are
 -- notified. A requester other than the owner needs an active share from the owner. The
--- instance's row is never created here (relay.heartbeat re-creates a reaped one).
+-- instance's row is never created here (relay.heartbeat re-creates a reaped one). reason:
+-- the agent's words for the person (cleaned of controls and invisible characters, at most
+-- 120 characters), kept only until the request settles and shown in the ping.
 create or replace function relay.open_request(
   p_id uuid, p_owner uuid, p_requester uuid, p_client_id text, p_client_name text,
-  p_instance text, p_reply_key bytea, p_expires_at timestamptz, p_max_waiting int default 5)
+  p_instance text, p_reply_key bytea, p_expires_at timestamptz, p_max_waiting int default 5,
+  p_reason text default null)
 returns jsonb
 language plpgsql
 security definer
@@ -37,6 +64,7 @@ declare
   v_holders text[];
   v_connections int;
   v_ping jsonb;
+  v_reason text := nullif(private.clean_display_text(p_reason, 4000), '');
 begin
   perform private.check_instance_id(p_instance);
   if p_id is null or p_owner is null then
@@ -53,6 +81,9 @@ begin
   end if;
   if p_expires_at is null or p_expires_at <= now() or p_expires_at > now() + interval '10 minutes' then
     raise exception 'expires_at must be in the next 10 minutes' using errcode = '22023';
+  end if;
+  if char_length(v_reason) > 120 then
+    raise exception 'reason must be at most 120 characters' using errcode = '22023';
   end if;
   if p_max_waiting is null or p_max_waiting not between 1 and 100 then
     raise exception 'max_waiting must be between 1 and 100' using errcode = '22023';
@@ -92,9 +123,9 @@ begin
   end if;
 
   insert into relay.pending_requests
-    (id, owner_id, requester_id, client_id, client_name, waiter_instance, reply_key, expires_at)
+    (id, owner_id, requester_id, client_id, client_name, waiter_instance, reply_key, expires_at, ask_reason)
   values (p_id, p_owner, nullif(p_requester, p_owner), p_client_id, p_client_name,
-          p_instance, p_reply_key, p_expires_at)
+          p_instance, p_reply_key, p_expires_at, v_reason)
   returning * into v_request;
 
   if v_connections > 0 then
@@ -105,7 +136,7 @@ begin
     'ping', case when p_instance = any (v_holders) then v_ping end);
 end;
 $$;
-comment on function relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int) is
+comment on function relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int, text) is
   'Opens a locate request for OWNER''s phones (NOTIFY whereabot_locate) unless MAX_WAITING are already waiting.';
 
 -- -----------------------------------------------------------------------------
@@ -351,7 +382,7 @@ comment on function relay.reply_key(uuid, uuid) is
   'The waiter''s public key of request ID if it still waits for USER''s phones, else null.';
 
 revoke execute on function
-  relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int),
+  relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int, text),
   relay.mark_delivered(uuid[]),
   relay.settle(uuid, uuid, uuid, text, text, text, text),
   relay.finish(uuid, text, text),
@@ -359,7 +390,7 @@ revoke execute on function
   relay.reply_key(uuid, uuid)
   from public, anon, authenticated, service_role;
 grant execute on function
-  relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int),
+  relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int, text),
   relay.mark_delivered(uuid[]),
   relay.settle(uuid, uuid, uuid, text, text, text, text),
   relay.finish(uuid, text, text),

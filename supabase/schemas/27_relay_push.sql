@@ -324,7 +324,7 @@ begin
     'limited', jsonb_build_object('apns', jsonb_array_length(v_apns) - jsonb_array_length(v_paid_apns),
                                   'web', jsonb_array_length(v_web) - jsonb_array_length(v_paid_web)),
     'owner', v_request.owner_id,
-    'client_id', v_request.client_id, 'client_name', v_request.client_name,
+    'client_id', v_request.client_id, 'client_name', v_request.client_name, 'reason', v_request.ask_reason,
     'requester', case when v_request.requester_id is null then null
                       else private.user_card(v_request.requester_id) end,
     'expires_ms', (extract(epoch from v_request.expires_at) * 1000)::bigint);

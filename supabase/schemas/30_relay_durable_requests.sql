@@ -97,7 +97,7 @@ revoke execute on function private.request_view(relay.pending_requests) from pub
 create or replace function relay.open_durable_request(
   p_id uuid, p_owner uuid, p_requester uuid, p_client_id text, p_client_name text, p_key uuid,
   p_instance text, p_reply_key bytea, p_expires_at timestamptz, p_keep_until timestamptz,
-  p_durable boolean, p_wrapped_secret bytea, p_max_waiting int default 5)
+  p_durable boolean, p_wrapped_secret bytea, p_max_waiting int default 5, p_reason text default null)
 returns jsonb
 language plpgsql
 security definer
@@ -141,7 +141,7 @@ begin
   end if;
 
   v_opened := relay.open_request(p_id, p_owner, p_requester, p_client_id, p_client_name, p_instance,
-                                 p_reply_key, p_expires_at, p_max_waiting);
+                                 p_reply_key, p_expires_at, p_max_waiting, p_reason);
   if v_opened->>'status' = 'opened' then
     update relay.pending_requests
     set resumable = true, durable = p_durable, agent_key_id = p_key, keep_until = p_keep_until,
@@ -151,7 +151,7 @@ begin
   return v_opened;
 end;
 $$;
-comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int) is
+comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text) is
   'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential.';
 
 -- -----------------------------------------------------------------------------
@@ -306,14 +306,14 @@ comment on function relay.durable_requests(uuid, text, uuid, bigint, uuid, int) 
   'One page of a credential''s own durable requests, newest first (tasks/list); never another credential''s.';
 
 revoke execute on function
-  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int),
+  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text),
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),
   relay.durable_requests(uuid, text, uuid, bigint, uuid, int)
   from public, anon, authenticated, service_role;
 grant execute on function
-  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int),
+  relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text),
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),

@@ -10,7 +10,7 @@
 -- The opens an instance has waiting while one call is in flight go as one call: one
 -- round trip, one commit, one executor start, instead of one each. Each element is
 -- relay.open_request's arguments as an object (id, owner, client_id, client_name,
--- reply_key in base64, expires_at in epoch seconds, max_waiting), opened by relay.open_request
+-- reply_key in base64, expires_at in epoch seconds, max_waiting, reason), opened by relay.open_request
 -- in a block of its own, so that one bad element is refused alone: its result is
 -- {"status": "error", "code": SQLSTATE}, the SQLSTATE relay.open_request raised, and the
 -- others open. The results come in the elements' order.
@@ -60,7 +60,7 @@ begin
         (v_element.value ->> 'requester')::uuid, v_element.value ->> 'client_id',
         v_element.value ->> 'client_name', p_instance, decode(v_element.value ->> 'reply_key', 'base64'),
         to_timestamp((v_element.value ->> 'expires_at')::double precision),
-        coalesce((v_element.value ->> 'max_waiting')::int, 5));
+        coalesce((v_element.value ->> 'max_waiting')::int, 5), v_element.value ->> 'reason');
     exception when others then
       v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
     end;

@@ -25,7 +25,8 @@ select columns_are('relay', 'pending_requests',
   array['id', 'owner_id', 'requester_id', 'client_id', 'client_name', 'waiter_instance',
         'reply_key', 'created_at', 'expires_at', 'delivered_at', 'settled_at', 'outcome',
         'reason', 'answered_by', 'wake_kind', 'wake_claimed_at', 'checking_claimed_at',
-        'resumable', 'durable', 'agent_key_id', 'keep_until', 'wrapped_secret', 'watcher_instance'],
+        'resumable', 'durable', 'agent_key_id', 'keep_until', 'wrapped_secret', 'watcher_instance',
+        'ask_reason'],
   'relay.pending_requests has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'connections',

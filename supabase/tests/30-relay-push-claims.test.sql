@@ -61,7 +61,7 @@ select is(pg_temp.claim('r1', 'wake') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'alert',
     'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
-    'client_id', 'agent-other', 'client_name', 'Claude', 'requester', null),
+    'client_id', 'agent-other', 'client_name', 'Claude', 'reason', null, 'requester', null),
   'a wake for an agent that is not always allowed is an alert to every target, none of removed devices');
 select is((pg_temp.claim('r1', 'wake')) ->> 'status', 'already', 'the second claim of a stage finds it taken');
 select is((pg_temp.claim('r1', 'checking')) ->> 'status', 'not_applicable', 'no checking stage after an alert wake');
@@ -81,7 +81,7 @@ select is(pg_temp.claim('r2', 'checking') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking',
     'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
-    'client_id', '11111111-1111-4111-8111-111111111111', 'client_name', 'Claude', 'requester', null),
+    'client_id', '11111111-1111-4111-8111-111111111111', 'client_name', 'Claude', 'reason', null, 'requester', null),
   'checking after a silent wake goes to every APNs token and subscription');
 select is(pg_temp.claim('r2', 'checking') ->> 'status', 'already', 'checking is claimed once');
 
@@ -95,7 +95,7 @@ select is(pg_temp.claim('r5', 'wake') ->> 'kind', 'alert',
   'always-allow for the owner''s own requests does not cover Bob''s requests with the same agent');
 
 -- ---------------------------------------------------------------- always allowed, no APNs token
-select is(pg_temp.claim('r3', 'wake') - 'expires_ms' - 'client_name' - 'client_id' - 'requester' - 'owner' - 'limited',
+select is(pg_temp.claim('r3', 'wake') - 'expires_ms' - 'client_name' - 'client_id' - 'reason' - 'requester' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking', 'apns', '[]'::jsonb,
     'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/cy', 'p256dh', repeat('C', 87), 'auth', repeat('A', 22)))),
   'always allowed without an APNs token: the checking Web Push goes out at wake');

@@ -14,7 +14,7 @@ extension RelayDatabase {
     /// One `openRequest` call's arguments.
     struct OpenCall: Sendable {
         let id: UUID, owner: UUID, clientID: String, clientName: String?
-        let instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int
+        let instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int, reason: String?
 
         /// The element of `relay.open_requests`' argument.
         var json: String {
@@ -26,6 +26,7 @@ extension RelayDatabase {
             object.string("reply_key", Data(replyKey).base64EncodedString())
             object.number("expires_at", expiresAt.timeIntervalSince1970)
             object.integer("max_waiting", Int64(maxWaiting))
+            object.string("reason", reason)
             return object.object
         }
     }
@@ -99,9 +100,9 @@ extension RelayDatabase {
 
     /// One `relay.open_request` call.
     static func openOne(_ pool: PGPool, _ call: OpenCall, requester: UUID?) async throws -> Opened {
-        let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                                         [call.id, call.owner, requester, call.clientID, call.clientName, call.instance,
-                                         Data(call.replyKey), call.expiresAt, call.maxWaiting])
+                                         Data(call.replyKey), call.expiresAt, call.maxWaiting, call.reason])
             .scalar(PGJSON.self).parsed()
         return try opened(json, function: "open_request")
     }

@@ -27,11 +27,11 @@ extension RelayDatabase {
     /// `makeDurable` follows at the call's wait bound).
     func openDurableRequest(id: UUID, owner: UUID, requester: UUID?, binding: Binding, clientName: String?,
                             instance: String, replyKey: [UInt8], expiresAt: Date, keepUntil: Date, durable: Bool,
-                            wrappedSecret: [UInt8]?, maxWaiting: Int) async throws -> Opened {
+                            wrappedSecret: [UInt8]?, maxWaiting: Int, reason: String? = nil) async throws -> Opened {
         let json = try await pool.send(
-            "select relay.open_durable_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            "select relay.open_durable_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             [id, owner, requester, binding.clientID, clientName, binding.keyID, instance, Data(replyKey), expiresAt,
-             keepUntil, durable, wrappedSecret.map { Data($0) }, maxWaiting])
+             keepUntil, durable, wrappedSecret.map { Data($0) }, maxWaiting, reason])
             .scalar(PGJSON.self).parsed()
         return try Self.opened(json, function: "open_durable_request")
     }

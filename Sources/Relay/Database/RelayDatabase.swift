@@ -78,10 +78,12 @@ public struct RelayDatabase: Sendable {
     /// Opens a locate request; the instances holding the owner's other sockets are notified.
     /// Under load it goes with others in one `relay.open_requests` call; a request on
     /// someone else's behalf always goes alone (its second lock has no order with the owners').
+    /// `reason`: the agent's cleaned reason (`LocateReason`), shown in the ping.
     public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
-                            instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int) async throws -> Opened {
+                            instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int,
+                            reason: String? = nil) async throws -> Opened {
         let call = OpenCall(id: id, owner: owner, clientID: clientID, clientName: clientName, instance: instance,
-                            replyKey: replyKey, expiresAt: expiresAt, maxWaiting: maxWaiting)
+                            replyKey: replyKey, expiresAt: expiresAt, maxWaiting: maxWaiting, reason: reason)
         if let requester, requester != owner { return try await Self.openOne(pool, call, requester: requester) }
         return try await opens.call(call)
     }

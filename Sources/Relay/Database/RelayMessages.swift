@@ -17,9 +17,11 @@ public struct LocateMessage: Sendable, Equatable {
     public let requester: Person?
     /// The waiter's X25519 public key for this request (32 bytes), when the database sent it.
     public let replyKey: [UInt8]?
+    /// The agent's reason for asking (cleaned), nil when it gave none: the prompt quotes it.
+    public let reason: String?
 
     /// The phone's form, `{"type":"locate",...}`, with `requester` null for the owner's own
-    /// agents and never the reply key.
+    /// agents, `reason` only when the agent gave one, and never the reply key.
     public var phoneJSON: String {
         var json = JSONText()
         json.string("type", "locate")
@@ -27,14 +29,16 @@ public struct LocateMessage: Sendable, Equatable {
         json.string("client_id", clientID)
         json.string("agent_name", agentName)
         json.integer("expires_ms", expiresMs)
+        if let reason { json.string("reason", reason) }  // only when the agent gave one
         json.raw("requester", requester?.json)
         return json.object
     }
 
     /// Creates a locate message.
     public init(id: UUID, clientID: String, agentName: String? = nil, expiresMs: Int64, requester: Person?,
-                replyKey: [UInt8]? = nil) {
+                replyKey: [UInt8]? = nil, reason: String? = nil) {
         self.replyKey = replyKey
+        self.reason = reason
         self.id = id
         self.clientID = clientID
         self.agentName = agentName
@@ -148,7 +152,13 @@ extension LocateMessage {
             guard let text = name.string else { return nil }
             agentName = DisplayText.clean(text, maximumLength: 200)
         }
-        self.init(id: id, clientID: clientID, agentName: agentName, expiresMs: expiresMs, requester: requester, replyKey: replyKey)
+        var reason: String?
+        if let value = json["reason"], !value.isNull {
+            guard let text = value.string, case .reason(let cleaned) = LocateReason.check(text) else { return nil }
+            reason = cleaned
+        }
+        self.init(id: id, clientID: clientID, agentName: agentName, expiresMs: expiresMs, requester: requester, replyKey: replyKey,
+                  reason: reason)
     }
 }
 

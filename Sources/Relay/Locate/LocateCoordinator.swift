@@ -35,10 +35,13 @@ public actor LocateCoordinator {
         public var timeout: Duration
         /// How the request outlives its call, when it may (nil: a synchronous request).
         public var resumable: Resumable?
+        /// The agent's reason for asking, cleaned (`LocateReason`); nil for none.
+        public var reason: String?
 
         /// Creates a request.
         public init(owner: UUID, requester: UUID? = nil, clientID: String, clientName: String? = nil,
-                    email: String? = nil, timeout: Duration, resumable: Resumable? = nil) {
+                    email: String? = nil, timeout: Duration, resumable: Resumable? = nil, reason: String? = nil) {
+            self.reason = reason
             self.owner = owner
             self.requester = requester
             self.clientID = clientID
@@ -346,12 +349,12 @@ public actor LocateCoordinator {
                 id: id, owner: waiter.request.owner, requester: waiter.request.requester, binding: resumable.binding,
                 clientName: waiter.request.clientName, instance: instance, replyKey: waiter.publicKey,
                 expiresAt: waiter.expiresAt, keepUntil: keepUntil, durable: durable, wrappedSecret: resumable.wrapped,
-                maxWaiting: resumable.callBound == nil ? Self.maxWaitingDurable : maxWaiting)
+                maxWaiting: resumable.callBound == nil ? Self.maxWaitingDurable : maxWaiting, reason: waiter.request.reason)
         }
         return try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
             clientName: waiter.request.clientName, instance: instance, replyKey: waiter.publicKey,
-            expiresAt: waiter.expiresAt, maxWaiting: maxWaiting)
+            expiresAt: waiter.expiresAt, maxWaiting: maxWaiting, reason: waiter.request.reason)
     }
 
     /// The outcome an answer means for the agent (a sealed fix is opened with `replyKey`;

@@ -56,9 +56,11 @@ struct LocateService: Sendable {
 
     /// Locates the agent's own user, or `person` when someone who shares with them.
     /// - Throws: database errors (503 for the caller).
-    func locate(agent: AgentIdentity, person: String?, timeoutSeconds: Int, mode: Mode = .synchronous) async throws -> Result {
+    /// - Parameter reason: the agent's reason, cleaned and checked (`LocateReason`).
+    func locate(agent: AgentIdentity, person: String?, reason: String? = nil, timeoutSeconds: Int,
+                mode: Mode = .synchronous) async throws -> Result {
         let started = ContinuousClock.now
-        let result = try await locateOnce(agent: agent, person: person, timeoutSeconds: timeoutSeconds, mode: mode)
+        let result = try await locateOnce(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds, mode: mode)
         if case .waiting = result { return result }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -101,7 +103,8 @@ struct LocateService: Sendable {
         return try await database.peopleSharing(with: agent.userID).first { $0.userID == state.owner }
     }
 
-    private func locateOnce(agent: AgentIdentity, person: String?, timeoutSeconds: Int, mode: Mode) async throws -> Result {
+    private func locateOnce(agent: AgentIdentity, person: String?, reason: String?, timeoutSeconds: Int,
+                            mode: Mode) async throws -> Result {
         var owner = agent.userID
         var requester: UUID?
         var shared: Person?
@@ -127,7 +130,8 @@ struct LocateService: Sendable {
         }
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
-                                                         timeout: .seconds(timeoutSeconds), resumable: resumable)) {
+                                                         timeout: .seconds(timeoutSeconds), resumable: resumable,
+                                                         reason: reason)) {
             [hub] ping, owner in await hub.locate(ping, owner: owner)
         }
         return phrase(outcome, token: resumable?.token, shared: shared)

@@ -11,8 +11,9 @@ extension MCPHandler {
 
     func locateTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
         let arguments = params["arguments"]?.object ?? [:]
-        if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "request_id"].contains($0) }) {
-            return Self.toolError("Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs, person and request_id.")
+        if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "reason", "request_id"].contains($0) }) {
+            return Self.toolError(
+                "Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs, person, reason and request_id.")
         }
         if let value = arguments["request_id"] {
             guard let text = value.string, let token = RequestToken(parsing: text) else {
@@ -44,6 +45,14 @@ extension MCPHandler {
         if let person = arguments["person"], person.string == nil {
             return Self.toolError("person must be a string (a name or an email).")
         }
+        var reason: String?
+        if let value = arguments["reason"], !value.isNull {
+            guard let text = value.string else { return Self.toolError("reason must be a string.") }
+            switch LocateReason.check(text) {
+            case .reason(let cleaned): reason = cleaned
+            case .tooLong: return Self.toolError(LocateReason.tooLongText)
+            }
+        }
         // A task's ttl shorter than its consent window cuts the window: nothing is kept past it.
         if let requestedTTL { timeout = max(1, min(timeout, requestedTTL / 1000)) }
         let mode: LocateService.Mode = legacyTask != nil
@@ -51,7 +60,8 @@ extension MCPHandler {
         let opened = Date()
         let result: LocateService.Result
         do {
-            result = try await locator.locate(agent: agent, person: arguments["person"]?.string, timeoutSeconds: timeout, mode: mode)
+            result = try await locator.locate(agent: agent, person: arguments["person"]?.string, reason: reason,
+                                              timeoutSeconds: timeout, mode: mode)
         } catch {
             logger.failure("locate_failed", error)
             return Self.toolError(RelayRoutes.databaseUnreachableText)

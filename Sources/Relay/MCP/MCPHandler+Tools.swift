@@ -71,6 +71,8 @@ extension MCPHandler {
                 "timeout_secs": ["type": "integer", "minimum": 1, "maximum": 120, "default": 60,
                                  "description": "Seconds the person has to answer (1 to 120; up to 600 when called as a task)."],
                 "person": ["type": "string", "description": "Name or email of someone who shares their location with the user."],
+                "reason": ["type": "string",
+                           "description": "Why you ask, in a few words the person reads on their phone (at most 120 characters)."],
                 "request_id": ["type": "string", "pattern": "^wbr_[A-Za-z0-9_-]{32}$",
                                "description": "The request_id of an earlier call that had no answer yet: waits for that request."],
             ]],

@@ -19,6 +19,8 @@ struct PushClaim: Sendable, Equatable {
     let web: [WebTarget]?
     let clientID: String?
     let clientName: String?
+    /// The agent's reason for asking, for the alert's text (nil: none).
+    var reason: String? = nil
     let requester: Person?
     let expiresMs: Int64?
     /// The account whose phones are pushed (the fair queue's key).
@@ -79,7 +81,8 @@ extension PushClaim {
               let owner = json.optionalMember("owner", \.uuid), let expiresMs = json.optionalMember("expires_ms", \.integer),
               let kind = json.optionalMember("kind", \.string), let clientID = json.optionalMember("client_id", \.string),
               let clientName = json.optionalMember("client_name", \.string) else { return nil }
+        guard let reason = json.optionalMember("reason", \.string) else { return nil }
         self.init(status: status, kind: kind, apns: apns, web: web, clientID: clientID, clientName: clientName,
-                  requester: requester, expiresMs: expiresMs, owner: owner, limited: limited)
+                  reason: reason, requester: requester, expiresMs: expiresMs, owner: owner, limited: limited)
     }
 }

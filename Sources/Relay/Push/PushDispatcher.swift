@@ -28,7 +28,8 @@ final class PushDispatcher: Sendable {
     func send(_ kind: PushPlan.Kind, stage: PushPlan.Stage, request id: UUID, claim: PushClaim) async {
         guard let clientID = claim.clientID, let expiresMs = claim.expiresMs else { return }
         let payload = PushPayload(kind: PushPayload.Kind(rawValue: kind.rawValue) ?? .alert, requestID: id, clientID: clientID,
-                                  agentName: claim.clientName, requester: claim.requester, expiresMs: expiresMs)
+                                  agentName: claim.clientName, requester: claim.requester, expiresMs: expiresMs,
+                                  reason: claim.reason)
         let deadline = Date(timeIntervalSince1970: Double(expiresMs) / 1000)
         let requestID = id.uuidString.lowercased()
         let apnsBody = payload.apns()

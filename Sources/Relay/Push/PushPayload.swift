@@ -15,9 +15,13 @@ struct PushPayload: Sendable {
     /// Who asks, for shared requests.
     let requester: Person?
     let expiresMs: Int64
+    /// The agent's reason for asking (cleaned), nil when it gave none.
+    let reason: String?
 
-    /// Creates the payload of one stage; names are cleaned of control characters.
-    init(kind: Kind, requestID: UUID, clientID: String, agentName: String?, requester: Person?, expiresMs: Int64) {
+    /// Creates the payload of one stage; names and the reason are cleaned of control characters.
+    init(kind: Kind, requestID: UUID, clientID: String, agentName: String?, requester: Person?, expiresMs: Int64,
+         reason: String? = nil) {
+        if let reason, case .reason(let cleaned) = LocateReason.check(reason) { self.reason = cleaned } else { self.reason = nil }
         self.kind = kind
         self.requestID = requestID
         self.clientID = clientID
@@ -32,16 +36,19 @@ struct PushPayload: Sendable {
     static let title = "Whereabot"
 
     /// The notification's body text.
-    var body: String { Self.body(kind: kind, agentName: agentName, requester: requester?.name) }
+    var body: String { Self.body(kind: kind, agentName: agentName, requester: requester?.name, reason: reason) }
 
-    static func body(kind: Kind, agentName: String?, requester: String?) -> String {
+    /// "… wants to know your location" (or "is checking"), then ": REASON" when the agent
+    /// gave one: the agent's own words, after its name.
+    static func body(kind: Kind, agentName: String?, requester: String?, reason: String? = nil) -> String {
         let agent: String = switch (requester, agentName) {
         case (let owner?, let name?): "\(owner)'s agent \(name)"
         case (let owner?, nil): "\(owner)'s agent"
         case (nil, let name?): kind == .checking ? name : "Your agent \(name)"
         case (nil, nil): "An agent"
         }
-        return kind == .checking ? "\(agent) is checking your location" : "\(agent) wants to know your location"
+        let text = kind == .checking ? "\(agent) is checking your location" : "\(agent) wants to know your location"
+        return reason.map { "\(text): \($0)" } ?? text
     }
 
     /// The APNs JSON (≤ 4096 bytes: the agent name is cut until it fits).
@@ -53,11 +60,12 @@ struct PushPayload: Sendable {
                         "expires_ms": JSONValue(payload.expiresMs),
                         "requester_id": JSONValue(payload.requester?.userID?.uuidString.lowercased())]
             }
-            return ["aps": ["alert": ["title": .string(Self.title), "body": .string(payload.body)], "sound": "default",
-                            "thread-id": .string(payload.clientID),
-                            "category": payload.kind == .checking ? "LOCATION_AUTO" : "LOCATION_REQUEST"],
-                    "request_id": .string(requestID), "client_id": .string(payload.clientID), "agent_name": JSONValue(payload.agentName),
-                    "expires_ms": JSONValue(payload.expiresMs), "requester": payload.requesterJSON]
+            return payload.withReason(["aps": ["alert": ["title": .string(Self.title), "body": .string(payload.body)], "sound": "default",
+                                               "thread-id": .string(payload.clientID),
+                                               "category": payload.kind == .checking ? "LOCATION_AUTO" : "LOCATION_REQUEST"],
+                                       "request_id": .string(requestID), "client_id": .string(payload.clientID),
+                                       "agent_name": JSONValue(payload.agentName), "expires_ms": JSONValue(payload.expiresMs),
+                                       "requester": payload.requesterJSON])
         }
     }
 
@@ -65,11 +73,20 @@ struct PushPayload: Sendable {
     func webPush() -> [UInt8] {
         fitting(3993) { payload in
             let requestID = payload.requestID.uuidString.lowercased()
-            return ["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": .string(requestID),
+            return payload.withReason(["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": .string(requestID),
                     "title": .string(Self.title), "body": .string(payload.body), "client_id": .string(payload.clientID),
                     "agent_name": JSONValue(payload.agentName), "requester": payload.requesterJSON,
-                    "expires_ms": JSONValue(payload.expiresMs), "url": .string("/app/?request=\(requestID)")]
+                    "expires_ms": JSONValue(payload.expiresMs), "url": .string("/app/?request=\(requestID)")])
         }
+    }
+
+    /// The object with `"reason"` added when the agent gave one (payloads without one are
+    /// PUSH.md's, byte for byte).
+    private func withReason(_ object: [String: JSONValue]) -> JSONValue {
+        guard let reason else { return .object(object) }
+        var object = object
+        object["reason"] = .string(reason)
+        return .object(object)
     }
 
     private var requesterJSON: JSONValue {
@@ -86,7 +103,7 @@ struct PushPayload: Sendable {
             // Without a name it fits (every other field is bounded); if not, the sender refuses it.
             guard bytes.count > limit, let name = payload.agentName, !name.isEmpty else { return bytes }
             payload = PushPayload(kind: kind, requestID: requestID, clientID: clientID, agentName: String(name.dropLast()),
-                                  requester: requester, expiresMs: expiresMs)
+                                  requester: requester, expiresMs: expiresMs, reason: reason)
         }
     }
 }

@@ -19,10 +19,10 @@ struct DurableRoutes: Sendable {
     static let retryAfter = "2"
 
     /// POST /v1/locate with `Prefer: respond-async`: opens a durable request.
-    func open(agent: AgentIdentity, person: String?, timeoutSeconds: Int) async -> HTTPResponse {
+    func open(agent: AgentIdentity, person: String?, reason: String?, timeoutSeconds: Int) async -> HTTPResponse {
         let result: LocateService.Result
         do {
-            result = try await locator.locate(agent: agent, person: person, timeoutSeconds: timeoutSeconds,
+            result = try await locator.locate(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds,
                                               mode: .durable(ttl: nil, listed: false))
         } catch {
             logger.failure("locate_failed", error)

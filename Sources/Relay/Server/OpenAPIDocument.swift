@@ -42,6 +42,12 @@ public enum OpenAPIDocument {
 
     // MARK: Routes
 
+    private static let reasonDescription = """
+        Why the agent asks, shown to the person as the agent's own words (the query's, else the JSON body's). \
+        Cleaned: control characters become spaces, bidi controls are removed, whitespace collapses; \
+        at most \(LocateReason.maximumLength) characters after cleaning.
+        """
+
     private static var locate: YAML {
         .map([
             ("operationId", .string("locate")),
@@ -54,13 +60,22 @@ public enum OpenAPIDocument {
                 .map([("name", .string("person")), ("in", .string("query")), ("required", .bool(false)),
                       ("description", .string("Someone who shares their location with the agent's user: an email, or a display name.")),
                       ("schema", .map([("type", .string("string")), ("maxLength", .int(320))]))]),
+                .map([("name", .string("reason")), ("in", .string("query")), ("required", .bool(false)),
+                      ("description", .string(reasonDescription)), ("schema", .map([("type", .string("string"))]))]),
                 preferHeader,
             ])),
+            ("requestBody", .map([("required", .bool(false)),
+                                  ("content", .map([("application/json", .map([("schema", .map([
+                                      ("type", .string("object")), ("additionalProperties", .bool(false)),
+                                      ("properties", .map([("reason", .map([("type", .string("string")),
+                                                                              ("description", .string(reasonDescription))]))]))]))]))]))])),
             ("responses", .map([
                 ("200", .map([("description", .string("The fix")),
                               ("content", .map([("application/json", .map([("schema", ref("Fix"))]))]))])),
                 ("202", accepted),
-                ("400", text("A bad timeout_secs", [RelayRoutes.timeoutText, RelayRoutes.asyncTimeoutText])),
+                ("400", text("A bad timeout_secs, a reason too long or a body that is not {\"reason\": …}",
+                             [RelayRoutes.timeoutText, RelayRoutes.asyncTimeoutText, LocateReason.tooLongText,
+                              RelayRoutes.ReasonRefusal.body.text])),
                 ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
                 ("403", text("The person declined", [AgentFailure.declined.agentText, AgentFailure.personDeclined(example.name).agentText])),
                 ("404", text("Nobody by that name shares with the user", [AgentFailure.nobodyNamed("Ada").agentText])),

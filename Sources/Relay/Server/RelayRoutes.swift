@@ -164,18 +164,49 @@ struct RelayRoutes: Sendable {
             }
             timeout = value
         }
+        let reason: String?
+        switch Self.reasonArgument(request) {
+        case .success(let text): reason = text
+        case .failure(let refusal): return .text(400, refusal.text)
+        }
         if async {
-            return await durable.open(agent: agent, person: request.queryItem("person"), timeoutSeconds: timeout)
+            return await durable.open(agent: agent, person: request.queryItem("person"), reason: reason, timeoutSeconds: timeout)
         }
         let result: LocateService.Result
         do {
-            result = try await locator.locate(agent: agent, person: request.queryItem("person"), timeoutSeconds: timeout)
+            result = try await locator.locate(agent: agent, person: request.queryItem("person"), reason: reason, timeoutSeconds: timeout)
         } catch {
             logger.failure("locate_failed", error)
             return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
         }
         if case .abandoned = result { return .text(499, "abandoned") }
         return DurableRoutes.response(result)
+    }
+
+    /// Why a locate's reason was refused (400).
+    struct ReasonRefusal: Error {
+        let text: String
+        static let tooLong = ReasonRefusal(text: LocateReason.tooLongText)
+        static let body = ReasonRefusal(text: "The body of POST /v1/locate is empty or a JSON object such as {\"reason\": \"…\"}.")
+    }
+
+    /// A locate's `reason`, cleaned (`LocateReason`): the query's, else the JSON body's
+    /// (`{"reason": "…"}`); nil for none.
+    static func reasonArgument(_ request: HTTPRequest) -> Result<String?, ReasonRefusal> {
+        var raw = request.queryItem("reason")
+        if raw == nil, !request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            guard case .object(let object)? = JSONValue.parse(bytes: request.body),
+                  object.keys.allSatisfy({ $0 == "reason" }) else { return .failure(.body) }
+            switch object["reason"] {
+            case nil, .null?: break
+            case .string(let text)?: raw = text
+            default: return .failure(.body)
+            }
+        }
+        switch LocateReason.check(raw) {
+        case .reason(let text): return .success(text)
+        case .tooLong: return .failure(.tooLong)
+        }
     }
 
     /// A locate's `timeout_secs`: a whole number of seconds above 0, values above the maximum

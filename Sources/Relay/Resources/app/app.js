@@ -84,7 +84,8 @@ function isAlwaysAllowed(message) {
 
 function entry(message, outcome) {
   history.add({ id: message.id, agent: message.agent_name || message.client_id, client_id: message.client_id,
-                requester_name: (message.requester && message.requester.name) || null, outcome });
+                requester_name: (message.requester && message.requester.name) || null,
+                reason: typeof message.reason === "string" ? message.reason : null, outcome });
   renderHistory();
 }
 
@@ -112,6 +113,10 @@ function next() {
   if (!current) return;
   const message = current;
   $("prompt-text").textContent = `${who(message)} wants to know your location`;
+  // The agent's own words, quoted and attributed; text only, never markup.
+  const reason = typeof message.reason === "string" && message.reason ? message.reason : null;
+  $("prompt-reason").textContent = reason ? `“${reason}”, says ${message.agent_name || "the agent"}` : "";
+  show("prompt-reason", Boolean(reason));
   const tick = () => {
     const left = Math.ceil((message.expires_ms - Date.now()) / 1000);
     $("prompt-countdown").textContent = left > 0 ? `${left} s left` : "";
@@ -181,6 +186,12 @@ function renderHistory() {
     const time = document.createElement("small");
     time.textContent = new Date(item.at).toLocaleString();
     li.append(text, time);
+    if (item.reason) {
+      const reason = document.createElement("q");
+      reason.className = "history-reason";
+      reason.textContent = item.reason;
+      li.append(reason);
+    }
     return li;
   }));
   show("history-empty", history.entries().length === 0);

@@ -1,5 +1,6 @@
 // The request history on this device (APP.md §A.4): newest first, at most 200 entries,
-// and never a coordinate or an accuracy — only who asked, when, and what happened.
+// and never a coordinate or an accuracy — only who asked, why they said they asked, when,
+// and what happened.
 
 const KEY = "whereabot.history";
 const LIMIT = 200;
@@ -28,8 +29,9 @@ export class History {
     localStorage.removeItem(KEY);
   }
 
-  add({ id, agent, client_id, requester_name, outcome }) {
-    const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name, outcome };
+  add({ id, agent, client_id, requester_name, reason, outcome }) {
+    const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name,
+                   reason: typeof reason === "string" ? reason.slice(0, 120) : null, outcome };
     const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);
     localStorage.setItem(KEY, JSON.stringify(list));
   }
