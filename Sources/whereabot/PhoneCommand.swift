@@ -10,12 +10,12 @@ import Push
 /// backoff, except after close 4000 (replaced or revoked), as the app must.
 enum PhoneCommand {
     enum Mode: String {
-        case allow, always, deny, ignore, unavailable, ask
+        case allow, always, deny, ignore, unavailable, ask, approximate
     }
 
     static let usage = """
         whereabot phone --relay URL --token T [--device-id ID] [--device-name N] [--platform P]
-                        --answer allow|always|deny|ignore|unavailable|ask [--at LAT,LON[,ACC]]
+                        --answer allow|approximate|always|deny|ignore|unavailable|ask [--at LAT,LON[,ACC]]
                         [--apns-token HEX [--apns-environment production|sandbox]]
         --apns-token stores an APNs device token for this device (development, with the fake
         APNs): it needs ADMIN_DATABASE_URL and writes as the token's user, under RLS.
@@ -74,9 +74,10 @@ enum PhoneCommand {
         if let reason = ping["reason"]?.string { say("  the agent says: \"\(reason.filter { !$0.isNewline })\"") }
         var chosen = mode
         if mode == .ask {
-            say("share your location? [a]llow / [d]eny / [i]gnore: ", newline: false)
+            say("share your location? [a]llow / [s]hare approximate / [d]eny / [i]gnore: ", newline: false)
             switch readLine()?.lowercased().first {
             case "a": chosen = .allow
+            case "s": chosen = .approximate
             case "d": chosen = .deny
             default: chosen = .ignore
             }
@@ -85,6 +86,15 @@ enum PhoneCommand {
         case .allow, .always:
             return ["type": "location", "id": .string(id), "latitude": .number(at[0]), "longitude": .number(at[1]),
                     "accuracy_m": .number(at.count > 2 ? at[2] : 10), "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
+        case .approximate:
+            // The centre of the 0.025° grid cell that holds the fix, at least 3 km accurate (SPEC §13).
+            func centre(_ value: Double, _ limit: Double) -> Double {
+                let index = min(max((value / 0.025).rounded(.down), -limit / 0.025), limit / 0.025 - 1)
+                return ((index + 0.5) * 0.025 * 10_000).rounded() / 10_000
+            }
+            return ["type": "location", "id": .string(id), "latitude": .number(centre(at[0], 90)),
+                    "longitude": .number(centre(at[1], 180)), "accuracy_m": .number(max(3000, at.count > 2 ? at[2] : 10)),
+                    "precision": "approximate", "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
         case .deny: return ["type": "denied", "id": .string(id), "reason": "user"]
         case .unavailable: return ["type": "unavailable", "id": .string(id), "reason": "no_fix"]
         case .ignore, .ask: return nil

@@ -46,9 +46,12 @@ def push():
     fakes.stop()
 
 
+ALLOW_FOR_S = 4  # "Allow for 1 hour" lasts this long here: the tests wait seconds, not an hour
+
+
 @pytest.fixture(scope="module")
 def relay(push):
-    server = RelayServer(**push.env)
+    server = RelayServer(**push.env, ALLOW_FOR_SECONDS=str(ALLOW_FOR_S))
     yield server
     if server.process.poll() is None:
         server.stop()
@@ -436,6 +439,120 @@ def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, a
         page.click("#reject")
         call.join()
         assert call.status == 403
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A16
+def test_a16_share_approximate_sends_the_grid_cell_centre(browser, admin, make_user, relay):
+    """SPEC §13: "Share approximate" sends the centre of the 0.025° cell holding the fix, at
+    least 3 km accurate; the agent's 200 says `precision`; the history says how and from where."""
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        page.click("#approximate")
+        call.join()
+        assert call.status == 200, call.body
+        fix = json.loads(call.body)
+        assert (fix["latitude"], fix["longitude"]) == (52.5125, 13.4125), "the cell's centre, not the fix"
+        assert fix["accuracy_m"] == 3000 and fix["precision"] == "approximate"
+        assert "altitude_m" not in fix and "speed_mps" not in fix
+        expect(page.locator("#history li").first).to_contain_text("Claude: Shared approximately from Chrome")
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_be_visible(timeout=10000)
+        page.click("#allow")
+        call.join()
+        assert json.loads(call.body)["precision"] == "precise"
+        assert (json.loads(call.body)["latitude"], json.loads(call.body)["longitude"]) == (LAT, LON)
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A17
+def test_a17_allow_for_a_while_answers_silently_until_it_ends(browser, admin, make_user, relay):
+    """SPEC §13: "Allow for 1 hour" answers this request and always-allows the agent until
+    then (ALLOW_FOR_SECONDS here); the list shows precision and the end with Remove; a
+    request after the end asks again. The row's expiry is the database's."""
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        page.click("#hour")
+        call.join()
+        assert call.status == 200, call.body
+        expect(page.locator("#always-list li").first).to_contain_text("Claude (precise, until ", timeout=5000)
+        row = admin.execute("select precision, extract(epoch from expires_at - created_at)::int from public.always_allowed_agents"
+                            " where user_id = %s and client_id = %s", (person.user, person.client_id)).fetchone()
+        assert row == ("precise", ALLOW_FOR_S)
+        call = Locate(relay.base, person.agent, 20).begin()
+        call.join()
+        assert call.status == 200, "answered without asking while it lasts"
+        expect(page.locator("#history li").first).to_contain_text("Claude: Shared automatically")
+        time.sleep(ALLOW_FOR_S + 0.5)
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        page.click("#reject")
+        call.join()
+        assert call.status == 403, "after the end it asks again"
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A18
+def test_a18_reject_from_the_notification_answers_without_a_window(browser, admin, make_user, relay, push):
+    """SPEC §13: a Web Push notification carries Reject and Allow; Reject answers `denied`
+    from the service worker (POST /v1/device/answer with the stored session), so the agent
+    gets 403 and no window opens; the page's history records it when it next opens. The
+    push arrives by CDP's ServiceWorker.deliverPushMessage; the action's click is the event
+    the browser would dispatch, made in the worker."""
+    person = Person(admin, make_user, relay)
+    endpoint, p256dh, auth = push.web.subscribe("/sub/a18-" + uuid.uuid4().hex[:6])
+    context, page = signed_in(browser, person, init_script=subscription_stub(endpoint, p256dh, auth))
+    try:
+        page.evaluate("navigator.serviceWorker.ready")
+        page.click("#enable-push")
+        expect(page.locator("#push-status")).to_have_text("Notifications are on.", timeout=10000)
+        cdp = context.new_cdp_session(page)
+        registrations = []
+        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
+        cdp.send("ServiceWorker.enable")
+        for _ in range(50):
+            if registrations:
+                break
+            page.wait_for_timeout(100)
+        registration = next(r for r in registrations if r["scopeURL"].endswith("/app/"))["registrationId"]
+        page.goto("about:blank")  # no page of the app is open: only the notification can answer
+        time.sleep(0.5)
+        call = Locate(relay.base, person.agent, 30, reason="Running late?").begin()
+        path = endpoint[len(push.web.origin):]
+        pushed = wait_for(lambda: push.web_for([path]), 5)
+        assert pushed and pushed[0]["status"] == 201
+        payload = pushed[0]["payload"]
+        cdp.send("ServiceWorker.deliverPushMessage", {"origin": relay.base, "registrationId": registration,
+                                                      "data": json.dumps(payload)})
+        worker = wait_for(lambda: next((w for w in context.service_workers if w.url.endswith("/app/sw.js")), None), 5)
+        assert worker
+        actions = wait_for(lambda: worker.evaluate("""async (id) => {
+            const n = (await self.registration.getNotifications()).find((n) => n.tag === id);
+            return n ? n.actions.map((a) => a.action) : null;
+        }""", payload["request_id"]), 5)
+        assert actions == ["reject", "allow"]
+        pages_before = len(context.pages)
+        worker.evaluate("""async (id) => {
+            const n = (await self.registration.getNotifications()).find((n) => n.tag === id);
+            self.dispatchEvent(new NotificationEvent("notificationclick", { notification: n, action: "reject" }));
+        }""", payload["request_id"])
+        call.join()
+        assert call.status == 403, call.body
+        assert call.body == "The user declined to share their location."
+        time.sleep(0.5)
+        assert len(context.pages) == pages_before, "Reject opened no window"
+        page.goto(f"{relay.base}/app/")
+        expect(page.locator("#history li").first).to_contain_text("Claude: Declined from a notification", timeout=10000)
+        expect(page.locator("#history li").first.locator(".history-reason")).to_have_text("Running late?")
     finally:
         context.close()
 

@@ -6,6 +6,9 @@
 -- user's list but never add itself. Generic ids (`unknown`, `agent-key`) name no single
 -- agent and are refused. requester_id is null for the user's own agents, else the person
 -- whose agent this is (location sharing: always-allow is per owner, agent and requester).
+-- precision says how the phone answers the agent; expires_at ends a choice made "for 1
+-- hour": every function reads an expired row as absent (it stays until it is replaced or
+-- removed, or the user's next change deletes it).
 
 create table public.always_allowed_agents (
   id uuid primary key default gen_random_uuid(),
@@ -14,6 +17,8 @@ create table public.always_allowed_agents (
   client_name text not null default '' check (char_length(client_name) <= 200),
   requester_id uuid references auth.users (id) on delete cascade,
   created_at timestamptz not null default now(),
+  precision text not null default 'precise' check (precision in ('precise', 'approximate')),
+  expires_at timestamptz,
   constraint always_allowed_agents_client_id_names_one_agent
     check (client_id not in ('unknown', 'agent-key') and char_length(client_id) between 1 and 255),
   constraint always_allowed_agents_requester_is_someone_else
@@ -23,6 +28,10 @@ create table public.always_allowed_agents (
 );
 comment on table public.always_allowed_agents is
   'Agents (OAuth client ids) that may locate the user without a prompt; per requester for shared locations.';
+comment on column public.always_allowed_agents.precision is
+  'precise, or approximate: the phone answers this agent with the centre of a 0.025° grid cell, never a precise fix.';
+comment on column public.always_allowed_agents.expires_at is
+  'Until when the agent is allowed ("Allow for 1 hour"); null for always. An expired row counts as absent everywhere.';
 
 -- always_allowed_agents_once (user_id, client_id, requester_id) serves every lookup by user_id.
 create index always_allowed_agents_requester_id_idx on public.always_allowed_agents (requester_id);

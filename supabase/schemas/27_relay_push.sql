@@ -21,7 +21,7 @@
 -- relay.is_always_allowed(owner, client_id, requester) → boolean
 -- -----------------------------------------------------------------------------
 -- Decides only which push goes out (silent or alert); the phone checks its own list
--- again before it answers without asking.
+-- again before it answers without asking. An expired choice is no choice.
 create or replace function relay.is_always_allowed(p_owner uuid, p_client_id text, p_requester uuid)
 returns boolean
 language plpgsql
@@ -36,7 +36,8 @@ begin
   return exists (
     select from public.always_allowed_agents a
     where a.user_id = p_owner and a.client_id = p_client_id
-      and a.requester_id is not distinct from nullif(p_requester, p_owner));
+      and a.requester_id is not distinct from nullif(p_requester, p_owner)
+      and (a.expires_at is null or a.expires_at > now()));
 end;
 $$;
 comment on function relay.is_always_allowed(uuid, text, uuid) is

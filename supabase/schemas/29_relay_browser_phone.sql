@@ -97,16 +97,22 @@ begin
   end if;
   return coalesce((
     select jsonb_agg(jsonb_build_object('client_id', a.client_id, 'client_name', a.client_name,
-                                        'requester_id', a.requester_id) order by a.created_at)
-    from public.always_allowed_agents a where a.user_id = p_user), '[]');
+                                        'requester_id', a.requester_id, 'precision', a.precision,
+                                        'expires_ms', (extract(epoch from a.expires_at) * 1000)::bigint) order by a.created_at)
+    from public.always_allowed_agents a
+    where a.user_id = p_user and (a.expires_at is null or a.expires_at > now())), '[]');
 end;
 $$;
-comment on function relay.always_allowed_agents(uuid) is 'USER''s always-allowed agents as [{client_id, client_name, requester_id}].';
+comment on function relay.always_allowed_agents(uuid) is
+  'USER''s always-allowed agents, none expired, as [{client_id, client_name, requester_id, precision, expires_ms}].';
 
 -- p_allowed true adds (or renames) the row, false removes it. Generic ids (unknown,
 -- agent-key) are refused by the table (23514); a requester must share with USER.
+-- p_precision: how the phone answers the agent; p_expires_in_s: "Allow for 1 hour" (a
+-- second to a day; null: always). A new choice replaces the old one's precision and expiry.
 create or replace function relay.set_always_allowed(
-  p_user uuid, p_client_id text, p_client_name text, p_requester uuid, p_allowed boolean)
+  p_user uuid, p_client_id text, p_client_name text, p_requester uuid, p_allowed boolean,
+  p_precision text default 'precise', p_expires_in_s int default null)
 returns jsonb
 language plpgsql
 security definer
@@ -116,14 +122,24 @@ begin
   if p_user is null or p_client_id is null or p_allowed is null then
     raise exception 'set_always_allowed needs a user, a client id and a choice' using errcode = '22004';
   end if;
+  if p_precision is null or p_precision not in ('precise', 'approximate') then
+    raise exception 'precision is precise or approximate' using errcode = '22023';
+  end if;
+  if p_expires_in_s is not null and p_expires_in_s not between 1 and 86400 then
+    raise exception 'expires_in_s must be from 1 to 86400 seconds' using errcode = '22023';
+  end if;
+  -- The user's expired choices go with any change of theirs (they count as absent already).
+  delete from public.always_allowed_agents where user_id = p_user and expires_at <= now();
   if p_allowed then
     if p_requester is not null and p_requester <> p_user and not exists (
          select from public.location_shares where owner_id = p_user and viewer_id = p_requester and revoked_at is null) then
       raise exception 'the requester has no active share from this user' using errcode = '42501';
     end if;
-    insert into public.always_allowed_agents (user_id, client_id, client_name, requester_id)
-    values (p_user, p_client_id, coalesce(private.clean_display_text(p_client_name, 200), ''), nullif(p_requester, p_user))
-    on conflict on constraint always_allowed_agents_once do update set client_name = excluded.client_name;
+    insert into public.always_allowed_agents (user_id, client_id, client_name, requester_id, precision, expires_at)
+    values (p_user, p_client_id, coalesce(private.clean_display_text(p_client_name, 200), ''), nullif(p_requester, p_user),
+            p_precision, now() + make_interval(secs => p_expires_in_s))
+    on conflict on constraint always_allowed_agents_once do update
+      set client_name = excluded.client_name, precision = excluded.precision, expires_at = excluded.expires_at;
   else
     delete from public.always_allowed_agents
     where user_id = p_user and client_id = p_client_id and requester_id is not distinct from nullif(p_requester, p_user);
@@ -131,8 +147,8 @@ begin
   return relay.always_allowed_agents(p_user);
 end;
 $$;
-comment on function relay.set_always_allowed(uuid, text, text, uuid, boolean) is
-  'Adds or removes USER''s always-allow of agent CLIENT_ID (for REQUESTER''s requests when set); returns the new list.';
+comment on function relay.set_always_allowed(uuid, text, text, uuid, boolean, text, int) is
+  'Adds (with its precision, until EXPIRES_IN_S from now when set) or removes USER''s always-allow of agent CLIENT_ID (for REQUESTER''s requests when set); returns the new list.';
 
 -- -----------------------------------------------------------------------------
 -- The user's devices: list, rename, remove (removing revokes the device's session)
@@ -255,13 +271,13 @@ comment on function relay.revoke_agent_key(uuid, uuid) is
 
 revoke execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[]),
   relay.delete_web_push_subscriptions(uuid, uuid), relay.always_allowed_agents(uuid),
-  relay.set_always_allowed(uuid, text, text, uuid, boolean), relay.user_devices(uuid),
+  relay.set_always_allowed(uuid, text, text, uuid, boolean, text, int), relay.user_devices(uuid),
   relay.rename_device(uuid, uuid, text), relay.remove_device(uuid, uuid),
   relay.agent_keys(uuid), relay.create_agent_key(uuid, text), relay.revoke_agent_key(uuid, uuid)
   from public, anon, authenticated, service_role;
 grant execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[]),
   relay.delete_web_push_subscriptions(uuid, uuid), relay.always_allowed_agents(uuid),
-  relay.set_always_allowed(uuid, text, text, uuid, boolean), relay.user_devices(uuid),
+  relay.set_always_allowed(uuid, text, text, uuid, boolean, text, int), relay.user_devices(uuid),
   relay.rename_device(uuid, uuid, text), relay.remove_device(uuid, uuid),
   relay.agent_keys(uuid), relay.create_agent_key(uuid, text), relay.revoke_agent_key(uuid, uuid)
   to whereabot_relay;

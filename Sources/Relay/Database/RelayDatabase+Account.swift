@@ -20,10 +20,12 @@ extension RelayDatabase {
         try await pool.send("select relay.always_allowed_agents($1)", [user]).scalar(PGJSON.self)
     }
 
-    /// Adds (`allowed`) or removes an always-allowed agent; returns the new list.
-    func setAlwaysAllowed(user: UUID, clientID: String, clientName: String?, requester: UUID?, allowed: Bool) async throws -> PGJSON {
-        try await pool.send("select relay.set_always_allowed($1, $2, $3, $4, $5)",
-                             [user, clientID, clientName, requester, allowed]).scalar(PGJSON.self)
+    /// Adds (`allowed`, answered with `precision`, for `expiresInS` seconds or for good) or
+    /// removes an always-allowed agent; returns the new list.
+    func setAlwaysAllowed(user: UUID, clientID: String, clientName: String?, requester: UUID?, allowed: Bool,
+                          precision: LocationFix.Precision = .precise, expiresInS: Int? = nil) async throws -> PGJSON {
+        try await pool.send("select relay.set_always_allowed($1, $2, $3, $4, $5, $6, $7)",
+                             [user, clientID, clientName, requester, allowed, precision.rawValue, expiresInS]).scalar(PGJSON.self)
     }
 
     /// `user`'s devices as JSON (`[{id, name, platform, app_version, created_at}]`).

@@ -25,10 +25,10 @@ struct AnswerSettler: Sendable {
             answer = .denied(reason: reason)
         case .unavailable(let reason):
             answer = .unavailable(reason: reason)
-        case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading):
+        case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading, let precision):
             let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
                                   altitudeM: altitude, speedMps: speed, headingDeg: heading,
-                                  deviceName: deviceName, platform: platform)
+                                  deviceName: deviceName, platform: platform, precision: precision)
             if await coordinator.settlingHere(id, fix: fix) {
                 answer = .localLocation
                 sealedFix = fix

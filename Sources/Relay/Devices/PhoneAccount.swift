@@ -24,9 +24,10 @@ struct PhoneAccount: Sendable {
                 if status == "saved" { return #"{"type":"push_subscription","status":"saved"}"# }
                 let reason = status.hasPrefix("refused:") ? String(status.dropFirst(8)) : "invalid"
                 return #"{"type":"push_subscription","status":"refused","reason":"\#(reason)"}"#
-            case .alwaysAllow(let clientID, let name, let requester):
+            case .alwaysAllow(let clientID, let name, let requester, let precision, let expiresInS):
                 return try await agents(database.setAlwaysAllowed(user: user, clientID: clientID, clientName: name,
-                                                                  requester: requester, allowed: true))
+                                                                  requester: requester, allowed: true, precision: precision,
+                                                                  expiresInS: expiresInS))
             case .alwaysAllowRemove(let clientID, let requester):
                 return try await agents(database.setAlwaysAllowed(user: user, clientID: clientID, clientName: nil,
                                                                   requester: requester, allowed: false))

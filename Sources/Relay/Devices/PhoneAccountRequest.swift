@@ -10,8 +10,10 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     /// Save this subscription (`PushSubscription.toJSON()`), or with a nil endpoint delete
     /// this device's subscriptions.
     case pushSubscription(endpoint: String?, p256dh: String, auth: String)
-    /// Always allow `clientID` (for `requesterID`'s requests when set).
-    case alwaysAllow(clientID: String, clientName: String, requesterID: UUID?)
+    /// Always allow `clientID` (for `requesterID`'s requests when set), answered with
+    /// `precision`, for `expiresInS` seconds ("Allow for 1 hour") or for good (nil).
+    case alwaysAllow(clientID: String, clientName: String, requesterID: UUID?,
+                     precision: LocationFix.Precision = .precise, expiresInS: Int? = nil)
     /// Stop always allowing it.
     case alwaysAllowRemove(clientID: String, requesterID: UUID?)
     /// Send the device list.
@@ -29,6 +31,8 @@ public enum PhoneAccountRequest: Sendable, Equatable {
 
     /// Longest endpoint accepted (the table's limit).
     static let maximumEndpointLength = 2048
+    /// How long an always-allow "for a while" may last (relay.set_always_allowed's bounds).
+    static let alwaysAllowSeconds = 1...86_400
 
     /// Decodes the account messages; nil for other types, `.none` results are malformed.
     static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
@@ -52,7 +56,22 @@ public enum PhoneAccountRequest: Sendable, Equatable {
         case "always_allow":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
             let name = DisplayText.clean(object["client_name"]?.string ?? "", maximumLength: 200)
-            return .some(.alwaysAllow(clientID: id, clientName: name, requesterID: requester))
+            var precision = LocationFix.Precision.precise
+            if let value = object["precision"], !value.isNull {
+                guard let word = value.string.flatMap(LocationFix.Precision.init(rawValue:)) else { return .some(nil) }
+                precision = word
+            }
+            var expiresInS: Int?
+            if let value = object["expires_in_s"], !value.isNull {
+                // Range-checked as a Double first: Int of 1e300 would not fit.
+                guard let seconds = value.number, seconds == seconds.rounded(),
+                      (Double(alwaysAllowSeconds.lowerBound)...Double(alwaysAllowSeconds.upperBound)).contains(seconds) else {
+                    return .some(nil)
+                }
+                expiresInS = Int(seconds)
+            }
+            return .some(.alwaysAllow(clientID: id, clientName: name, requesterID: requester, precision: precision,
+                                      expiresInS: expiresInS))
         case "always_allow_remove":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
             return .some(.alwaysAllowRemove(clientID: id, requesterID: requester))

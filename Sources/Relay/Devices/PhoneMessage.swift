@@ -24,9 +24,10 @@ public enum PhoneMessage: Sendable, Equatable {
 
     /// What a phone answered, before sealing.
     public enum PhoneReply: Sendable, Equatable {
-        /// A fix (device name and platform are added by the relay).
+        /// A fix (device name and platform are added by the relay); `precision` approximate
+        /// when the person chose "Share approximate" (its accuracy is then at least 3 km).
         case location(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
-                      altitudeM: Double?, speedMps: Double?, headingDeg: Double?)
+                      altitudeM: Double?, speedMps: Double?, headingDeg: Double?, precision: LocationFix.Precision = .precise)
         /// A denial.
         case denied(PhoneAnswer.DenialReason)
         /// No location.
@@ -78,6 +79,12 @@ public enum PhoneMessage: Sendable, Equatable {
     private static func reply(_ object: JSONValue) -> PhoneReply {
         switch object["type"]?.string {
         case "location":
+            // A fix that claims to be approximate but is sharper than a grid cell is a bad
+            // answer: the agent gets the no-fix text, never a precise fix labelled otherwise.
+            if object["precision"]?.string == LocationFix.Precision.approximate.rawValue,
+               let accuracy = object["accuracy_m"]?.number, !(accuracy >= LocationFix.approximateAccuracyM) {
+                return .unavailable(.noFix)
+            }
             return location(object) ?? .unavailable(.error)
         case "denied":
             return .denied(PhoneAnswer.DenialReason(rawValue: object["reason"]?.string ?? "user") ?? .user)
@@ -101,8 +108,14 @@ public enum PhoneMessage: Sendable, Equatable {
         guard let altitude = optional("altitude_m", -maximumMagnitude...maximumMagnitude),
               let speed = optional("speed_mps", 0...maximumMagnitude),
               let heading = optional("heading_deg", 0...360) else { return nil }
+        var precision = LocationFix.Precision.precise
+        if let value = object["precision"], !value.isNull {
+            guard let word = value.string.flatMap(LocationFix.Precision.init(rawValue:)) else { return nil }
+            precision = word
+        }
         return .location(latitude: latitude, longitude: longitude, accuracyM: accuracy,
                          timestampMs: Int64(timestamp.rounded(.down)),  // in range: checked above
-                         altitudeM: altitude, speedMps: speed, headingDeg: heading.map { $0 == 360 ? 0 : $0 })
+                         altitudeM: altitude, speedMps: speed, headingDeg: heading.map { $0 == 360 ? 0 : $0 },
+                         precision: precision)
     }
 }

@@ -22,6 +22,22 @@ public struct LocationFix: Codable, Sendable, Equatable {
     public let deviceName: String
     /// The answering device's platform.
     public let platform: String
+    /// Whether the person shared this precisely or approximately. Not among the `Codable`
+    /// keys (a decoded fix without it is precise): the sealed form writes it only when
+    /// approximate, and `init?(sealedJSON:)` reads it.
+    public private(set) var precision: Precision = .precise
+
+    /// How precisely the person shared a fix (SPEC §13).
+    public enum Precision: String, Codable, Sendable {
+        /// The phone's own fix.
+        case precise
+        /// The centre of the 0.025° × 0.025° grid cell that holds the fix, with an accuracy
+        /// of at least `approximateAccuracyM`.
+        case approximate
+    }
+
+    /// The least accuracy radius an approximate fix claims (metres).
+    public static let approximateAccuracyM: Double = 3000
 
     enum CodingKeys: String, CodingKey {
         case latitude, longitude, platform
@@ -36,7 +52,8 @@ public struct LocationFix: Codable, Sendable, Equatable {
     /// Creates a fix.
     public init(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
                 altitudeM: Double? = nil, speedMps: Double? = nil, headingDeg: Double? = nil,
-                deviceName: String, platform: String) {
+                deviceName: String, platform: String, precision: Precision = .precise) {
+        self.precision = precision
         self.latitude = latitude
         self.longitude = longitude
         self.accuracyM = accuracyM
@@ -53,10 +70,11 @@ public struct LocationFix: Codable, Sendable, Equatable {
         (-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracyM >= 0 && accuracyM.isFinite
             && timestampMs > 0 && (headingDeg.map { (0..<360).contains($0) } ?? true)
             && (speedMps.map { $0 >= 0 && $0.isFinite } ?? true) && (altitudeM.map(\.isFinite) ?? true)
+            && (precision == .precise || accuracyM >= Self.approximateAccuracyM)
     }
 
     /// The body of a 200 answer (and the MCP result): the fix, its capture time and age,
-    /// the device, and the person for shared requests; keys sorted.
+    /// the device, its precision, and the person for shared requests; keys sorted.
     public func agentJSON(now: Date, person: Person?) -> String {
         let age = max(0, now.timeIntervalSince1970 - Double(timestampMs) / 1000)
         var device = JSONText()
@@ -77,6 +95,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
             card.string("name", person.name)
             json.raw("person", card.object)
         }
+        json.string("precision", precision.rawValue)
         if let speedMps { json.number("speed_mps", speedMps) }
         return json.object
     }
@@ -94,8 +113,14 @@ public struct LocationFix: Codable, Sendable, Equatable {
         }
         guard let altitude = optional("altitude_m"), let speed = optional("speed_mps"),
               let heading = optional("heading_deg") else { return nil }
+        var precision = Precision.precise
+        if let value = json["precision"], !value.isNull {
+            guard let word = value.string.flatMap(Precision.init(rawValue:)) else { return nil }
+            precision = word
+        }
         self.init(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
-                  altitudeM: altitude, speedMps: speed, headingDeg: heading, deviceName: deviceName, platform: platform)
+                  altitudeM: altitude, speedMps: speed, headingDeg: heading, deviceName: deviceName, platform: platform,
+                  precision: precision)
     }
 
     /// The fix as it is sealed for the waiter (the `Codable` form, written by hand).
@@ -110,6 +135,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
         if let headingDeg { json.number("heading_deg", headingDeg) }
         json.string("device_name", deviceName)
         json.string("platform", platform)
+        if precision == .approximate { json.string("precision", precision.rawValue) }
         return json.object
     }
 }

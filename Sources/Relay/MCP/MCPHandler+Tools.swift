@@ -17,13 +17,15 @@ extension MCPHandler {
     /// POST /v1/locate): every result it returns is valid against it.
     static var fixSchema: JSONValue { [
         "type": "object", "additionalProperties": false,
-        "required": ["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"],
+        "required": ["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device", "precision"],
         "properties": [
             "latitude": ["type": "number", "minimum": -90, "maximum": 90],
             "longitude": ["type": "number", "minimum": -180, "maximum": 180],
             "accuracy_m": ["type": "number", "minimum": 0, "description": "Radius of the fix's uncertainty, in metres."],
             "captured_at": ["type": "string", "format": "date-time", "description": "When the phone took the fix."],
             "age_s": ["type": "number", "minimum": 0, "description": "Seconds between the fix and the answer."],
+            "precision": ["type": "string", "enum": ["precise", "approximate"],
+                          "description": "approximate: the person shared only the centre of a ~3 km grid cell."],
             "altitude_m": ["type": "number"],
             "speed_mps": ["type": "number", "minimum": 0],
             "heading_deg": ["type": "number", "minimum": 0, "exclusiveMaximum": 360],

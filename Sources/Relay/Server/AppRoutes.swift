@@ -18,7 +18,7 @@ struct AppRoutes: Sendable {
     private let securityHeaders: HTTPHeaders
 
     /// Loads the files; `supabaseURL` joins the CSP's `connect-src` (the page signs in there).
-    init(publicURL: String, supabaseURL: String?, supabaseAnonKey: String?, vapidPublicKey: String?) {
+    init(publicURL: String, supabaseURL: String?, supabaseAnonKey: String?, vapidPublicKey: String?, allowForSeconds: Int = 3600) {
         var files: [String: File] = [:]
         if let directory = Bundle.module.url(forResource: "app", withExtension: nil),
            let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) {
@@ -31,7 +31,8 @@ struct AppRoutes: Sendable {
         }
         self.files = files
         let object: JSONValue = ["vapid_public_key": JSONValue(vapidPublicKey), "supabase_url": JSONValue(supabaseURL),
-                                 "supabase_anon_key": JSONValue(supabaseAnonKey), "public_url": .string(publicURL)]
+                                 "supabase_anon_key": JSONValue(supabaseAnonKey), "public_url": .string(publicURL),
+                                 "allow_for_s": JSONValue(Int64(allowForSeconds))]
         config = object.bytes
         let connect = ["'self'", supabaseURL].compactMap { $0 }.joined(separator: " ")
         securityHeaders = [

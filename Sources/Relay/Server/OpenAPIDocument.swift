@@ -215,13 +215,16 @@ public enum OpenAPIDocument {
                 ("Waiting", waitingSchema),
                 ("Fix", .map([
                     ("type", .string("object")),
-                    ("required", .list(["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device"].map { .string($0) })),
+                    ("required", .list(["latitude", "longitude", "accuracy_m", "captured_at", "age_s", "device", "precision"]
+                        .map { .string($0) })),
                     ("properties", .map([
                         ("latitude", .map([("type", .string("number")), ("minimum", .int(-90)), ("maximum", .int(90))])),
                         ("longitude", .map([("type", .string("number")), ("minimum", .int(-180)), ("maximum", .int(180))])),
                         ("accuracy_m", .map([("type", .string("number")), ("minimum", .int(0))])),
                         ("captured_at", .map([("type", .string("string")), ("format", .string("date-time"))])),
                         ("age_s", .map([("type", .string("number")), ("minimum", .int(0))])),
+                        ("precision", .map([("type", .string("string")), ("enum", .list([.string("precise"), .string("approximate")])),
+                                            ("description", .string("approximate: the person shared only the centre of a 0.025° grid cell (accuracy_m at least 3000)"))])),
                         ("altitude_m", number), ("speed_mps", number), ("heading_deg", number),
                         ("device", .map([("type", .string("object")), ("required", .list([.string("name"), .string("platform")])),
                                          ("properties", .map([("name", .map([("type", .string("string"))])),
@@ -253,6 +256,7 @@ public enum OpenAPIDocument {
                         ("altitude_m", lenient("location, optional: meters (a number)")),
                         ("speed_mps", lenient("location, optional: meters per second, a number from 0")),
                         ("heading_deg", lenient("location, optional: degrees, a number from 0 to 360")),
+                        ("precision", lenient("location, optional: precise (the default) or approximate, which needs accuracy_m of at least 3000 (else the agent gets the no-fix answer)")),
                     ])),
                 ])),
                 ("JSONRPCMessage", .map([

@@ -38,6 +38,9 @@ public final class RelayService: Sendable {
         public var supabaseURL: String?
         /// SUPABASE_ANON_KEY: the browser phone signs in with it (Supabase Auth's `apikey`).
         public var supabaseAnonKey: String?
+        /// ALLOW_FOR_SECONDS: how long the browser phone's "Allow for 1 hour" allows an
+        /// agent (3600; tests shorten it).
+        public var allowForSeconds = 3600
         /// Browser origins allowed on /mcp besides the public URL.
         public var allowedOrigins: [String] = []
         /// Load balancers whose PROXY protocol header names the client (TRUSTED_PROXIES):
@@ -162,7 +165,8 @@ public final class RelayService: Sendable {
                                  allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins),
                                  app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
                                                 supabaseAnonKey: configuration.supabaseAnonKey,
-                                                vapidPublicKey: configuration.push.vapidPublicKey),
+                                                vapidPublicKey: configuration.push.vapidPublicKey,
+                                                allowForSeconds: configuration.allowForSeconds),
                                  durable: DurableRoutes(locator: locator, polls: polls, logger: logger))
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }

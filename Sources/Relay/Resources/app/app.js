@@ -7,7 +7,7 @@
 import * as session from "./session.js";
 import { PhoneSocket, sendOnce } from "./socket.js";
 import { History } from "./history.js";
-import { locateOnce } from "./position.js";
+import { approximate, locateOnce } from "./position.js";
 import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
 import { renderKeys, bindKeys, clearKeys } from "./keys.js";
 import { showGrants, clearGrants } from "./grants.js";
@@ -77,15 +77,21 @@ function who(message) {
   return agent ? `Your agent ${agent}` : "An agent";
 }
 
-function isAlwaysAllowed(message) {
+/** The unexpired always-allow that covers `message`'s agent, or null. */
+function alwaysAllowedFor(message) {
   const requester = (message.requester && message.requester.user_id) || null;
-  return alwaysAllowed.some((a) => a.client_id === message.client_id && (a.requester_id || null) === requester);
+  return alwaysAllowed.find((a) => a.client_id === message.client_id && (a.requester_id || null) === requester
+                                    && (!a.expires_ms || a.expires_ms > Date.now())) || null;
 }
 
 function entry(message, outcome) {
+  // Shared outcomes record how precisely, and from which device (this one).
+  const shared = typeof outcome === "object" ? outcome : null;
   history.add({ id: message.id, agent: message.agent_name || message.client_id, client_id: message.client_id,
                 requester_name: (message.requester && message.requester.name) || null,
-                reason: typeof message.reason === "string" ? message.reason : null, outcome });
+                reason: typeof message.reason === "string" ? message.reason : null,
+                outcome: shared ? shared.outcome : outcome, precision: shared ? shared.precision : null,
+                device: shared ? deviceName() : null });
   renderHistory();
 }
 
@@ -95,10 +101,13 @@ function onLocate(message) {
   if (message.expires_ms <= Date.now()) return;
   handled.add(message.id);
   closeNotifications(message.id);
-  if (isAlwaysAllowed(message)) {
-    answerWithPosition(message).then((outcome) => {
-      entry(message, outcome === "shared" ? "shared_auto" : outcome);
-      if (outcome === "shared") banner(`${message.agent_name || "An agent"} checked your location`);
+  const allowed = alwaysAllowedFor(message);
+  if (allowed) {
+    // An approximate always-allow is answered approximately, never precisely.
+    answerWithPosition(message, allowed.precision === "approximate").then((outcome) => {
+      const shared = outcome.outcome === "shared";
+      entry(message, shared ? { ...outcome, outcome: "shared_auto" } : outcome);
+      if (shared) banner(`${message.agent_name || "An agent"} checked your location${outcome.precision === "approximate" ? " (approximately)" : ""}`);
     });
     return;
   }
@@ -140,19 +149,30 @@ async function choose(choice) {
     entry(message, "declined");
     return;
   }
-  if (choice === "always") {
+  if (choice === "always" || choice === "hour") {
     socket.send({ type: "always_allow", client_id: message.client_id, client_name: message.agent_name || "",
-                  requester_id: (message.requester && message.requester.user_id) || null });
+                  requester_id: (message.requester && message.requester.user_id) || null,
+                  ...(choice === "hour" ? { expires_in_s: allowForSeconds() } : {}) });
   }
-  entry(message, await answerWithPosition(message));
+  entry(message, await answerWithPosition(message, choice === "approximate"));
 }
 
-/** Reads the position and sends the answer; returns the history outcome. */
-async function answerWithPosition(message) {
+/** How long "Allow for 1 hour" allows an agent (the relay's ALLOW_FOR_SECONDS). */
+function allowForSeconds() {
+  const seconds = Number(config.allow_for_s);
+  return Number.isInteger(seconds) && seconds >= 1 && seconds <= 86400 ? seconds : 3600;
+}
+
+/**
+ * Reads the position and sends the answer (`approximately`: the grid cell's centre);
+ * returns the history outcome: {outcome: "shared", precision} or a failure's name.
+ */
+async function answerWithPosition(message, approximately = false) {
   const result = await locateOnce(message.expires_ms);
   if (result.fix) {
-    socket.send({ type: "location", id: message.id, ...result.fix });
-    return "shared";
+    const fix = approximately ? approximate(result.fix) : result.fix;
+    socket.send({ type: "location", id: message.id, ...fix });
+    return { outcome: "shared", precision: approximately ? "approximate" : "precise" };
   }
   socket.send({ type: "unavailable", id: message.id, reason: result.reason });
   return result.reason === "permission" ? "permission" : "no_fix";
@@ -177,12 +197,33 @@ function banner(text) {
 }
 
 // ---------------------------------------------------------------------------- lists
+/** Adds the answers the service worker gave from notifications (Reject) to the history. */
+async function mergeWorkerHistory() {
+  try {
+    const cache = await caches.open(session.WORKER_CACHE);
+    const stored = await cache.match("/app/worker-history");
+    if (!stored) return;
+    await cache.delete("/app/worker-history");
+    const entries = await stored.json();
+    for (const item of Array.isArray(entries) ? entries.reverse() : []) {
+      if (typeof item.id !== "string" || typeof item.outcome !== "string") continue;
+      history.add({ id: item.id, agent: item.agent, client_id: item.client_id, requester_name: null, reason: item.reason,
+                    outcome: item.outcome === "declined" ? "declined_notification" : "other_device" });
+    }
+    renderHistory();
+  } catch {
+    // No Cache Storage: nothing was answered from a notification.
+  }
+}
+
 function renderHistory() {
   const list = $("history");
   list.replaceChildren(...history.entries().map((item) => {
     const li = document.createElement("li");
     const text = document.createElement("span");
-    text.textContent = `${item.requester_name ? item.requester_name + "'s agent " : ""}${item.agent}: ${History.label(item.outcome)}`;
+    const how = item.precision === "approximate" ? " approximately" : "";
+    const from = item.device ? ` from ${item.device}` : "";
+    text.textContent = `${item.requester_name ? item.requester_name + "'s agent " : ""}${item.agent}: ${History.label(item.outcome)}${how}${from}`;
     const time = document.createElement("small");
     time.textContent = new Date(item.at).toLocaleString();
     li.append(text, time);
@@ -203,7 +244,9 @@ function renderAlways(agents) {
   $("always-list").replaceChildren(...agents.map((agent) => {
     const li = document.createElement("li");
     const name = document.createElement("span");
-    name.textContent = agent.client_name || agent.client_id;
+    const until = agent.expires_ms
+      ? `, until ${new Date(agent.expires_ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}` : "";
+    name.textContent = `${agent.client_name || agent.client_id} (${agent.precision === "approximate" ? "approximate" : "precise"}${until})`;
     const remove = document.createElement("button");
     remove.type = "button";
     remove.textContent = "Remove";
@@ -381,7 +424,9 @@ function resume() {
   show("home", true);
   show("push", Boolean(config.vapid_public_key) && "PushManager" in window);
   $("device-name").value = deviceName();
+  session.shareWithWorker(current);  // a notification's Reject answers with it
   renderHistory();
+  mergeWorkerHistory();
   renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
   if (socket) return;
   showGrants(config, current.access_token);
@@ -493,6 +538,8 @@ async function main() {
   config = await fetch("/app/config.json").then((r) => r.json()).catch(() => ({}));
   $("reject").onclick = () => choose("reject");
   $("allow").onclick = () => choose("allow");
+  $("approximate").onclick = () => choose("approximate");
+  $("hour").onclick = () => choose("hour");
   $("always").onclick = () => choose("always");
   $("signout").onclick = () => signOut("");
   addEventListener("hashchange", () => { const arrival = session.takeFragment(); if (arrival) arrive(arrival); });

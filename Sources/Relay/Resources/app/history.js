@@ -7,7 +7,7 @@ const LIMIT = 200;
 const LABELS = {
   shared: "Shared", shared_auto: "Shared automatically", declined: "Declined", no_answer: "Not answered",
   permission: "Location access is off", no_fix: "No location fix", other_device: "Answered on another device",
-  expired: "Timed out",
+  expired: "Timed out", declined_notification: "Declined from a notification",
 };
 
 export class History {
@@ -29,9 +29,11 @@ export class History {
     localStorage.removeItem(KEY);
   }
 
-  add({ id, agent, client_id, requester_name, reason, outcome }) {
+  add({ id, agent, client_id, requester_name, reason, outcome, precision = null, device = null }) {
     const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name,
-                   reason: typeof reason === "string" ? reason.slice(0, 120) : null, outcome };
+                   reason: typeof reason === "string" ? reason.slice(0, 120) : null, outcome,
+                   precision: precision === "approximate" || precision === "precise" ? precision : null,
+                   device: typeof device === "string" ? device.slice(0, 100) : null };
     const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);
     localStorage.setItem(KEY, JSON.stringify(list));
   }

@@ -38,3 +38,24 @@ export function locateOnce(expiresMs) {
     );
   });
 }
+
+/** The grid cell of "Share approximate" (SPEC §13): 0.025° on a side, about 2.8 km north-south. */
+export const CELL_DEG = 0.025;
+/** The least accuracy an approximate answer claims, in metres. */
+export const APPROXIMATE_ACCURACY_M = 3000;
+
+/**
+ * The fix as "Share approximate" sends it: the centre of the grid cell that holds it, an
+ * accuracy of at least 3 km, and nothing finer (no altitude, speed or heading).
+ */
+export function approximate(fix) {
+  const centre = (value, limit) => {
+    const cells = Math.floor(value / CELL_DEG);
+    const cellsPerSide = Math.round(limit / CELL_DEG);
+    const index = Math.min(Math.max(cells, -cellsPerSide), cellsPerSide - 1);  // 90° and 180° stay in the last cell
+    return Number(((index + 0.5) * CELL_DEG).toFixed(4));
+  };
+  return { latitude: centre(fix.latitude, 90), longitude: centre(fix.longitude, 180),
+           accuracy_m: Math.max(APPROXIMATE_ACCURACY_M, Math.ceil(fix.accuracy_m)), timestamp_ms: fix.timestamp_ms,
+           precision: "approximate" };
+}

@@ -101,10 +101,35 @@ export function load() {
 
 export function save(session) {
   localStorage.setItem(KEY, JSON.stringify(session));
+  shareWithWorker(session);
 }
 
 export function clear() {
   localStorage.removeItem(KEY);
+  shareWithWorker(null);
+}
+
+/** Where the service worker finds the access token (it cannot read localStorage). */
+export const WORKER_CACHE = "whereabot-worker";
+export const WORKER_SESSION = "/app/worker-session";
+
+/**
+ * Gives the service worker the session's access token (never the refresh token), so that a
+ * notification's Reject answers without opening a window (SPEC §13); null forgets it. The
+ * worker serves nothing from this cache, and an expired token makes Reject open the app.
+ */
+export async function shareWithWorker(session) {
+  try {
+    const cache = await caches.open(WORKER_CACHE);
+    if (!session || !session.access_token) {
+      await cache.delete(WORKER_SESSION);
+      return;
+    }
+    await cache.put(WORKER_SESSION, new Response(JSON.stringify({ access_token: session.access_token, expires_at: session.expires_at }),
+                                                 { headers: { "Content-Type": "application/json" } }));
+  } catch {
+    // No Cache Storage (a private window): Reject on a notification opens the app instead.
+  }
 }
 
 /** Seconds until the access token expires. */

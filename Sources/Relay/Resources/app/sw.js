@@ -1,8 +1,14 @@
 // The service worker (APP.md §A.6). It cannot read the location, so a push only brings the
-// person to the page: every push shows a notification (tag = request id); a tap opens
-// /app/?request=<id>, where the relay resends the waiting request and the prompt appears.
+// person to the page: every push shows a notification (tag = request id); a tap, or its
+// Allow action, opens /app/?request=<id>, where the relay resends the waiting request and the
+// prompt appears. Its Reject action answers "denied" here, through POST /v1/device/answer
+// with the session the page left in WORKER_CACHE, and opens no window (SPEC §13); the page
+// adds the entry to its history when it next opens.
 
 const SHELL = "whereabot-shell-v1";
+const WORKER_CACHE = "whereabot-worker";  // session.js's: the access token, and history entries for the page
+const WORKER_SESSION = "/app/worker-session";
+const WORKER_HISTORY = "/app/worker-history";
 const FILES = ["/app/", "/app/app.js", "/app/session.js", "/app/socket.js", "/app/history.js", "/app/position.js",
                "/app/push.js", "/app/app.css", "/app/manifest.webmanifest", "/app/icon-192.png", "/app/icon-512.png"];
 
@@ -33,7 +39,11 @@ self.addEventListener("push", (event) => {
   const title = valid ? String(data.title || "Whereabot") : "Whereabot";
   const options = valid
     ? { body: data.body, tag: data.request_id, data: { url: `/app/?request=${encodeURIComponent(data.request_id)}`,
-        request_id: data.request_id, expires_ms: data.expires_ms }, requireInteraction: data.kind === "alert", timestamp: Date.now() }
+        request_id: data.request_id, expires_ms: data.expires_ms, agent: typeof data.agent_name === "string" ? data.agent_name : null,
+        client_id: typeof data.client_id === "string" ? data.client_id : null, reason: typeof data.reason === "string" ? data.reason : null },
+        requireInteraction: data.kind === "alert", timestamp: Date.now(),
+        // Where the browser shows actions: Reject answers from here, Allow opens the page (only it can read the location).
+        actions: data.kind === "alert" ? [{ action: "reject", title: "Reject" }, { action: "allow", title: "Allow" }] : [] }
     : { body: "A location request arrived", tag: "whereabot", data: { url: "/app/" } };
   event.waitUntil((async () => {
     await self.registration.showNotification(title, options);
@@ -43,10 +53,43 @@ self.addEventListener("push", (event) => {
   })());
 });
 
+/** Answers `denied` for the notification's request with the stored session; true when the relay took it. */
+async function rejectFromNotification(data) {
+  try {
+    const cache = await caches.open(WORKER_CACHE);
+    const stored = await cache.match(WORKER_SESSION);
+    const session = stored ? await stored.json() : null;
+    if (!session || !session.access_token || !(session.expires_at > Date.now() / 1000)) return false;
+    const response = await fetch("/v1/device/answer", {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Authorization: `Bearer ${session.access_token}` },
+      body: JSON.stringify({ type: "denied", id: data.request_id, reason: "user" }),
+    });
+    // 204 answered; 410 answered elsewhere already: either way there is nothing left to open.
+    if (response.status !== 204 && response.status !== 410) return false;
+    const entries = await cache.match(WORKER_HISTORY).then((r) => (r ? r.json() : [])).catch(() => []);
+    const entry = { id: data.request_id, agent: data.agent || data.client_id || "", client_id: data.client_id, reason: data.reason,
+                    outcome: response.status === 204 ? "declined" : "other_device", at: Date.now() };
+    await cache.put(WORKER_HISTORY, new Response(JSON.stringify([entry, ...entries].slice(0, 50))));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `waitUntil` when the browser dispatched the event (a script-made one cannot extend its life). */
+function keepAlive(event, work) {
+  try { event.waitUntil(work); } catch { /* not trusted: the work runs anyway */ }
+}
+
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   const data = event.notification.data || {};
-  event.waitUntil((async () => {
+  if (event.action === "reject" && data.request_id) {
+    keepAlive(event, rejectFromNotification(data).then((done) => (done ? null : self.clients.openWindow(data.url || "/app/"))));
+    return;
+  }
+  keepAlive(event, (async () => {
     const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
     const open = windows.find((client) => new URL(client.url).pathname.startsWith("/app/"));
     if (open) {
