@@ -413,6 +413,13 @@ def test_a13_names_are_text_never_html(browser, admin, make_user, relay):
         context.close()
 
 
+def asked(page, relay, person, **locate):
+    """Starts a locate of `person`'s phone (20 s) and waits until the page asks."""
+    call = Locate(relay.base, person.agent, 20, **locate).begin()
+    expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+    return call
+
+
 # ----------------------------------------------------------------------------------------- A15
 def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, admin, make_user, relay):
     """SPEC §13: the prompt shows the agent's reason as its own words, in quotes and
@@ -421,9 +428,7 @@ def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, a
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20,
-                      reason="Pick-up at <img src=x onerror=window.pwned=1>\u202e gate 4").begin()
-        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        call = asked(page, relay, person, reason="Pick-up at <img src=x onerror=window.pwned=1>\u202e gate 4")
         expect(page.locator("#prompt-reason")).to_have_text(
             "“Pick-up at <img src=x onerror=window.pwned=1> gate 4”, says Claude")
         page.click("#reject")
@@ -450,8 +455,7 @@ def test_a16_share_approximate_sends_the_grid_cell_centre(browser, admin, make_u
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20).begin()
-        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        call = asked(page, relay, person)
         page.click("#approximate")
         call.join()
         assert call.status == 200, call.body
@@ -478,8 +482,7 @@ def test_a17_allow_for_a_while_answers_silently_until_it_ends(browser, admin, ma
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20).begin()
-        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        call = asked(page, relay, person)
         page.click("#hour")
         call.join()
         assert call.status == 200, call.body
@@ -492,11 +495,35 @@ def test_a17_allow_for_a_while_answers_silently_until_it_ends(browser, admin, ma
         assert call.status == 200, "answered without asking while it lasts"
         expect(page.locator("#history li").first).to_contain_text("Claude: Shared automatically")
         time.sleep(ALLOW_FOR_S + 0.5)
-        call = Locate(relay.base, person.agent, 20).begin()
-        expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
+        call = asked(page, relay, person)
         page.click("#reject")
         call.join()
         assert call.status == 403, "after the end it asks again"
+    finally:
+        context.close()
+
+
+# ----------------------------------------------------------------------------------------- A19
+def test_a19_an_approximate_always_allow_is_answered_approximately(browser, admin, make_user, relay):
+    """SPEC §13: an always-allow can be approximate; the phone then answers that agent with
+    the grid cell's centre, without asking and never precisely."""
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = asked(page, relay, person)
+        page.check("#approximately")
+        page.click("#always")
+        call.join()
+        assert call.status == 200 and json.loads(call.body)["precision"] == "approximate", call.body
+        expect(page.locator("#always-list li").first).to_contain_text("Claude (approximate)", timeout=5000)
+        assert admin.execute("select precision, expires_at from public.always_allowed_agents where user_id = %s",
+                             (person.user,)).fetchone() == ("approximate", None)
+        call = Locate(relay.base, person.agent, 20).begin()
+        call.join()
+        fix = json.loads(call.body)
+        assert call.status == 200 and fix["precision"] == "approximate", "answered without asking, approximately"
+        assert (fix["latitude"], fix["longitude"], fix["accuracy_m"]) == (52.5125, 13.4125, 3000)
+        expect(page.locator("#history li").first).to_contain_text("Claude: Shared automatically approximately")
     finally:
         context.close()
 

@@ -149,12 +149,17 @@ async function choose(choice) {
     entry(message, "declined");
     return;
   }
+  // An always-allow (for good or for a while) may be approximate: then it answers this
+  // request approximately too, and every one it answers later.
+  const approximately = choice === "approximate" || ((choice === "always" || choice === "hour") && $("approximately").checked);
   if (choice === "always" || choice === "hour") {
     socket.send({ type: "always_allow", client_id: message.client_id, client_name: message.agent_name || "",
                   requester_id: (message.requester && message.requester.user_id) || null,
+                  precision: approximately ? "approximate" : "precise",
                   ...(choice === "hour" ? { expires_in_s: allowForSeconds() } : {}) });
   }
-  entry(message, await answerWithPosition(message, choice === "approximate"));
+  $("approximately").checked = false;
+  entry(message, await answerWithPosition(message, approximately));
 }
 
 /** How long "Allow for 1 hour" allows an agent (the relay's ALLOW_FOR_SECONDS). */
