@@ -8,6 +8,9 @@ public func fuzzNotification(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     guard size > 0 else { return 0 }
     let channel = fuzzChannels[Int(data[0]) % fuzzChannels.count]
     let payload = String(decoding: UnsafeBufferPointer(start: data + 1, count: size - 1), as: UTF8.self)
-    _ = RelayNotification.decode(channel: channel, payload: payload)
+    if case .locate(let ping, _)? = RelayNotification.decode(channel: channel, payload: payload), let reason = ping.reason {
+        // A ping's reason is always the cleaned text, within its limit (SPEC §13).
+        precondition(reason.unicodeScalars.count <= LocateReason.maximumLength && LocateReason.clean(reason) == reason)
+    }
     return 0
 }

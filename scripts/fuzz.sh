@@ -19,6 +19,7 @@ http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.
       Sources/HTTPServer/WebSocketFrameDecoder.swift)
 messages=(Sources/Relay/Devices/PhoneMessage.swift Sources/Relay/Devices/PhoneAccountRequest.swift Sources/Relay/Server/DeviceCredential.swift Sources/Relay/DisplayText.swift
           Sources/Relay/Database/RelayMessages.swift Sources/Relay/Database/RelayStatus.swift Sources/Relay/Locate/LocationFix.swift
+          Sources/Relay/Locate/LocateReason.swift
           Sources/Relay/Locate/JSONValue+UUID.swift Sources/Relay/Locate/UUIDText.swift
           Sources/Relay/AgentFailure.swift)
 auth=(Sources/Relay/Auth/JWTVerifier.swift Sources/Relay/Auth/PublicKey.swift Sources/Relay/Auth/DER.swift
