@@ -98,9 +98,14 @@ extension BatchedCallsTests {
         let calls = ids.map { RelayDatabase.SettleCall(id: $0, user: ada.user, device: nil, answer: .denied(reason: .user), instance: instance) }
         let batch = Task { try await db.settles.batch(calls) }
         // The batch gives up on the target after 50 ms and waits in the single call for it.
-        for _ in 0..<400 where try await admin.query(
-            "select count(*)::int from pg_stat_activity where usename = 'whereabot_relay' and query like 'select relay.settle(%' and wait_event_type = 'Lock'"
-        ).scalar(Int.self) == 0 {
+        // Until the single call waits for this test's holder (not for another test's locks), and
+        // no longer: a `for … where` would go on querying after the first sight.
+        let holderPID = try await holder.query("select pg_backend_pid()").scalar(Int.self)
+        var polls = 0
+        while polls < 400, try await admin.query(
+            "select count(*)::int from pg_stat_activity where $1 = any(pg_blocking_pids(pid)) and query like 'select relay.settle(%'",
+            [holderPID]).scalar(Int.self) == 0 {
+            polls += 1
             try await Task.sleep(for: .milliseconds(5))
         }
         let others = try await admin.query("select count(*)::int from relay.pending_requests where id = any($1) and outcome = 'denied'", [ids])
