@@ -41,7 +41,8 @@ extension HTTPConnection {
         while !machine.readingPaused, let event = parser.next() {
             switch event {
             case .request(var request):
-                request.remoteAddress = remoteAddress
+                // Per request: a balancer's connection may carry many clients' requests.
+                request.remoteAddress = serverCore.client(of: request.headers, peer: remoteAddress)
                 pending.append(.request(request))
                 machine.parsed(midRequest: parser.isMidRequest, now: serverCore.now)
                 // A WebSocket upgrade's following bytes are frames, not requests.

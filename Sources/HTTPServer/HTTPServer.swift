@@ -27,6 +27,8 @@ public final class HTTPServer: Sendable {
     private let requestedPort: Int
     private let limits: HTTPServerLimits
     private let trustedProxies: TrustedProxies
+    /// What the server counts (forwarding headers ignored).
+    public let counters: HTTPServerCounters
     private let handler: HTTPHandler
     private let log: HTTPServerLog
     private let sharedLoop: EventLoop?
@@ -45,16 +47,19 @@ public final class HTTPServer: Sendable {
     ///   - host: an IPv4 address to listen on (`127.0.0.1`, `0.0.0.0`).
     ///   - port: the port, or 0 for any free port (see `port`).
     ///   - limits: the bounds to enforce.
-    ///   - trustedProxies: load balancers whose PROXY protocol header (v1 or v2) names the
-    ///     client; anyone else's is refused with 400.
+    ///   - trustedProxies: load balancers whose PROXY protocol header (v1 or v2) or
+    ///     `X-Forwarded-For` / `Forwarded` names the client (`ForwardedFor`); anyone else's
+    ///     PROXY header is refused with 400, and anyone else's forwarding headers are ignored.
+    ///   - counters: where the server counts what its owner's metrics show.
     ///   - log: where the server reports failures of its own system calls (an event name
     ///     and fields without user data), called on the loop thread.
     ///   - loop: a running loop to serve on; nil starts one of the server's own.
     ///   - handler: answers every request.
     public init(host: String = "127.0.0.1", port: Int, limits: HTTPServerLimits = HTTPServerLimits(),
-                trustedProxies: TrustedProxies = .none, log: @escaping HTTPServerLog = { _, _ in }, loop: EventLoop? = nil,
-                handler: @escaping HTTPHandler) {
+                trustedProxies: TrustedProxies = .none, counters: HTTPServerCounters = HTTPServerCounters(),
+                log: @escaping HTTPServerLog = { _, _ in }, loop: EventLoop? = nil, handler: @escaping HTTPHandler) {
         self.sharedLoop = loop
+        self.counters = counters
         self.trustedProxies = trustedProxies
         self.host = host
         self.requestedPort = port
@@ -71,7 +76,8 @@ public final class HTTPServer: Sendable {
     @discardableResult
     public func start() throws -> Int {
         let loop = try sharedLoop ?? EventLoop()
-        let core = HTTPServerCore(loop: loop, limits: limits, trustedProxies: trustedProxies, log: log, handler: handler)
+        let core = HTTPServerCore(loop: loop, limits: limits, trustedProxies: trustedProxies, counters: counters, log: log,
+                                  handler: handler)
         let port = try core.listen(host: host, port: requestedPort)
         state.withLock {
             $0.loop = loop

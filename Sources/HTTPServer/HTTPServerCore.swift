@@ -32,13 +32,15 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     let maxConnections: Int
     /// Where failures of the server's own system calls are reported.
     let log: HTTPServerLog
-    /// Peers whose PROXY protocol header names the client.
+    /// Peers whose PROXY protocol header or forwarding headers name the client.
     let trustedProxies: TrustedProxies
+    let counters: HTTPServerCounters
 
-    init(loop: EventLoop, limits: HTTPServerLimits, trustedProxies: TrustedProxies = .none, log: @escaping HTTPServerLog,
-         handler: @escaping HTTPHandler) {
+    init(loop: EventLoop, limits: HTTPServerLimits, trustedProxies: TrustedProxies = .none,
+         counters: HTTPServerCounters = HTTPServerCounters(), log: @escaping HTTPServerLog, handler: @escaping HTTPHandler) {
         self.loop = loop
         self.trustedProxies = trustedProxies
+        self.counters = counters
         self.limits = limits
         self.handler = handler
         self.log = log
@@ -81,6 +83,22 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         }
         listenFD = fd
         return Int(UInt16(bigEndian: actual.sin_port))
+    }
+
+    /// The client of a request that came from `peer` (the socket's peer, or the client a
+    /// PROXY header named): what its `X-Forwarded-For` / `Forwarded` says when `peer` is a
+    /// trusted proxy (`ForwardedFor`), else `peer`.
+    func client(of headers: HTTPHeaders, peer: String) -> String {
+        guard !trustedProxies.isEmpty, let address = IPAddress(peer), trustedProxies.contains(address) else { return peer }
+        switch ForwardedFor.client(headers, trusted: trustedProxies) {
+        case .absent:
+            return peer
+        case .client(let client):
+            return client
+        case .ignored:
+            counters.countForwardedHeaderIgnored()
+            return peer
+        }
     }
 
     /// Starts accepting (loop thread). Each connection keeps its own deadlines (timers).

@@ -18,6 +18,8 @@ public final class WebSocketClient: Sendable {
         case connectFailed(Int32)
         /// The server answered without upgrading: its status and body.
         case rejected(status: Int, body: String)
+        /// The server answered 429 or 503 with `Retry-After` (whole seconds): come back then.
+        case tryAgainLater(status: Int, seconds: Int, body: String)
         /// The server's 101 was not a valid handshake.
         case badHandshake
     }
@@ -185,7 +187,11 @@ public final class WebSocketClient: Sendable {
                         body.append(contentsOf: buffer[0..<count])
                     }
                     Glibc.close(fd)
-                    throw ConnectError.rejected(status: status, body: String(decoding: body.prefix(length), as: UTF8.self))
+                    let text = String(decoding: body.prefix(length), as: UTF8.self)
+                    if status == 429 || status == 503, let seconds = fields["retry-after"].flatMap({ Int($0) }), seconds >= 0 {
+                        throw ConnectError.tryAgainLater(status: status, seconds: seconds, body: text)
+                    }
+                    throw ConnectError.rejected(status: status, body: text)
                 }
                 guard fields["sec-websocket-accept"] == WebSocketAccept.value(forKey: key),
                       fields["upgrade"]?.lowercased() == "websocket" else {

@@ -35,6 +35,8 @@ public enum WebSocketCloseCode {
     public static let internalError: UInt16 = 1011
     /// The server restarts; reconnect.
     public static let serviceRestart: UInt16 = 1012
+    /// Try again later: the server is overloaded or not ready (the reason may say when).
+    public static let tryAgainLater: UInt16 = 1013
 
     /// Whether a peer may send `code` in a close frame (RFC 6455 §7.4).
     static func isValidReceived(_ code: UInt16) -> Bool {

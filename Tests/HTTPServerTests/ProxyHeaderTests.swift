@@ -63,7 +63,7 @@ import Testing
         #expect(!list.contains(networkOrder: order(127, 0, 0, 2)))
         #expect(list.contains(networkOrder: order(192, 168, 1, 77)) && !list.contains(networkOrder: order(192, 168, 2, 1)))
         #expect(try TrustedProxies("").isEmpty)
-        for bad in ["10.0.0.0/33", "10.0.0/8", "::1", "10.0.0.0/", "localhost", "1.2.3.4/8/8"] {
+        for bad in ["10.0.0.0/33", "10.0.0/8", "::1/129", "10.0.0.0/", "localhost", "1.2.3.4/8/8"] {
             #expect(throws: TrustedProxies.Invalid.self, "\(bad)") { try TrustedProxies(bad) }
         }
     }
@@ -87,6 +87,36 @@ import Testing
         await server.stop()
     }
 
+    /// Behind a balancer that sets X-Forwarded-For (nginx, an ALB) each request of one
+    /// connection is its own client's; a PROXY-named source that is itself a trusted proxy
+    /// is read on; anyone else's header is ignored, and a malformed one is counted.
+    @Test func forwardingHeadersNameEachRequestsClient() async throws {
+        let counters = HTTPServerCounters()
+        let server = HTTPServer(port: 0, trustedProxies: try TrustedProxies("127.0.0.1, 10.0.0.0/8"), counters: counters) {
+            .text(200, $0.remoteAddress)
+        }
+        let port = try server.start()
+        let client = try await RawClient.connect(port: port)
+        client.send("GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 6.6.6.6, 198.51.100.1\r\n\r\n"
+                    + "GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.2\r\n\r\n"
+                    + "GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: junk\r\n\r\n"
+                    + "GET /client HTTP/1.1\r\nHost: x\r\nForwarded: for=\"[2001:db8::7]:1\"\r\n\r\n")
+        #expect(await client.readResponses(4).map(\.body) == ["198.51.100.1", "198.51.100.2", "127.0.0.1", "2001:db8::7"])
+        #expect(counters.forwardedHeadersIgnored == 1)
+        let proxied = try await RawClient.connect(port: port)
+        proxied.send("PROXY TCP4 10.1.1.1 127.0.0.1 4000 80\r\nGET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.3\r\n\r\n")
+        #expect(await proxied.readResponses(1).first?.body == "198.51.100.3", "a trusted PROXY source's header is read")
+        let outside = try await RawClient.connect(port: port)
+        outside.send("PROXY TCP4 203.0.113.9 127.0.0.1 4000 80\r\nGET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.4\r\n\r\n")
+        #expect(await outside.readResponses(1).first?.body == "203.0.113.9", "an untrusted client's own header is ignored")
+        await server.shutdown()
+        let untrusting = try TestServer()
+        let direct = try await RawClient.connect(port: untrusting.port)
+        direct.send("GET /client HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.5\r\n\r\n")
+        #expect(await direct.readResponses(1).first?.body == "127.0.0.1", "without TRUSTED_PROXIES nobody's header counts")
+        await untrusting.stop()
+    }
+
     /// Anyone else's PROXY header, and a broken one from a trusted proxy, get 400 and close.
     @Test func anUntrustedOrBrokenHeaderIsRefused() async throws {
         let conformance = ConformanceTests()
@@ -101,3 +131,4 @@ import Testing
         await server.stop()
     }
 }
+
