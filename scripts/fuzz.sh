@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make fuzz`: builds a libFuzzer target (swiftc -sanitize=fuzzer,address) for every decoder
 # of peer bytes and runs each for FUZZ_SECONDS (60): the HTTP request parser, the WebSocket
-# frame decoder, PROXY protocol headers, Web Push endpoints, phone messages, MCP JSON-RPC bodies, JWTs (header and claims), query
+# frame decoder, PROXY protocol headers, X-Forwarded-For and Forwarded, Web Push endpoints, phone messages, MCP JSON-RPC bodies, JWTs (header and claims), query
 # strings, notification payloads and push services' responses. Each starts from its committed seed corpus
 # (Fuzz/corpus/<target>/, which holds the inputs of the hostile-input findings); the
 # working corpora live under .build/fuzz/ (not committed); a crash leaves its input there.
@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString ProxyHeader PushEndpoint PhoneMessage MCPRequest JWT Notification PushResponse"}
+targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString ProxyHeader ForwardedFor PushEndpoint PhoneMessage MCPRequest JWT Notification PushResponse"}
 out=.build/fuzz
 mkdir -p "$out"
 http=(Sources/HTTPServer/HTTPRequestParser.swift Sources/HTTPServer/HTTPRequest.swift
@@ -32,6 +32,8 @@ sources_of() {
   case "$1" in
     HTTPRequestParser|WebSocketFrameDecoder|QueryString) echo "${http[@]}" ;;
     ProxyHeader) echo Sources/HTTPServer/ProxyHeader.swift ;;
+    ForwardedFor) echo Sources/HTTPServer/ForwardedFor.swift Sources/HTTPServer/ForwardedElements.swift \
+                       Sources/HTTPServer/TrustedProxies.swift Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/ProxyHeader.swift ;;
     PushEndpoint) echo Sources/Push/PushEndpoint.swift ;;
     PhoneMessage) echo "${messages[@]}" ;;
     MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift \

@@ -1,3 +1,5 @@
+import CLibPQ
+
 /// Where and how to connect: a `postgresql://` URL or a `key=value` conninfo string, plus
 /// the settings PGBus always applies.
 ///
@@ -56,6 +58,31 @@ public struct PGConfiguration: Sendable {
         self.keepaliveCount = Self.defaultKeepaliveCount
         self.tcpUserTimeoutMilliseconds = Self.defaultTCPUserTimeoutMilliseconds
         self.callTimeout = Self.defaultCallTimeout
+    }
+
+    /// Where it connects, for operators (`127.0.0.1:54322`, `db.example.com:5432`, several
+    /// hosts comma-separated): the host and port of the URL or conninfo, never a user name
+    /// or password. `unparsable settings` when libpq cannot read them.
+    public var endpoint: String {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return "unparsable settings"
+        }
+        defer { PQconninfoFree(options) }
+        var values: [String: String] = [:]
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { values[String(cString: keyword)] = String(cString: value) }
+            option += 1
+        }
+        let hosts = (values["host"] ?? values["hostaddr"] ?? "localhost").split(separator: ",", omittingEmptySubsequences: false)
+        let ports = (values["port"] ?? "5432").split(separator: ",", omittingEmptySubsequences: false)
+        return hosts.enumerated().map { index, host in
+            let port = ports.count == hosts.count ? ports[index] : ports.first ?? "5432"
+            let name = host.hasPrefix("/") ? "socket " + host : (host.contains(":") ? "[\(host)]" : String(host))
+            return "\(name):\(port.isEmpty ? "5432" : port)"
+        }.joined(separator: ",")
     }
 
     /// The keyword/value pairs handed to `PQconnectdbParams` with `expand_dbname`: the

@@ -45,6 +45,8 @@ public final class PGListener: Sendable {
         var stopRequested = false
         var notificationsReceived = 0
         var reconnects = 0
+        /// Why the last connect failed or the connection was lost (nil once listening).
+        var lastFailure: PGError?
         /// The channels LISTENed on the current connection, as last reconciled.
         var activeChannels: Set<String> = []
     }
@@ -79,6 +81,10 @@ public final class PGListener: Sendable {
 
     /// Notifications received since start, over all reconnects.
     public var notificationsReceived: Int { shared.withLock { $0.notificationsReceived } }
+
+    /// Why the listener is not listening: the last failed connect or loss (nil while
+    /// listening, and before the first attempt ends).
+    public var lastFailure: PGError? { shared.withLock { $0.state == .listening ? nil : $0.lastFailure } }
 
     /// Times the connection was re-established after a loss.
     public var reconnects: Int { shared.withLock { $0.reconnects } }

@@ -111,6 +111,9 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
             return
         }
         guard case .success(let handle) = result else {
+            if case .failure(let error) = result {
+                listener.shared.withLock { $0.lastFailure = error as? PGError ?? PGError(.connectionFailed) }
+            }
             perform(machine.connectionLost())
             return
         }
@@ -129,6 +132,7 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
 
     /// The connection broke (or a command failed or timed out).
     private func lost() {
+        listener.shared.withLock { $0.lastFailure = PGError(.connectionClosed) }
         closeConnection()
         perform(machine.connectionLost())
     }

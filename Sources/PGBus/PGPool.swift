@@ -45,6 +45,8 @@ public actor PGPool {
     /// Connects that failed in a row, and when the next one may be tried.
     private var failedInARow = 0
     private var nextConnectAt: ContinuousClock.Instant?
+    /// Why the last connect failed: callers refused while connects back off get it again.
+    private var lastConnectFailure: PGError?
     private var shared: [PGConnection] = []
     private var sharedOpening: Task<PGConnection, Error>?
 
@@ -133,17 +135,19 @@ public actor PGPool {
     /// once without a login).
     private func openConnection() async throws -> PGConnection {
         if let due = nextConnectAt, ContinuousClock.now < due {
-            throw PGError(.connectionFailed, detail: "backing off after \(failedInARow) failed connects")
+            throw lastConnectFailure ?? PGError(.connectionFailed, detail: "backing off after \(failedInARow) failed connects")
         }
         do {
             let connection = try await PGConnection.connect(configuration, on: loop)
             failedInARow = 0
             nextConnectAt = nil
+            lastConnectFailure = nil
             return connection
         } catch {
             failedConnects += 1
             nextConnectAt = .now + connectBackoff.delay(attempt: failedInARow, random: .random(in: 0...1))
             failedInARow += 1
+            lastConnectFailure = error as? PGError
             throw error
         }
     }

@@ -4,10 +4,13 @@ import HTTPServer
 import JSON
 import PGBus
 import Push
+import Relay
 
 /// `whereabot phone`: the reference device. It connects to /v1/device, says hello, answers
 /// every ping as told (`ask` prompts in the terminal), honours cancel, and reconnects with
-/// backoff, except after close 4000 (replaced or revoked), as the app must.
+/// backoff, except after close 4000 (replaced or revoked), as the app must. A relay that
+/// says when to come back — 429 or 503 with `Retry-After` before the upgrade, or close 1013
+/// with `retry after N` — is obeyed instead of the backoff.
 enum PhoneCommand {
     enum Mode: String {
         case allow, always, deny, ignore, unavailable, ask, approximate
@@ -30,6 +33,7 @@ enum PhoneCommand {
         let url = relay.replacingOccurrences(of: "http://", with: "ws://").trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/device"
         var delay = 1.0
         while true {
+            var told: Int?  // seconds the relay asked us to wait
             do {
                 let socket = try await WebSocketClient.connect(url, headers: [("Authorization", "Bearer " + token)])
                 delay = 1
@@ -53,11 +57,20 @@ enum PhoneCommand {
                 }
                 say("disconnected: \(socket.closeCode ?? 1006) \(socket.closeReason)")
                 if socket.closeCode == 4000 { return }  // replaced or revoked: do not reconnect
+                if socket.closeCode == WebSocketCloseCode.tryAgainLater { told = RetryLaterSocket.seconds(inReason: socket.closeReason) }
+            } catch WebSocketClient.ConnectError.tryAgainLater(let status, let seconds, let body) {
+                say("refused for now: \(status) \(body)")
+                told = seconds
             } catch WebSocketClient.ConnectError.rejected(let status, let body) {
                 say("refused: \(status) \(body)")
                 if status == 401 || status == 403 { throw CommandError.usage("the relay refused the token (\(status))") }
             } catch {
                 say("cannot connect: \(error)")
+            }
+            if let told {
+                say("the relay asked to come back in \(told) s")
+                try await Task.sleep(for: .seconds(Double(min(told, 3600)) * Double.random(in: 1...1.1)))
+                continue
             }
             try await Task.sleep(for: .seconds(delay * Double.random(in: 0.5...1)))
             delay = min(delay * 2, 30)

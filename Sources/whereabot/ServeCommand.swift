@@ -13,8 +13,14 @@ enum ServeCommand {
         guard let databaseURL = value("DATABASE_URL") else {
             throw CommandError.usage("DATABASE_URL is required (the whereabot_relay role's connection)")
         }
-        let port = Int(value("PORT") ?? "8080") ?? 8080
+        guard let port = Int(value("PORT") ?? "8080"), (0...65535).contains(port) else {
+            throw CommandError.usage("PORT must be a whole number from 0 to 65535")
+        }
         let host = value("HOST") ?? "127.0.0.1"
+        var probe = in_addr()
+        guard inet_pton(AF_INET, host, &probe) == 1 else {
+            throw CommandError.usage("HOST must be an IPv4 address such as 0.0.0.0 or 127.0.0.1")
+        }
         let supabaseURL = value("SUPABASE_URL").map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         let jwks: JWKSSource = value("SUPABASE_JWKS_FILE").map { .file($0) } ?? value("SUPABASE_JWKS_URL").map { .url($0) } ?? .none
         guard value("SUPABASE_JWT_SECRET") != nil || jwks != .none else {
@@ -75,8 +81,16 @@ enum ServeCommand {
             throw CommandError.usage(invalid.description)
         }
 
-        let relay = try RelayService(configuration)
-        let bound = try await relay.start()
+        let relay: RelayService
+        do { relay = try RelayService(configuration) } catch let error as JWKSSource.LoadError {
+            throw CommandError.usage("SUPABASE_JWKS_FILE: \(error)")
+        } catch {
+            throw CommandError.usage("cannot start: \(error)")
+        }
+        let bound: Int
+        do { bound = try await relay.start(untilListening: false) } catch {
+            throw CommandError.usage("PORT \(port) on HOST \(host): cannot listen (\(error))")
+        }
         logger.info("listening", ["port": String(bound), "instance": configuration.instanceID])
         let signals = [SIGTERM, SIGINT].map { number in
             SignalHandler.on(number) {

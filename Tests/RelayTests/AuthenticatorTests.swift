@@ -170,7 +170,55 @@ import Testing
         try JSONSerialization.data(withJSONObject: ["keys": [key.jwk]]).write(to: file)
         let data = try #require(try JWKSSource.url("file://" + file.path).load())
         #expect(try JWTVerifier(jwks: data).knowsKey(id: "url-key"))
-        #expect(throws: AuthError.badKey) { try JWKSSource.url("file:///nonexistent/jwks.json").load() }
+        #expect(throws: JWKSSource.LoadError(source: "file:///nonexistent/jwks.json", reason: "cannot read the file")) {
+            try JWKSSource.url("file:///nonexistent/jwks.json").load()
+        }
+    }
+
+    /// A JWKS URL that does not answer says why in words for /readyz, naming the URL without
+    /// its userinfo or query; a file that cannot be read is a setting to fix.
+    @Test func jwksFailuresSayWhy() throws {
+        let refused = JWKSSource.url("http://user:secret@127.0.0.1:1/auth/v1/.well-known/jwks.json?apikey=k")
+        #expect(throws: JWKSSource.LoadError(source: "http://127.0.0.1:1/auth/v1/.well-known/jwks.json", reason: "connection refused")) {
+            try refused.load()
+        }
+        #expect(JWKSSource.LoadError(source: "https://x/jwks.json", reason: "timeout").description == "signing keys https://x/jwks.json: timeout")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data("not json".utf8).write(to: file)
+        #expect(throws: JWKSSource.LoadError(source: file.path, reason: "not a JWKS document")) {
+            try JWKSSource.file(file.path).verifier(hmacSecret: nil, issuer: nil, audience: nil)
+        }
+        #expect(throws: JWKSSource.LoadError.self) {
+            try Authenticator(hmacSecret: nil, jwks: .file("/nonexistent/jwks.json"), issuer: nil, database: TestDatabase.relay())
+        }
+    }
+
+    /// A relay started while its JWKS URL is down checks nothing it cannot check: a token
+    /// signed with a key is "unavailable" (503, retry), not refused (401), until the keys
+    /// are read; then it verifies. HS256 tokens work all along.
+    @Test func signingKeysThatArriveLater() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let key = TestKey(.p256, kid: "late-key")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        var claims = TestToken.claims(user: ada.user)
+        claims["session_id"] = ada.session.uuidString.lowercased()
+        let signed = "Bearer " + TestToken.make(header: ["alg": "ES256", "kid": key.kid], claims: claims, sign: key.sign)
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .url("file://" + file.path), issuer: nil,
+                                     database: TestDatabase.relay())
+        #expect(await auth.needsKeys)
+        await #expect(throws: AuthError.unavailable) { try await auth.phone(signed) }
+        _ = try await auth.phone("Bearer " + token(user: ada.user, session: ada.session))
+        #expect(await auth.loadKeys()?.reason == "cannot read the file")
+        try JSONSerialization.data(withJSONObject: ["keys": [key.jwk]]).write(to: file)
+        #expect(await auth.loadKeys() == nil)
+        #expect(await !auth.needsKeys)
+        #expect(try await auth.phone(signed).userID == ada.user)
+        try FileManager.default.removeItem(at: file)  // the JWKS goes away: the keys read keep working
+        #expect(try await auth.phone(signed).userID == ada.user)
     }
 
     /// A database that cannot be reached is "unavailable" (503), not a bad credential (401).

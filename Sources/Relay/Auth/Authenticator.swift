@@ -48,9 +48,14 @@ public actor Authenticator {
     private var verifiedTokens: [String: JWTClaims] = [:]
     private var limiter = TokenBuckets()
     private var jwksFetchInFlight = false
+    /// Whether the JWKS has been read (always, without a JWKS URL): until then a token
+    /// signed with a key cannot be checked (503), not refused (401).
+    private var keysLoaded: Bool
     private var rateLimitedCount = 0
 
-    /// Creates an authenticator; loads the JWKS now.
+    /// Creates an authenticator. A JWKS file is read now (a file that cannot be read is a
+    /// setting to fix, thrown as `JWKSSource.LoadError`); a JWKS URL is fetched by
+    /// `loadKeys()`, which its owner retries until it answers.
     /// - Parameters:
     ///   - hmacSecret: SUPABASE_JWT_SECRET, if set.
     ///   - jwks: where ES256/RS256 keys come from.
@@ -69,8 +74,52 @@ public actor Authenticator {
         self.sessionCacheTTL = sessionCacheTTL
         self.keyCacheTTL = keyCacheTTL
         self.now = now
-        self.verifier = try JWTVerifier(hmacSecret: hmacSecret, jwks: jwks.load(), issuer: issuer, audience: audience)
+        if case .url = jwks {
+            self.verifier = try JWTVerifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
+            self.keysLoaded = false
+        } else {
+            self.verifier = try jwks.verifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
+            self.keysLoaded = true
+        }
         self.lastJWKSFetch = now()
+    }
+
+    /// Whether the signing keys still have to be fetched (a JWKS URL that has not answered).
+    public var needsKeys: Bool { !keysLoaded }
+
+    /// Fetches the JWKS once, on a thread of its own, and uses it; nil when the keys are
+    /// loaded (now or before), else why not.
+    public func loadKeys() async -> JWKSSource.LoadError? {
+        guard !keysLoaded else { return nil }
+        switch await fetchVerifier() {
+        case .success(let loaded):
+            verifier = loaded
+            keysLoaded = true
+            lastJWKSFetch = now()
+            return nil
+        case .failure(let error):
+            return error
+        }
+    }
+
+    /// A failure of `client` that no credential shows (a socket that closed without its
+    /// hello): it costs the address's budget as a failed credential does.
+    public func recordFailure(client: String) {
+        limiter.record(client, now: now().timeIntervalSince1970)
+    }
+
+    /// A verifier over a fresh copy of the JWKS, read off the actor's executor.
+    private func fetchVerifier() async -> Result<JWTVerifier, JWKSSource.LoadError> {
+        let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer, audience = self.audience
+        return await withCheckedContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(returning: Result { () throws(JWKSSource.LoadError) in
+                    try source.verifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
+                })
+            }
+            thread.name = "jwks-fetch"
+            thread.start()
+        }
     }
 
     /// The credential behind an Authorization header value, presented from `client` (the
@@ -171,6 +220,7 @@ public actor Authenticator {
             do {
                 claims = try verifier.verify(token, now: now())
             } catch .unknownKey {
+                guard keysLoaded else { throw .unavailable }  // the JWKS URL has not answered yet
                 try await refetchJWKS(for: token)
                 claims = try verifier.verify(token, now: now())
             }
@@ -203,15 +253,8 @@ public actor Authenticator {
         lastJWKSFetch = now()
         jwksFetchInFlight = true
         defer { jwksFetchInFlight = false }
-        let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer, audience = self.audience
-        let loaded: JWTVerifier? = await withCheckedContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(returning: try? JWTVerifier(hmacSecret: hmacSecret, jwks: source.load(), issuer: issuer, audience: audience))
-            }
-            thread.name = "jwks-fetch"
-            thread.start()
-        }
-        guard let loaded else { throw .unknownKey }
+        // A JWKS that has gone away keeps the keys already read.
+        guard case .success(let loaded) = await fetchVerifier() else { throw .unknownKey }
         verifier = loaded
         verifiedTokens.removeAll()  // a key may have been withdrawn
     }

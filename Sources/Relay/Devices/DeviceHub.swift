@@ -80,14 +80,15 @@ public actor DeviceHub {
     /// Answers waiting for the database (for /metrics).
     public var heldCount: Int { state.held.count }
 
-    /// Sockets that have not said hello yet, per account and client address.
+    /// Sockets that have not said hello yet, per account and relay-wide.
     nonisolated let waitingRoom = HelloWaitingRoom()
 
     /// A new socket for a verified phone from `address`, for
-    /// `HTTPResponse.webSocket(delegate:)`; nil when its account or address already has as
-    /// many sockets waiting for their hello as it may (answer 429).
-    nonisolated func session(for phone: PhoneIdentity, address: String) -> DeviceSession? {
-        guard let ticket = waitingRoom.admit(account: phone.userID, address: address) else { return nil }
+    /// `HTTPResponse.webSocket(delegate:)`, once the waiting room has a place for it (queued
+    /// in order behind others); nil when its account already has as many sockets waiting
+    /// for their hello as it may, or the room's queue is full (answer 429).
+    nonisolated func session(for phone: PhoneIdentity, address: String) async -> DeviceSession? {
+        guard let ticket = await waitingRoom.admit(account: phone.userID, address: address) else { return nil }
         return DeviceSession(phone: phone, hub: self, waiting: ticket)
     }
 
@@ -100,7 +101,8 @@ public actor DeviceHub {
         case .opened:
             stateEvent = .opened(session)
         case .closed:
-            session.leaveWaitingRoom()
+            // A socket that never said hello costs its address, as a failed credential does.
+            if let address = session.leaveWaitingRoom() { await authenticator.recordFailure(client: address) }
             stateEvent = .closed(session.connection)
         case .message(let text):
             guard let message = PhoneMessage.parse(text) else { return }

@@ -49,14 +49,16 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     /// The socket said hello or closed: its place in the waiting room is given back, and
-    /// its deadline is its credential's from now on.
-    func leaveWaitingRoom() {
+    /// its deadline is its credential's from now on. Returns the client address of a socket
+    /// that was still waiting (nil after its hello).
+    @discardableResult
+    func leaveWaitingRoom() -> String? {
         let ticket = state.withLock { state -> HelloWaitingRoom.Ticket? in
             defer { state.waiting = nil }
             return state.waiting
         }
-        _ = ticket  // freed here, outside the lock
         armCredentialDeadline()
+        return ticket?.address  // the ticket is freed here, outside the lock
     }
 
     /// Sends a text frame (a JSON message) if the socket is open.

@@ -1,13 +1,15 @@
 import Foundation
+import HTTPServer
 import PGBus
 import Synchronization
 
 /// Readiness and metrics of one instance: /readyz is 200 only while the instance is not
-/// draining, the LISTEN connection is up (its own heartbeat answered in time), and a
-/// heartbeat completed a round trip on both the heartbeat's connection and the shared pool
-/// within the last heartbeat interval — on a writable primary, since `relay.heartbeat`
-/// writes. A beat that hangs therefore turns /readyz to 503 by itself, without having to
-/// fail first. /metrics is Prometheus text.
+/// draining, the LISTEN connection is up (its own heartbeat answered in time), a heartbeat
+/// completed a round trip on both the heartbeat's connection and the shared pool within the
+/// last heartbeat interval — on a writable primary, since `relay.heartbeat` writes — and,
+/// with a JWKS URL, the signing keys were read. A beat that hangs therefore turns /readyz
+/// to 503 by itself, without having to fail first. Otherwise /readyz is 503 with one line
+/// per thing missing (`readiness()`). /metrics is Prometheus text.
 final class RelayHealth: Sendable {
     private let listener: PGListener
     private let hub: DeviceHub
@@ -25,11 +27,23 @@ final class RelayHealth: Sendable {
     private let sealedAnswers: SealedAnswerMemory
     private let authenticator: Authenticator
     private let logger: Logger
+    private let server: HTTPServerCounters
+    /// The database, as the start's registration and every beat found it.
+    let database: DependencyStatus
+    /// Where the LISTEN connection goes (for its /readyz line).
+    private let listenerEndpoint: String
+    /// Supabase Auth's signing keys (a JWKS URL that has not answered yet).
+    let signingKeys: DependencyStatus
 
     init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
          sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger,
-         heartbeatInterval: Duration = RelayMaintenance.defaultInterval) {
+         heartbeatInterval: Duration = RelayMaintenance.defaultInterval, databaseEndpoint: String = "",
+         listenerEndpoint: String = "", signingKeys: String = "", server: HTTPServerCounters = HTTPServerCounters()) {
         self.freshness = heartbeatInterval + .seconds(1)
+        self.server = server
+        self.database = DependencyStatus(name: "database", endpoint: databaseEndpoint, reason: "connecting", logger: logger)
+        self.listenerEndpoint = listenerEndpoint
+        self.signingKeys = DependencyStatus(name: "signing keys", endpoint: signingKeys, reason: nil, logger: logger)
         self.pushes = pushes
         self.authenticator = authenticator
         self.logger = logger
@@ -45,19 +59,23 @@ final class RelayHealth: Sendable {
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }
 
-    /// A beat completed its round trips (heartbeat and resync); until `freshness` has passed
-    /// without another, the database counts as up.
+    /// A beat completed its round trips (heartbeat and resync; the registration at start
+    /// counts as one); until `freshness` has passed without another, the database counts as up.
     func beatCompleted() {
         lastGoodBeat.store(Int64((ContinuousClock.now - started) / .nanoseconds(1)), ordering: .relaxed)
+        database.reached()
     }
 
-    /// A beat failed: the database counts as down at once.
-    func beatFailed() { lastGoodBeat.store(Int64.min / 2, ordering: .relaxed) }
+    /// A beat (or the registration at start) failed: the database counts as down at once.
+    func beatFailed(_ error: any Error) {
+        lastGoodBeat.store(Int64.min / 2, ordering: .relaxed)
+        database.failed((error as? PGError)?.reason ?? "connection failed")
+    }
 
-    /// Whether the last good beat is recent enough (registered at start counts as one).
+    /// Whether the last good beat is recent enough.
     var isDatabaseUp: Bool {
         let age = (ContinuousClock.now - started) - .nanoseconds(lastGoodBeat.load(ordering: .relaxed))
-        return age <= freshness
+        return database.isReachable && age <= freshness
     }
 
     /// A full resync finished; `recreated` rows were re-created after a crash.
@@ -66,8 +84,24 @@ final class RelayHealth: Sendable {
         recreated.add(count, ordering: .relaxed)
     }
 
-    func isReady() async -> Bool {
-        !isDraining && isDatabaseUp && listener.state.isListening
+    func isReady() async -> Bool { readiness().missing.isEmpty }
+
+    /// What /readyz says: nothing missing (ready), or one line per thing that is —
+    /// `draining`; `database HOST:PORT: REASON` (not reached, or no beat answered within the
+    /// heartbeat interval); `database listener HOST:PORT: REASON` (the database answers but
+    /// LISTEN is not active); `signing keys URL: REASON`.
+    func readiness() -> (missing: [String], body: String) {
+        var missing: [String] = []
+        if isDraining { missing.append("draining") }
+        if let line = database.missing {
+            missing.append(line)
+        } else if !isDatabaseUp {
+            missing.append("database \(database.endpoint): no heartbeat answered within \(freshness.components.seconds) s")
+        } else if !listener.state.isListening {
+            missing.append("database listener \(listenerEndpoint): \(listener.lastFailure?.reason ?? "connecting")")
+        }
+        if let line = signingKeys.missing { missing.append(line) }
+        return (missing, missing.isEmpty ? "ready" : missing.joined(separator: "\n") + "\n")
     }
 
     /// Gauges and counters; labels never carry user data.
@@ -112,6 +146,12 @@ final class RelayHealth: Sendable {
             # HELP whereabot_auth_rate_limited_total Requests refused with 429 for too many failed authentications.
             # TYPE whereabot_auth_rate_limited_total counter
             whereabot_auth_rate_limited_total \(rateLimited)
+            # HELP whereabot_forwarded_headers_ignored_total Requests from a trusted proxy whose X-Forwarded-For or Forwarded was malformed or contradicted the other (the proxy counted as the client).
+            # TYPE whereabot_forwarded_headers_ignored_total counter
+            whereabot_forwarded_headers_ignored_total \(server.forwardedHeadersIgnored)
+            # HELP whereabot_hello_queue Phone sockets queued for a place among those waiting for their hello.
+            # TYPE whereabot_hello_queue gauge
+            whereabot_hello_queue \(hub.waitingRoom.queuedCount)
             # HELP whereabot_log_lines_dropped_total Log lines dropped because standard error was not read fast enough.
             # TYPE whereabot_log_lines_dropped_total counter
             whereabot_log_lines_dropped_total \(LogWriter.standardError.dropped)

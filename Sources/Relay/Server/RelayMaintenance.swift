@@ -82,7 +82,7 @@ final class RelayMaintenance: Sendable {
                 if try await database.heartbeat(instance) { reregister = true }  // row vanished: crash or reaped
             } catch {
                 logger.failure("heartbeat_failed", error, ["instance": instance])
-                health.beatFailed()
+                health.beatFailed(error)
                 continue
             }
             if event == .beat {
@@ -109,7 +109,7 @@ final class RelayMaintenance: Sendable {
                 reregister = false
             } catch {
                 logger.failure("resync_failed", error)
-                health.beatFailed()
+                health.beatFailed(error)
             }
         }
     }

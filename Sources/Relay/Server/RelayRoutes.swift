@@ -106,9 +106,7 @@ struct RelayRoutes: Sendable {
         let path = String(request.path)
         guard let route = Route(path: path) else { return .text(404, "Not Found") }
         guard route.allows(request.method) else { return route.methodNotAllowed }
-        if health.isDraining, route.drains {
-            return .text(503, Self.drainingText, headers: ["Retry-After": "2"])
-        }
+        if health.isDraining, route.drains, route != .device { return Self.draining }  // phones: see device(_:)
         switch route {
         case .app:
             return app.response(method: request.method, path: path)
@@ -128,7 +126,8 @@ struct RelayRoutes: Sendable {
         case .deviceAnswer:
             return await deviceAnswer(request)
         case .readyz:
-            return await health.isReady() ? .text(200, "ready") : .text(503, "not ready", headers: ["Retry-After": "5"])
+            let readiness = health.readiness()
+            return readiness.missing.isEmpty ? .text(200, readiness.body) : .text(503, readiness.body, headers: ["Retry-After": "5"])
         case .metrics:
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                                 body: Array(await health.metrics().utf8))
@@ -255,13 +254,22 @@ struct RelayRoutes: Sendable {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
             return .text(403, "Origin not allowed.")
         }
-        // An address with many sockets waiting for their hello gets no credential check.
-        if hub.waitingRoom.isFull(address: request.remoteAddress) { return Self.tooManyWaitingForHello }
         let credential = DeviceCredential.from(authorization: request.headers["Authorization"],
                                                protocols: request.headers["Sec-WebSocket-Protocol"])
         guard case .authorization(let authorization, let selectProtocol) = credential else {
             return .text(400, "Offer one whereabot.bearer.<token> subprotocol together with whereabot.v1.")
         }
+        let response = await admitPhone(request, authorization: authorization, selectProtocol: selectProtocol)
+        // "Come back in N s" reaches a phone that speaks whereabot.v1 on the socket (1013).
+        if selectProtocol, request.isWebSocketUpgrade, let refusal = RetryLaterSocket.replacing(response) { return refusal }
+        return response
+    }
+
+    /// A phone socket's upgrade, or why not: draining (503), its credential (401, 403, 429
+    /// for an address over its failure budget, 503 when it cannot be checked), or its
+    /// account's or the relay's sockets waiting for a hello (429).
+    private func admitPhone(_ request: HTTPRequest, authorization: String?, selectProtocol: Bool) async -> HTTPResponse {
+        if health.isDraining { return Self.draining }
         let phone: PhoneIdentity
         switch await phoneIdentity(request, authorization: authorization, agentText: Self.agentCannotConnectText) {
         case .success(let identity): phone = identity
@@ -269,14 +277,18 @@ struct RelayRoutes: Sendable {
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
         let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
-        guard let session = hub.session(for: phone, address: request.remoteAddress) else { return Self.tooManyWaitingForHello }
+        guard let session = await hub.session(for: phone, address: request.remoteAddress) else { return Self.tooManyWaitingForHello }
         return .webSocket(headers: headers, delegate: session)
     }
 
-    /// Past the sockets an account or an address may have waiting for their hello.
+    /// What a draining instance answers new agent requests and phone sockets.
+    static let draining = HTTPResponse.text(503, drainingText, headers: ["Retry-After": "2"])
+
+    /// Past the sockets an account may have waiting for their hello, or past the relay's
+    /// queue of them.
     static let tooManyWaitingForHello = HTTPResponse.text(
         429, "Too many sockets are waiting for their hello. Say hello on the open ones, then retry.",
-        headers: ["Retry-After": String(Int(DeviceHub.helloTimeout))])
+        headers: ["Retry-After": String(HelloWaitingRoom.retryAfterSeconds)])
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
     /// credential and for a session revoked by removing its device, else as `AgentGate`.

@@ -94,6 +94,7 @@ public final class RelayService: Sendable {
     private let coordinator: LocateCoordinator
     private let maintenance: RelayMaintenance
     private let pushes: PushScheduler
+    private let authenticator: Authenticator
 
     /// Builds an instance (nothing runs yet). The parts are created bottom-up, and each
     /// knows only parts created before it: the loop and the database pools; credentials;
@@ -149,11 +150,15 @@ public final class RelayService: Sendable {
         // The LISTEN connection's round trip is checked as often as the heartbeat, and a hung
         // server counts as dead after one call deadline.
         let listener = PGListener(configuration: listenDatabase, heartbeatInterval: configuration.heartbeatInterval,
-                                  heartbeatTimeout: listenDatabase.callTimeout ?? PGListener.defaultHeartbeatTimeout, loop: loop)
+                                  heartbeatTimeout: listenDatabase.callTimeout ?? PGListener.defaultHeartbeatTimeout,
+                                  backoff: Self.retryBackoff, loop: loop)
         self.listener = listener
+        let serverCounters = HTTPServerCounters()
         let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
                                  sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger,
-                                 heartbeatInterval: configuration.heartbeatInterval)
+                                 heartbeatInterval: configuration.heartbeatInterval,
+                                 databaseEndpoint: configuration.database.endpoint, listenerEndpoint: listenDatabase.endpoint,
+                                 signingKeys: configuration.jwks.displayName, server: serverCounters)
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, coordinator: coordinator,
                                            hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
@@ -168,23 +173,91 @@ public final class RelayService: Sendable {
                                                 vapidPublicKey: configuration.push.vapidPublicKey,
                                                 allowForSeconds: configuration.allowForSeconds),
                                  durable: DurableRoutes(locator: locator, polls: polls, logger: logger))
+        self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
-                                 trustedProxies: configuration.trustedProxies, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
+                                 trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
         self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
                             maintenance: maintenance, logger: logger)
     }
 
-    /// Registers the instance, waits until LISTEN is active, then serves. Returns the port.
+    /// How the start retries what does not answer yet (the database, the JWKS URL) and how
+    /// the LISTEN connection reconnects: a quarter second, doubling to 5 s, jittered.
+    static let retryBackoff = PGBackoff(initial: .milliseconds(250), maximum: .seconds(5))
+
+    /// Serves at once (/healthz 200, /readyz 503 naming what is missing), then — in the
+    /// background, retrying with `retryBackoff` until each answers — fetches the signing
+    /// keys, registers the instance, LISTENs and starts the heartbeat: a relay started
+    /// before its database or Supabase Auth becomes ready by itself when they answer.
+    /// Returns the port once bound; with `untilListening` only once LISTEN is active too.
+    /// Throws only what a restart cannot fix (the port cannot be bound).
     @discardableResult
-    public func start() async throws -> Int {
-        let maintenance = self.maintenance
-        let left = try await database.registerInstance(configuration.instanceID)
-        health.beatCompleted()
-        if left.connections > 0 || left.abandoned > 0 {
-            configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
-                                                             "connections": String(left.connections),
-                                                             "abandoned": String(left.abandoned)])
+    public func start(untilListening: Bool = true) async throws -> Int {
+        let port = try server.start()
+        announcePush()
+        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
+        let listener = self.listener, bus = self.bus, maintenance = self.maintenance
+        let logger = configuration.logger
+        let task = Task(executorPreference: loop) { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.keepSigningKeys() }
+                group.addTask { await listener.run() }
+                group.addTask {
+                    do { try await bus.run(listener: listener) { readyContinuation.yield() } } catch {
+                        logger.failure("listener_stopped", error)
+                    }
+                }
+                guard await self.register() else { return }
+                // Off the loop: a flood of requests must not delay the heartbeat.
+                group.addTask(executorPreference: globalConcurrentExecutor) { await maintenance.run() }
+            }
         }
+        busTask.withLock { $0 = task }
+        if untilListening {
+            var iterator = ready.makeAsyncIterator()
+            _ = await iterator.next()
+        }
+        return port
+    }
+
+    /// Registers the instance, retrying until the database answers; false when cancelled.
+    private func register() async -> Bool {
+        var attempt = 0
+        while !Task.isCancelled {
+            do {
+                let left = try await database.registerInstance(configuration.instanceID)
+                health.beatCompleted()
+                if left.connections > 0 || left.abandoned > 0 {
+                    configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
+                                                                     "connections": String(left.connections),
+                                                                     "abandoned": String(left.abandoned)])
+                }
+                return true
+            } catch {
+                health.beatFailed(error)
+                do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: attempt, random: .random(in: 0...1))) } catch {
+                    return false
+                }
+                attempt += 1
+            }
+        }
+        return false
+    }
+
+    /// Fetches the JWKS until it answers (nothing to do without a JWKS URL). Keys already
+    /// read keep working if it goes away later; `Authenticator` refetches with its own limit.
+    private func keepSigningKeys() async {
+        var attempt = 0
+        while !Task.isCancelled, await authenticator.needsKeys {
+            guard let failure = await authenticator.loadKeys() else { break }
+            health.signingKeys.failed(failure.reason)
+            do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: attempt, random: .random(in: 0...1))) } catch { return }
+            attempt += 1
+        }
+        health.signingKeys.reached()
+    }
+
+    /// Says once which push services are off, and starts the push transport.
+    private func announcePush() {
         let push = configuration.push
         if push.apns == nil {
             configuration.logger.info("apns disabled", ["reason": "APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC and APNS_PRIVATE_KEY(_FILE) are not all set"])
@@ -193,25 +266,6 @@ public final class RelayService: Sendable {
             configuration.logger.info("web push disabled", ["reason": "VAPID_PRIVATE_KEY and VAPID_SUBJECT are not both set"])
         }
         push.transport?.start()
-        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus
-        let logger = configuration.logger
-        let task = Task(executorPreference: loop) {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await listener.run() }
-                group.addTask {
-                    do { try await bus.run(listener: listener) { readyContinuation.yield() } } catch {
-                        logger.failure("listener_stopped", error)
-                    }
-                }
-                // Off the loop: a flood of requests must not delay the heartbeat.
-                group.addTask(executorPreference: globalConcurrentExecutor) { await maintenance.run() }
-            }
-        }
-        busTask.withLock { $0 = task }
-        var iterator = ready.makeAsyncIterator()
-        _ = await iterator.next()
-        return try server.start()
     }
 
     /// Waits until the instance has stopped.

@@ -1,11 +1,21 @@
 // The phone socket (APP.md §A.3): /v1/device with the token in the subprotocol
 // `whereabot.bearer.<JWT>` beside `whereabot.v1`, hello with platform "web", reconnect with
 // backoff (1 s → 30 s, jitter), at once on 1012, when online and when the page is shown;
-// never after 4000 (replaced or revoked). `request` sends a message and waits for its reply;
+// never after 4000 (replaced or revoked); after 1013 "retry after N" (a relay that is busy
+// or not ready yet: a browser cannot read the status of a refused upgrade, so the relay
+// says it on the socket) in N seconds, as the relay asks. `request` sends a message and waits for its reply;
 // `sendOnce` does the same on a socket of its own when the phone socket is down (sign-out).
 
 function deviceURL() {
   return location.origin.replace(/^http/, "ws") + "/v1/device";
+}
+
+/** The seconds of a 1013 close reason `retry after N`, or null. */
+export function retryAfterSeconds(reason) {
+  const match = /^retry after (\d{1,4})$/.exec(reason || "");
+  if (!match) return null;
+  const seconds = Number(match[1]);
+  return seconds <= 3600 ? seconds : null;
 }
 
 export class PhoneSocket {
@@ -56,6 +66,11 @@ export class PhoneSocket {
       }
       if (event.code === 4001) this.onState("expired");
       else this.onState("disconnected");
+      const told = event.code === 1013 ? retryAfterSeconds(event.reason) : null;
+      if (told !== null) {
+        this.soon(told * 1000 * (1 + Math.random() / 10));
+        return;
+      }
       this.soon(event.code === 1012 ? 0 : this.delay * (0.5 + Math.random() / 2));
       this.delay = Math.min(this.delay * 2, 30000);
     };
