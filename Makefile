@@ -6,7 +6,7 @@ VENV        := .venv
 PYTHON      := $(VENV)/bin/python
 APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv \
-                haproxy chromium
+                haproxy nginx-light chromium
 SWIFT_FLAGS ?=
 
 .PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
@@ -84,7 +84,7 @@ cluster: deps db auth ## Two relays behind HAProxy on 127.0.0.1:8080 against the
 
 bench: bench-pgbus bench-http bench-relay bench-push bench-scale ## Every benchmark (prints numbers, asserts nothing)
 
-bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance at 2 and 4 instances with p99, CPU and WAL per locate, notifications per locate at 2/4/8 instances, memory and WAL per idle phone, reconnect storm
+bench-relay: deps db ## The relay end to end (compiled load generator): locate latency, locates/s same and cross instance at 2 and 4 instances with p99, CPU and WAL per locate, notifications per locate at 2/4/8 instances, memory and WAL per idle phone, reconnect storm from 1, 200 and 10,000 addresses
 	@scripts/bench-relay.sh
 
 bench-scale: deps db ## The curves of docs/scaling.md: NOTIFY/s against 1-128 listeners, an instance's heartbeat against 0-100,000 sockets, re-registration, CPU per idle phone
@@ -97,7 +97,7 @@ bench-pgbus: deps db ## PGBus: query latency, NOTIFY round trip and throughput b
 	@scripts/bench-pgbus.sh
 
 bench-http: ## HTTPServer: wrk POST requests/s and p99 beside nginx, memory per idle WebSocket
-	@$(MAKE) --no-print-directory deps EXTRA_APT_PACKAGES="wrk nginx-light"
+	@$(MAKE) --no-print-directory deps EXTRA_APT_PACKAGES="wrk"
 	@scripts/bench-http.sh
 
 fuzz: ## Fuzz every decoder of peer bytes (HTTP, WebSocket, phone messages, MCP, JWT, query, notifications, push responses; FUZZ_SECONDS each, default 60)

@@ -25,7 +25,7 @@ import psycopg
 import pytest
 import websockets
 
-from conftest import ADMIN_URL
+from conftest import ADMIN_URL, through_the_api
 from relay_server import SECRET, RelayServer, token
 
 TOO_MANY = "Too many location requests are already waiting for this user. Wait for one to finish, then retry."
@@ -39,11 +39,13 @@ def relay():
         server.stop()
 
 
-def http(base, method, path, credential=None, body=None, timeout=30):
-    """(status, body text, headers) of one request."""
+def http(base, method, path, credential=None, body=None, timeout=30, headers=None):
+    """(status, body text, headers) of one request, with any further `headers` given."""
     request = urllib.request.Request(base + path, method=method, data=body.encode() if body is not None else None)
     if credential:
         request.add_header("Authorization", f"Bearer {credential}")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     if body is not None:
         request.add_header("Content-Type", "application/json")
     try:
@@ -62,6 +64,12 @@ def user(admin, name="Test User", email=None):
                   (user_id, email, json.dumps({"full_name": name})))
     admin.execute("insert into auth.sessions (id, user_id, created_at) values (%s, %s, now())", (session_id, user_id))
     return user_id, session_id, email
+
+
+def agent_key(admin, who):
+    """A new agent key of `who`, created as their own session would (public.create_agent_key)."""
+    with through_the_api(admin, who):
+        return admin.execute("select public.create_agent_key('proxy test')").fetchone()[0]
 
 
 def phone_token(who, lifetime=3600):

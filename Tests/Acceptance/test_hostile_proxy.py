@@ -16,9 +16,9 @@ import uuid
 
 import pytest
 
-from conftest import ROOT, through_the_api
+from conftest import ROOT
 from relay_server import RelayServer, free_port
-from test_hostile import user
+from test_hostile import agent_key, user
 
 STRANGER, AGENT = "127.0.0.2", "127.0.0.3"
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -66,12 +66,6 @@ def cluster():
     for relay in relays:
         if relay.process.poll() is None:
             relay.stop()
-
-
-def agent_key(admin, who):
-    """A new agent key of `who`, created as their own session would (public.create_agent_key)."""
-    with through_the_api(admin, who):
-        return admin.execute("select public.create_agent_key('proxy test')").fetchone()[0]
 
 
 def test_a_strangers_failures_never_refuse_another_clients_valid_key(cluster, admin):
