@@ -71,10 +71,20 @@ class Postgres:
         if during:
             during()
         time.sleep(max(0.0, down_for - (time.monotonic() - started)))
-        self.pg_ctl("-l", str(DATA.parent / "postgres.log"), "-w", "-t", "60", "start")
+        self.start_server()
 
     def stop(self):
         self.pg_ctl("-m", "fast", "-w", "stop")
+
+    def start_server(self):
+        """Starts the stopped cluster (without resetting anything)."""
+        self.pg_ctl("-l", str(DATA.parent / "postgres.log"), "-w", "-t", "60", "start")
+
+    def running(self):
+        command = [str(PG_BIN / "pg_ctl"), "-D", str(DATA), "status"]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
     def query(self, sql, params=()):
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
@@ -114,13 +124,33 @@ class Relay:
         self.process = None
         self.exit_codes = []
 
-    def start(self):
+    def start(self, wait=True):
+        """Starts the process; with `wait`, until /readyz says ready (a relay whose database
+        or signing keys are down serves at once and becomes ready by itself)."""
         LOGS.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "DATABASE_URL": self.database_url, "SUPABASE_JWT_SECRET": SECRET, "PORT": str(self.port),
                "PUBLIC_URL": self.base, "INSTANCE_ID": self.name, "TRUSTED_PROXIES": "127.0.0.1", **self.environment}
         log = open(LOGS / f"{self.name}.log", "a")
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stdout=log, stderr=log)
-        wait_until(self.ready, 20, f"{self.name} ready")
+        if wait:
+            wait_until(self.ready, 20, f"{self.name} ready")
+        else:
+            wait_until(self.serving, 20, f"{self.name} serving")
+
+    def serving(self):
+        try:
+            with urllib.request.urlopen(self.base + "/healthz", timeout=1) as response:
+                return response.status == 200
+        except (OSError, urllib.error.HTTPError):
+            return False
+
+    def readiness(self):
+        """(status, body) of /readyz."""
+        try:
+            with urllib.request.urlopen(self.base + "/readyz", timeout=2) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
 
     def ready(self):
         try:
