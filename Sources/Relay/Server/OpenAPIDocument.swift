@@ -154,8 +154,13 @@ public enum OpenAPIDocument {
     }
 
     private static var readyz: YAML {
-        .map([("summary", .string("Ready: database reachable, LISTEN up, not draining")), ("security", .list([])),
-              ("responses", .map([("200", text("Ready", ["ready"])), ("503", text("Not ready", ["not ready"], headers: [retryAfter]))]))])
+        .map([("summary", .string("Ready: database reachable, LISTEN up, signing keys read, not draining")), ("security", .list([])),
+              ("responses", .map([("200", text("Ready", ["ready"])),
+                                  ("503", text("Not ready: one line per thing missing, each naming where and why",
+                                               ["draining\n", "database 127.0.0.1:54322: connection refused\n",
+                                                "database listener 127.0.0.1:54322: connecting\n",
+                                                "signing keys https://project.supabase.co/auth/v1/.well-known/jwks.json: timeout\n"],
+                                               headers: [retryAfter]))]))])
     }
 
     private static var metrics: YAML {
