@@ -602,6 +602,36 @@ def test_a14_endpoint_outside_the_allow_list_is_refused(browser, admin, make_use
         context.close()
 
 
+def test_a20_a_busy_relay_is_obeyed_not_hammered(browser, admin, make_user, relay):
+    """Issue 37: a browser cannot read a refused upgrade's status, so the relay refuses a
+    phone that speaks whereabot.v1 on the socket, with 1013 "retry after N"; the page waits
+    those N seconds (not its 1 s back-off) and then connects."""
+    person = Person(admin, make_user, relay)
+    url = relay.base.replace("http", "ws") + "/v1/device"
+    # The account's five places before hello are taken (sockets that never say hello).
+    silent = [ws_client.connect(url, additional_headers={"Authorization": "Bearer " + person.phone}) for _ in range(5)]
+    context, page = new_page(browser)
+    attempts, closes = [], []
+    page.on("websocket", lambda socket: (attempts.append(time.monotonic()),
+                                         socket.on("close", lambda _: closes.append(time.monotonic()))))
+    try:
+        page.goto(person.link)
+        confirm_sign_in(page, person.email)
+        deadline = time.monotonic() + 10
+        while not closes and time.monotonic() < deadline:
+            page.wait_for_timeout(50)  # Playwright delivers events while it runs
+        assert closes, "the first socket was refused"
+        for socket in silent:
+            socket.close()
+        expect(page.locator("#status")).to_have_text("Connected", timeout=15000)
+        assert len(attempts) == 2, f"one refusal, then the socket that connected: {len(attempts)} attempts"
+        assert attempts[1] - closes[0] >= 5, f"the page came back {attempts[1] - closes[0]:.1f} s later, not after 5 s"
+    finally:
+        for socket in silent:
+            socket.close()
+        context.close()
+
+
 def test_relay_logs_hold_no_token(relay):
     """After the browser tests: the bearer subprotocol never reached the logs."""
     relay.stop()

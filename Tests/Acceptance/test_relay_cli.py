@@ -7,6 +7,7 @@ import uuid
 
 import jwt
 import pytest
+import websockets.sync.client as ws_client
 
 from conftest import ADMIN_URL
 from relay_server import BINARY, SECRET, RelayServer
@@ -71,3 +72,29 @@ def test_token_refuses_without_a_secret():
     result = subprocess.run([str(BINARY), "token", "--email", "x@example.com"],
                             env={**ENV, "SUPABASE_JWT_SECRET": ""}, capture_output=True, text=True, timeout=30)
     assert result.returncode == 64 and "SUPABASE_JWT_SECRET" in result.stderr
+
+
+def test_the_reference_phone_obeys_retry_after(relay):
+    """Issue 37: refused with 429 and Retry-After (its account's places before hello are
+    taken), `whereabot phone` waits as long as the relay asks — not its 1 s back-off — and
+    then connects."""
+    email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
+    phone_token = cli("token", "--email", email, "--name", "Cli User")
+    url = relay.base.replace("http", "ws") + "/v1/device"
+    silent = [ws_client.connect(url, additional_headers={"Authorization": "Bearer " + phone_token}) for _ in range(5)]
+    phone = subprocess.Popen([str(BINARY), "phone", "--relay", relay.base, "--token", phone_token, "--answer", "allow"],
+                             env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        refused = phone.stdout.readline()
+        assert refused.startswith("refused for now: 429 Too many sockets are waiting for their hello."), refused
+        assert phone.stdout.readline().strip() == "the relay asked to come back in 5 s"
+        told = time.monotonic()
+        for socket in silent:
+            socket.close()
+        assert "connected" in phone.stdout.readline()
+        assert time.monotonic() - told >= 5, "it came back after the Retry-After, not sooner"
+    finally:
+        for socket in silent:
+            socket.close()
+        phone.terminate()
+        phone.wait(timeout=10)
