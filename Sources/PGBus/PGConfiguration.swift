@@ -60,6 +60,19 @@ public struct PGConfiguration: Sendable {
         self.callTimeout = Self.defaultCallTimeout
     }
 
+    /// Whether libpq can read the URL or conninfo at all: one it cannot is a setting to fix,
+    /// not an outage to wait out. (Why not is not said: libpq's message quotes the input,
+    /// which may hold a password.)
+    public var isParsable: Bool {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return false
+        }
+        PQconninfoFree(options)
+        return true
+    }
+
     /// Where it connects, for operators (`127.0.0.1:54322`, `db.example.com:5432`, several
     /// hosts comma-separated): the host and port of the URL or conninfo, never a user name
     /// or password. `unparsable settings` when libpq cannot read them.

@@ -13,6 +13,11 @@ enum ServeCommand {
         guard let databaseURL = value("DATABASE_URL") else {
             throw CommandError.usage("DATABASE_URL is required (the whereabot_relay role's connection)")
         }
+        for name in ["DATABASE_URL", "LISTEN_DATABASE_URL"] {
+            if let url = value(name), !PGConfiguration(url).isParsable {
+                throw CommandError.usage("\(name) cannot be parsed: give a postgresql:// URL or a key=value conninfo string")
+            }
+        }
         guard let port = Int(value("PORT") ?? "8080"), (0...65535).contains(port) else {
             throw CommandError.usage("PORT must be a whole number from 0 to 65535")
         }

@@ -4,6 +4,8 @@ import os
 import socket
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 
 import jwt
@@ -14,10 +16,19 @@ BINARY = ROOT / ".build" / "debug" / "whereabot"
 SECRET = "acceptance-jwt-secret-with-at-least-32-characters"
 
 
+HANDED_OUT = set()  # ports given to a server of this test session: never twice
+
+
 def free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port no other server of this session was given (a module may pick one at
+    import and bind it much later)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port not in HANDED_OUT:
+            HANDED_OUT.add(port)
+            return port
 
 
 def instance_channel(instance):
@@ -26,7 +37,8 @@ def instance_channel(instance):
 
 
 class RelayServer:
-    """A running relay instance; `stop()` sends SIGTERM and waits."""
+    """A running relay instance, ready (`/readyz` 200: registered, LISTENing, signing keys
+    read); `stop()` sends SIGTERM and waits."""
 
     def __init__(self, preexec_fn=None, **environment):
         if not BINARY.exists():
@@ -39,13 +51,15 @@ class RelayServer:
         self.process = subprocess.Popen([str(BINARY), "serve"], env=env, stderr=subprocess.PIPE, text=True,
                                         preexec_fn=preexec_fn)
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and self.process.poll() is None:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("relay did not start")
+                with urllib.request.urlopen(self.base + "/readyz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (OSError, urllib.error.HTTPError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("relay did not become ready")
 
     def stop(self):
         self.process.terminate()

@@ -137,27 +137,25 @@ class Relay:
         else:
             wait_until(self.serving, 20, f"{self.name} serving")
 
-    def serving(self):
+    def get(self, path, timeout=2):
+        """(status, body) of a GET; status 0 when nothing answered."""
         try:
-            with urllib.request.urlopen(self.base + "/healthz", timeout=1) as response:
-                return response.status == 200
-        except (OSError, urllib.error.HTTPError):
-            return False
-
-    def readiness(self):
-        """(status, body) of /readyz."""
-        try:
-            with urllib.request.urlopen(self.base + "/readyz", timeout=2) as response:
+            with urllib.request.urlopen(self.base + path, timeout=timeout) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
+        except OSError:
+            return 0, ""
+
+    def serving(self):
+        return self.get("/healthz", timeout=1)[0] == 200
+
+    def readiness(self):
+        """(status, body) of /readyz."""
+        return self.get("/readyz")
 
     def ready(self):
-        try:
-            with urllib.request.urlopen(self.base + "/readyz", timeout=1) as response:
-                return response.status == 200
-        except (OSError, urllib.error.HTTPError):
-            return False
+        return self.get("/readyz", timeout=1)[0] == 200
 
     def metric(self, name):
         try:

@@ -13,6 +13,8 @@ import Testing
         #expect(PGConfiguration("postgresql://u@[2001:db8::1]:5433/x").endpoint == "[2001:db8::1]:5433")
         #expect(PGConfiguration("host=/var/run/postgresql dbname=x").endpoint == "socket /var/run/postgresql:5432")
         #expect(PGConfiguration("postgresql://%zz").endpoint == "unparsable settings")
+        #expect(!PGConfiguration("postgresql://%zz").isParsable && !PGConfiguration("nonsense").isParsable)
+        #expect(PGConfiguration("postgresql://u:p@h/x").isParsable && PGConfiguration("host=h dbname=x").isParsable)
         #expect(!PGConfiguration("postgresql://u:s3cret@h/x").endpoint.contains("s3cret"))
     }
 

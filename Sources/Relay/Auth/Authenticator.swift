@@ -124,24 +124,31 @@ public actor Authenticator {
 
     /// The credential behind an Authorization header value, presented from `client` (the
     /// peer's address; failures are counted per address).
-    public func authenticate(_ authorization: String?, client: String = "") async throws(AuthError) -> Credential {
+    public func authenticate(_ authorization: String?, client: String = "", checkingSession: Bool = true) async throws(AuthError)
+        -> Credential {
         let limited = limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0
         do {
-            return try await credential(authorization, limited: limited)
+            return try await credential(authorization, limited: limited, checkingSession: checkingSession)
         } catch {
-            switch error {
-            case .unavailable, .wrongCredentialKind:
-                break
-            case .rateLimited:
-                rateLimitedCount += 1
-            default:
-                if limited {
-                    rateLimitedCount += 1
-                    throw .rateLimited
-                }
-                limiter.record(client, now: now().timeIntervalSince1970)
-            }
+            try countFailure(error, client: client, limited: limited)
             throw error
+        }
+    }
+
+    /// Counts a failed authentication of `client`; throws `rateLimited` when the client is
+    /// past its budget (`limited`), so that the caller answers 429 instead of `error`.
+    private func countFailure(_ error: AuthError, client: String, limited: Bool) throws(AuthError) {
+        switch error {
+        case .unavailable, .wrongCredentialKind:
+            break
+        case .rateLimited:
+            rateLimitedCount += 1
+        default:
+            if limited {
+                rateLimitedCount += 1
+                throw .rateLimited
+            }
+            limiter.record(client, now: now().timeIntervalSince1970)
         }
     }
 
@@ -151,10 +158,25 @@ public actor Authenticator {
         return agent
     }
 
-    /// The phone behind the header; an agent's credential is `wrongCredentialKind`.
-    public func phone(_ authorization: String?, client: String = "") async throws(AuthError) -> PhoneIdentity {
-        guard case .phone(let phone) = try await authenticate(authorization, client: client) else { throw .wrongCredentialKind }
+    /// The phone behind the header; an agent's credential is `wrongCredentialKind`. Without
+    /// `checkingSession` only what costs no database call is checked (signature, claims):
+    /// `phoneSession(_:client:)` then checks the session, when the caller is ready to pay.
+    public func phone(_ authorization: String?, client: String = "", checkingSession: Bool = true) async throws(AuthError)
+        -> PhoneIdentity {
+        guard case .phone(let phone) = try await authenticate(authorization, client: client, checkingSession: checkingSession)
+        else { throw .wrongCredentialKind }
         return phone
+    }
+
+    /// Checks that a phone's verified token's session is still alive (one batched
+    /// database call); a failure counts against `client` as a failed credential does.
+    public func phoneSession(_ phone: PhoneIdentity, client: String = "") async throws(AuthError) {
+        do {
+            try await checkSession(phone.sessionID, user: phone.userID, cached: false)
+        } catch {
+            try countFailure(error, client: client, limited: limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0)
+            throw error
+        }
     }
 
     /// Seconds a client over its failure budget should wait (for Retry-After; at least 1).
@@ -168,7 +190,7 @@ public actor Authenticator {
     /// Requests refused with 429 so far (for /metrics).
     public var rateLimited: Int { rateLimitedCount }
 
-    private func credential(_ authorization: String?, limited: Bool) async throws(AuthError) -> Credential {
+    private func credential(_ authorization: String?, limited: Bool, checkingSession: Bool) async throws(AuthError) -> Credential {
         guard let authorization, authorization.utf8.count > 7, authorization.utf8.count <= Self.maximumHeaderBytes,
               authorization.prefix(7).lowercased() == "bearer " else {
             throw .missing
@@ -176,7 +198,7 @@ public actor Authenticator {
         let token = String(DisplayText.trimmingBlanks(authorization.dropFirst(7)))
         guard !token.isEmpty else { throw .missing }
         if AgentKey.looksLikeKey(token) { return try await agentKey(token, limited: limited) }
-        return try await jwt(token)
+        return try await jwt(token, checkingSession: checkingSession)
     }
 
     /// The longest Authorization header looked at (Supabase's tokens are about 1 KiB).
@@ -212,7 +234,7 @@ public actor Authenticator {
                                     keyID: owner.keyID, keyName: owner.keyName, email: owner.email))
     }
 
-    private func jwt(_ token: String) async throws(AuthError) -> Credential {
+    private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {
         let claims: JWTClaims
         if let cached = verifiedTokens[token], now() < cached.expiresAt {
             claims = cached
@@ -233,10 +255,8 @@ public actor Authenticator {
         }
         // Agents repeat their token and their session check is cached; a phone's is made once
         // per socket, so caching it would only keep an entry per connected phone.
-        switch try await sessionState(claims.sessionID, user: claims.userID, cached: claims.clientID != nil) {
-        case .alive: break
-        case .deviceRemoved: throw .deviceRemoved
-        case .signedOut: throw .revoked
+        if checkingSession || claims.clientID != nil {
+            try await checkSession(claims.sessionID, user: claims.userID, cached: claims.clientID != nil)
         }
         if let clientID = claims.clientID {
             return .agent(AgentIdentity(userID: claims.userID, clientID: clientID, keyID: nil, keyName: nil, email: claims.email))
@@ -257,6 +277,14 @@ public actor Authenticator {
         guard case .success(let loaded) = await fetchVerifier() else { throw .unknownKey }
         verifier = loaded
         verifiedTokens.removeAll()  // a key may have been withdrawn
+    }
+
+    private func checkSession(_ session: UUID, user: UUID, cached: Bool) async throws(AuthError) {
+        switch try await sessionState(session, user: user, cached: cached) {
+        case .alive: break
+        case .deviceRemoved: throw .deviceRemoved
+        case .signedOut: throw .revoked
+        }
     }
 
     private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> RelayStatus.Session {

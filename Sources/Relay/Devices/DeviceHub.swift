@@ -83,12 +83,9 @@ public actor DeviceHub {
     /// Sockets that have not said hello yet, per account and relay-wide.
     nonisolated let waitingRoom = HelloWaitingRoom()
 
-    /// A new socket for a verified phone from `address`, for
-    /// `HTTPResponse.webSocket(delegate:)`, once the waiting room has a place for it (queued
-    /// in order behind others); nil when its account already has as many sockets waiting
-    /// for their hello as it may, or the room's queue is full (answer 429).
-    nonisolated func session(for phone: PhoneIdentity, address: String) async -> DeviceSession? {
-        guard let ticket = await waitingRoom.admit(account: phone.userID, address: address) else { return nil }
+    /// A new socket for a verified phone holding its place in the waiting room (`ticket`),
+    /// for `HTTPResponse.webSocket(delegate:)`.
+    nonisolated func session(for phone: PhoneIdentity, waiting ticket: HelloWaitingRoom.Ticket) -> DeviceSession {
         return DeviceSession(phone: phone, hub: self, waiting: ticket)
     }
 

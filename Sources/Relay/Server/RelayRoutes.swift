@@ -265,20 +265,30 @@ struct RelayRoutes: Sendable {
         return response
     }
 
-    /// A phone socket's upgrade, or why not: draining (503), its credential (401, 403, 429
-    /// for an address over its failure budget, 503 when it cannot be checked), or its
-    /// account's or the relay's sockets waiting for a hello (429).
+    /// A phone socket's upgrade, or why not: draining (503); its token (401, 403, 429 for an
+    /// address over its failure budget, 503 when it cannot be checked); its account's or the
+    /// relay's sockets waiting for a hello (429) — a place among them is taken, in order,
+    /// once the token verified locally and before the session check, the database call that
+    /// a reconnect storm multiplies — or its session (401, 403, 503).
     private func admitPhone(_ request: HTTPRequest, authorization: String?, selectProtocol: Bool) async -> HTTPResponse {
         if health.isDraining { return Self.draining }
         let phone: PhoneIdentity
-        switch await phoneIdentity(request, authorization: authorization, agentText: Self.agentCannotConnectText) {
+        switch await phoneIdentity(request, authorization: authorization, agentText: Self.agentCannotConnectText,
+                                   checkingSession: false) {
         case .success(let identity): phone = identity
         case .failure(let refusal): return refusal.response
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
+        guard let ticket = await hub.waitingRoom.admit(account: phone.userID, address: request.remoteAddress) else {
+            return Self.tooManyWaitingForHello
+        }
+        do {
+            try await authenticator.phoneSession(phone, client: request.remoteAddress)
+        } catch {
+            return await phoneRefusal(error, request, agentText: Self.agentCannotConnectText).response
+        }
         let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
-        guard let session = await hub.session(for: phone, address: request.remoteAddress) else { return Self.tooManyWaitingForHello }
-        return .webSocket(headers: headers, delegate: session)
+        return .webSocket(headers: headers, delegate: hub.session(for: phone, waiting: ticket))
     }
 
     /// What a draining instance answers new agent requests and phone sockets.
@@ -292,17 +302,21 @@ struct RelayRoutes: Sendable {
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
     /// credential and for a session revoked by removing its device, else as `AgentGate`.
-    private func phoneIdentity(_ request: HTTPRequest, authorization: String?? = nil,
-                               agentText: String) async -> Result<PhoneIdentity, AgentGate.Refusal> {
+    private func phoneIdentity(_ request: HTTPRequest, authorization: String?? = nil, agentText: String,
+                               checkingSession: Bool = true) async -> Result<PhoneIdentity, AgentGate.Refusal> {
         do {
             return .success(try await authenticator.phone(authorization ?? request.headers["Authorization"],
-                                                          client: request.remoteAddress))
-        } catch .wrongCredentialKind {
-            return .failure(.init(response: .text(403, agentText)))
-        } catch .deviceRemoved {
-            return .failure(.init(response: .text(403, Self.deviceRemovedText)))
+                                                          client: request.remoteAddress, checkingSession: checkingSession))
         } catch {
-            return .failure(.init(response: await gate.refusal(error, request)))
+            return .failure(await phoneRefusal(error, request, agentText: agentText))
+        }
+    }
+
+    private func phoneRefusal(_ error: AuthError, _ request: HTTPRequest, agentText: String) async -> AgentGate.Refusal {
+        switch error {
+        case .wrongCredentialKind: AgentGate.Refusal(response: .text(403, agentText))
+        case .deviceRemoved: AgentGate.Refusal(response: .text(403, Self.deviceRemovedText))
+        default: AgentGate.Refusal(response: await gate.refusal(error, request))
         }
     }
 }
