@@ -11,7 +11,10 @@ Two release relays on a database of their own (whereabot_bench on the local clus
      and the WAL an idle phone costs per minute (beats, and the 5-minute last_seen_at
      refresh amortized);
   4. reconnect storm: the instance holding 10,000 phones restarts with a pending ping for
-     each; time until every phone has said hello again and got its ping;
+     each; time until every phone has said hello again and got its ping, with the phones
+     coming from 1, 200 and 10,000 source addresses (one storm and one row each: behind a
+     balancer or a carrier NAT, thousands of phones share one address), and the relay's
+     and Postgres's CPU for each;
   5. durable requests (durable_bench.py): tasks/get on a settled task, and Postgres's work
      per durable request beside a synchronous one.
 
@@ -20,7 +23,8 @@ in one process. Everything runs on this machine: client, relays and Postgres sha
 
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
                         BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
-                        BENCH_PARTS=latency,throughput,durable,memory,storm, BENCH_RELAY_BINARY)
+                        BENCH_PARTS=latency,throughput,durable,memory,storm, BENCH_RELAY_BINARY,
+                        BENCH_STORM_ADDRESSES=1,200,10000)
 """
 import asyncio
 import base64
@@ -58,6 +62,12 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 AGENTS = int(os.environ.get("BENCH_AGENTS", "32"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
 PARTS = set(os.environ.get("BENCH_PARTS", "latency,throughput,durable,memory,storm").split(","))
+# BENCH_STORM_ADDRESSES: the reconnect storms to run, as how many source addresses the phones
+# come from (one storm each, in this order; at most 254 * 254, see storm_address).
+STORM_ADDRESSES = [int(count) for count in os.environ.get("BENCH_STORM_ADDRESSES", "1,200,10000").split(",")
+                   if count.strip()]
+if any(not 1 <= count <= 254 * 254 for count in STORM_ADDRESSES):
+    raise SystemExit(f"BENCH_STORM_ADDRESSES: each count is 1 to {254 * 254}, not {STORM_ADDRESSES}")
 FIX = {"latitude": 52.52, "longitude": 13.405, "accuracy_m": 12}
 
 
@@ -289,21 +299,70 @@ def notify_latencies(samples):
 
 # -- 2. throughput ----------------------------------------------------------------------
 
+def proc_stat(pid):
+    """The fields of /proc/<pid>/stat after the command: [0] is field 3 (state), [1] the
+    parent's pid (4), [11:15] utime, stime, cutime, cstime (14-17), in clock ticks."""
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pids):
     """User plus system CPU seconds of the given processes so far (from /proc)."""
     total = 0
     for pid in pids:
         try:
-            fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            fields = proc_stat(pid)
             total += int(fields[11]) + int(fields[12])
         except (FileNotFoundError, ProcessLookupError, IndexError):
             pass
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def postgres_pids():
-    output = subprocess.run(["pgrep", "-x", "postgres"], capture_output=True, text=True).stdout
-    return [int(pid) for pid in output.split()]
+POSTMASTER = []  # the pid of the bench cluster's postmaster, once found
+
+
+def postmaster_pid():
+    """The postmaster of the cluster BENCH_ADMIN_URL points at (the local one, port 54322):
+    the parent of this connection's backend."""
+    if not POSTMASTER:
+        with psycopg.connect(ADMIN_URL, autocommit=True) as connection:
+            backend = connection.execute("select pg_backend_pid()").fetchone()[0]
+            try:
+                parent = int(proc_stat(backend)[1])
+                command = pathlib.Path(f"/proc/{parent}/comm").read_text().strip()
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                raise RuntimeError(f"Postgres's backend {backend} is not in this machine's /proc: its CPU cannot be"
+                                   " measured") from None
+        if command != "postgres":
+            raise RuntimeError(f"the parent of Postgres's backend {backend} is {parent} ({command}), not a postmaster")
+        POSTMASTER.append(parent)
+    return POSTMASTER[0]
+
+
+def postgres_cpu_seconds():
+    """CPU seconds the bench's Postgres cluster has used so far (only differences mean
+    anything): the postmaster's own utime and stime, its cutime and cstime — the times of
+    the children it has reaped, so a backend that exited still counts — and the utime and
+    stime of its live children (a child's times reach cutime only when it is reaped).
+    Summing the live backends alone fell when backends exited between two samples."""
+    postmaster = postmaster_pid()
+    for _ in range(10):
+        before = proc_stat(postmaster)
+        children = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = proc_stat(entry.name)
+            except (FileNotFoundError, ProcessLookupError, IndexError):  # it exited meanwhile
+                continue
+            if int(fields[1]) == postmaster:
+                children += int(fields[11]) + int(fields[12])
+        after = proc_stat(postmaster)
+        total = sum(int(field) for field in after[11:15]) + children
+        if after[13:15] == before[13:15]:  # no child's times moved into cutime while we looked
+            break
+        # A child reaped during the scan was counted twice or not at all: look again.
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_load(pairs, seconds=None, samples=None, echo_port=None):
@@ -337,10 +396,10 @@ async def throughput(relays, users, seconds, cross):
         agent = relays[(index + 1) % len(relays)] if cross else phone
         pairs.append((agent.port, phone.port, agent_token, phone_token))
     relay_pids = [relay.process.pid for relay in relays]
-    before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), cpu_seconds(postgres_pids()), wal_bytes()
+    before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), postgres_cpu_seconds(), wal_bytes()
     result = await asyncio.to_thread(run_load, pairs, seconds)
     relays_cpu = cpu_seconds(relay_pids) - before_relays
-    postgres_cpu = cpu_seconds(postgres_pids()) - before_postgres
+    postgres_cpu = postgres_cpu_seconds() - before_postgres
     wal = wal_bytes() - before_wal  # includes the phones' hellos and the warm-up: an upper bound
     # The generator's CPU includes connecting the phones; its own figure covers the run only.
     locates = max(1, result["locates"])
@@ -397,16 +456,40 @@ async def connect_many(port, users, on_ping, answer):
     return phones
 
 
-async def storm(relay, users):
-    """Opens one request per phone (each phone gets its ping and leaves it unanswered),
-    restarts `relay`, and times the phones' way back to their pending pings. The phones reconnect as the app does (APP.md): at once after
-    1012 "restart", then after 1 s, 2 s, 4 s … (at most 30 s) with ±50% jitter."""
-    pinged = {}  # request id → seconds after the restarted instance started
+def storm_address(index, count):
+    """The source address of phone `index` when the phones come from `count` addresses:
+    127.0.0.1 for one (None: the kernel's choice toward 127.0.0.1, which is 127.0.0.1 — and
+    connect() then picks ports per destination and reuses loopback TIME_WAIT ones, where
+    bind() would need a port free of every TIME_WAIT socket of the address), 127.0.0.2 …
+    for up to 253, else 127.1.x.y with x and y 1 to 254 (no .0, no .255)."""
+    slot = index % count
+    if count == 1:
+        return None
+    if count <= 253:
+        return f"127.0.0.{2 + slot}"
+    high, low = divmod(slot, 254)
+    return f"127.1.{1 + high}.{1 + low}"
+
+
+def addresses_text(count):
+    return f"{count:,} address" if count == 1 else f"{count:,} addresses"
+
+
+async def storm(relay, users, addresses):
+    """Connects one phone per user from `addresses` source addresses (storm_address), opens
+    one request per phone (each phone gets its ping and leaves it unanswered), restarts
+    `relay`, and times the phones' way back to their pending pings. The phones reconnect as the app does (APP.md): at once after
+    1012 "restart", then after 1 s, 2 s, 4 s … (at most 30 s) with ±50% jitter. Run again
+    with other addresses: the phones of the run before have gone, their requests abandoned."""
+    pinged = {}  # request id → seconds after the restarted instance started (this run's requests only)
+    expected = set()  # this run's request ids
     phones = {user: {"open": False, "hello_at": None, "attempts": 0} for user, _, _ in users}
     hellos = 0
+    where = addresses_text(min(addresses, len(users)))
 
     def ping_arrived(request):
-        pinged.setdefault(request, time.monotonic() - relay.started)
+        if request in expected:
+            pinged.setdefault(request, time.monotonic() - relay.started)
 
     async def keep_connected(user, phone_token, host):
         nonlocal hellos
@@ -428,10 +511,17 @@ async def storm(relay, users):
                 if socket:
                     socket.close()
 
+    # The phones of an earlier run (or of the memory rows) must have gone, so that the count
+    # below is of this run's.
+    deadline = time.monotonic() + 60
+    while (left := await relay.metric("whereabot_device_connections")) > 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"storm from {where}: {left:.0f} phones of the run before still connected after 60 s")
+        await asyncio.sleep(0.1)
     overflows = listen_overflows()
-    tasks = [asyncio.ensure_future(keep_connected(user, phone_token, f"127.0.0.{2 + i % 200}"))
+    tasks = [asyncio.ensure_future(keep_connected(user, phone_token, storm_address(i, addresses)))
              for i, (user, phone_token, _) in enumerate(users)]
-    await metric_reaches(relay, "whereabot_device_connections", len(users), 120, "phones before the storm")
+    await metric_reaches(relay, "whereabot_device_connections", len(users), 120, f"phones before the storm from {where}")
     # Every phone gets a ping it does not answer; the restarted instance must send it again.
     with psycopg.connect(RELAY_URL, autocommit=True) as conn:
         conn.execute("select relay.register_instance('bench-waiter')")
@@ -440,6 +530,7 @@ async def storm(relay, users):
             select relay.open_request(id, u, null, 'bench-agent', null, 'bench-waiter',
                                       decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5), id, u
             from ids""", ([user for user, _, _ in users],)).fetchall()}
+    expected.update(str(request) for request in requests)  # before any ping is read: no await since the insert
     while len(pinged) < len(users):
         await asyncio.sleep(0.05)
     hellos = 0
@@ -447,8 +538,8 @@ async def storm(relay, users):
     relay.stop()
     stopped = time.monotonic() - killed
     pinged.clear()  # from now on only the restarted instance's pings count
-    postgres_cpu = cpu_seconds(postgres_pids())
-    progress(f"storm: the instance stopped {stopped:.1f} s after SIGTERM, {len(requests):,} pings pending")
+    postgres_cpu = postgres_cpu_seconds()
+    progress(f"storm from {where}: the instance stopped {stopped:.1f} s after SIGTERM, {len(requests):,} pings pending")
     relay.start()
     await relay.ready()
     ready = time.monotonic() - relay.started
@@ -457,20 +548,24 @@ async def storm(relay, users):
         while len(pinged) < len(users) and time.monotonic() < deadline:
             conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
             await asyncio.sleep(0.05)
-    # The restarted relay's CPU since it started, Postgres's since the requests were opened.
-    relay_cpu, postgres_cpu = cpu_seconds([relay.process.pid]), cpu_seconds(postgres_pids()) - postgres_cpu
+    # The restarted relay's CPU since it started, Postgres's since the old instance stopped.
+    relay_cpu, postgres_cpu = cpu_seconds([relay.process.pid]), postgres_cpu_seconds() - postgres_cpu
     if len(pinged) < len(users):
         explain_misses(requests, pinged, phones)
         connected = await relay.metric("whereabot_device_connections")
-        raise RuntimeError(f"reconnect storm: only {len(pinged)} of {len(users)} phones got their ping in 120 s"
-                           f" ({hellos} hellos since the restart, {connected:.0f} connected)")
+        raise RuntimeError(f"reconnect storm from {where}: only {len(pinged)} of {len(users)} phones got their ping"
+                           f" in 120 s ({hellos} hellos since the restart, {connected:.0f} connected)")
     done = time.monotonic()
     arrivals = sorted(pinged.values())
     upgrades = sorted(state["hello_at"] for state in phones.values())
-    progress(f"storm: ready {ready:.1f} s after the start; sockets open at " +
+    progress(f"storm from {where}: ready {ready:.1f} s after the start; sockets open at " +
              ", ".join(f"{q:.0%} {percentile(upgrades, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) + "; pings at " +
              ", ".join(f"{q:.0%} {percentile(arrivals, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) +
              f"; CPU: relay {relay_cpu:.1f} s, Postgres {postgres_cpu:.1f} s; listen queue overflows {listen_overflows() - overflows}")
+    # Registering the waiter again abandons this run's requests (every phone got its ping), so
+    # that the next run's phones find none of them pending when they connect.
+    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+        conn.execute("select relay.register_instance('bench-waiter')")
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -623,13 +718,16 @@ async def phone_rows(relays, rows):
         task.cancel()
     await asyncio.sleep(1)
 
-    # 4. reconnect storm
-    progress("4. reconnect storm")
-    result = await storm(holder, users)
-    rows.append((f"reconnect storm, {PHONES:,} phones", f"{result['since_start']:.1f} s after the restarted instance started",
-                 f"{result['since_kill']:.1f} s after SIGTERM; every phone said hello and got its pending ping"
-                 f" (half by {result['median']:.1f} s; ready at {result['ready']:.1f} s; CPU s: relay {result['relay_cpu']:.1f},"
-                 f" Postgres {result['postgres_cpu']:.1f}; phones back off as the app does)"))
+    # 4. reconnect storm, once for each count of source addresses (BENCH_STORM_ADDRESSES)
+    for addresses in STORM_ADDRESSES:
+        where = addresses_text(min(addresses, len(users)))
+        progress(f"4. reconnect storm, {len(users):,} phones from {where}")
+        result = await storm(holder, users, addresses)
+        rows.append((f"reconnect storm, {len(users):,} phones from {where}",
+                     f"{result['since_start']:.1f} s after the restarted instance started",
+                     f"{result['since_kill']:.1f} s after SIGTERM; every phone said hello and got its pending ping"
+                     f" (half by {result['median']:.1f} s; ready at {result['ready']:.1f} s; CPU s: relay {result['relay_cpu']:.1f},"
+                     f" Postgres {result['postgres_cpu']:.1f}; phones back off as the app does)"))
     if CLIENT_ERRORS:
         rows.append(("bench client errors", f"{len(CLIENT_ERRORS)}", CLIENT_ERRORS[0][:80]))
 

@@ -138,10 +138,10 @@ async def idle_rows(rows):
     await rb.metric_reaches(relay, "whereabot_device_connections", PHONES, 120, "idle phones")
     await asyncio.sleep(2)
     seconds = 20
-    relay_before, postgres_before = rb.cpu_seconds([relay.process.pid]), rb.cpu_seconds(rb.postgres_pids())
+    relay_before, postgres_before = rb.cpu_seconds([relay.process.pid]), rb.postgres_cpu_seconds()
     await asyncio.sleep(seconds)
     relay_cpu = rb.cpu_seconds([relay.process.pid]) - relay_before
-    postgres_cpu = rb.cpu_seconds(rb.postgres_pids()) - postgres_before
+    postgres_cpu = rb.postgres_cpu_seconds() - postgres_before
     rows.append((f"idle phones: relay CPU, {PHONES:,} phones", f"{relay_cpu / seconds / PHONES * 1e6:.2f} µs per phone per second",
                  f"{relay_cpu:.2f} s in {seconds} s (keep-alive pings, sweeps, heartbeats)"))
     rows.append((f"idle phones: Postgres CPU, {PHONES:,} phones", f"{postgres_cpu / seconds / PHONES * 1e6:.2f} µs per phone per second",
