@@ -32,7 +32,7 @@ public enum ForwardedFor {
     /// Hops read before a chain counts as malformed (real chains have a handful).
     static let maximumHops = 32
 
-    /// The client of a request from trusted `peer`, by its headers.
+    /// The client of a request whose peer is a trusted proxy, by its headers.
     public static func client(_ headers: HTTPHeaders, trusted: TrustedProxies) -> Verdict {
         let forwardedFor = headers.values("X-Forwarded-For"), forwarded = headers.values("Forwarded")
         let fromXFF = forwardedFor.isEmpty ? Verdict.absent : walk(xForwardedFor(forwardedFor.joined(separator: ",")), trusted)
