@@ -162,9 +162,12 @@ revoke execute on function public.revoke_location_share(uuid) from public, anon;
 grant execute on function public.revoke_location_share(uuid) to authenticated;
 
 -- -----------------------------------------------------------------------------
--- An ended share cancels the viewer's waiting requests and drops their always-allows
+-- An ended share cancels the viewer's waiting requests, forgets their results and drops
+-- their always-allows
 -- -----------------------------------------------------------------------------
--- The cancels go to the instances holding the owner's sockets (private.notify_cancel).
+-- The cancels go to the instances holding the owner's sockets (private.notify_cancel). A
+-- request made through the share is bound to it: its sealed result is deleted and its row
+-- is past keep_until at once, so the viewer's next poll finds nothing (waiting or sealed).
 create or replace function private.end_share()
 returns trigger
 language plpgsql
@@ -191,12 +194,17 @@ begin
     loop
       perform private.notify_cancel(v_request.id, v_request.owner_id);
     end loop;
+    delete from relay.sealed_results s
+    using relay.pending_requests r
+    where s.request_id = r.id and r.owner_id = v_share.owner_id and r.requester_id = v_share.viewer_id;
+    update relay.pending_requests set keep_until = now()
+    where owner_id = v_share.owner_id and requester_id = v_share.viewer_id and resumable and keep_until > now();
   end if;
   return case when tg_op = 'DELETE' then old else new end;
 end;
 $$;
 comment on function private.end_share() is
-  'AFTER UPDATE/DELETE trigger: an ended share cancels the viewer''s waiting requests and drops the owner''s always-allows for that viewer.';
+  'AFTER UPDATE/DELETE trigger: an ended share cancels the viewer''s waiting requests, deletes their sealed results (their polls find nothing) and drops the owner''s always-allows for that viewer.';
 revoke execute on function private.end_share() from public, anon, authenticated;
 
 create trigger location_shares_end

@@ -52,6 +52,7 @@ begin
   for v_request in
     select id, owner_id from relay.pending_requests
     where waiter_instance = p_instance and settled_at is null and not durable
+    order by id
     for update
   loop
     update relay.pending_requests set settled_at = now(), outcome = 'abandoned' where id = v_request.id;

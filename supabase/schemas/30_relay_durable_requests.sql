@@ -35,8 +35,48 @@ revoke execute on function private.max_durable_requests_per_agent() from public,
 create or replace function private.max_resumable_requests()
 returns int language sql immutable set search_path = '' as $$ select 10000 $$;
 comment on function private.max_resumable_requests() is
-  'Resumable requests (and so result rows) the whole database keeps at once.';
+  'Resumable requests (and so result rows) past which only accounts holding their fair share (private.resumable_fair_share) are refused.';
 revoke execute on function private.max_resumable_requests() from public, anon, authenticated;
+
+create or replace function private.max_resumable_requests_per_account()
+returns int language sql immutable set search_path = '' as $$ select 100 $$;
+comment on function private.max_resumable_requests_per_account() is
+  'Resumable requests (open or settled, until keep_until) one account may hold at once.';
+revoke execute on function private.max_resumable_requests_per_account() from public, anon, authenticated;
+
+create or replace function private.resumable_fair_share()
+returns int language sql immutable set search_path = '' as $$ select 10 $$;
+comment on function private.resumable_fair_share() is
+  'Past private.max_resumable_requests() rows, an account holding this many is refused; one holding fewer still opens.';
+revoke execute on function private.resumable_fair_share() from public, anon, authenticated;
+
+create or replace function private.max_resumable_requests_hard()
+returns int language sql immutable set search_path = '' as $$ select 100000 $$;
+comment on function private.max_resumable_requests_hard() is
+  'Resumable requests the whole database keeps at most, whoever holds them.';
+revoke execute on function private.max_resumable_requests_hard() from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
+-- A call's row is forgotten soon after the call is answered
+-- -----------------------------------------------------------------------------
+create or replace function private.forget_answered_call()
+returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.keep_until := least(new.keep_until, now() + interval '30 seconds');
+  return new;
+end;
+$$;
+comment on function private.forget_answered_call() is
+  'A resumable request settled before it was made durable (a call answered in the call) is kept 30 seconds, not 10 minutes.';
+revoke execute on function private.forget_answered_call() from public, anon, authenticated;
+
+create trigger pending_requests_forget_answered_call
+  before update on relay.pending_requests
+  for each row when (new.settled_at is not null and old.settled_at is null and new.resumable and not new.durable)
+  execute function private.forget_answered_call();
 
 -- -----------------------------------------------------------------------------
 -- private.binds(request, user, client, key) — whether a credential may see a request
@@ -106,6 +146,8 @@ as $$
 declare
   v_user uuid := coalesce(p_requester, p_owner);
   v_open int;
+  v_kept int;
+  v_total int;
   v_opened jsonb;
 begin
   perform private.check_instance_id(p_instance);
@@ -123,20 +165,28 @@ begin
     raise exception 'an agent key''s requests have client_id agent-key' using errcode = '22023';
   end if;
 
-  -- One opener per credential at a time, so that its cap holds under concurrency (taken
+  -- One opener per account at a time, so that its caps hold under concurrency (taken
   -- before open_request's owner lock, always in this order).
-  perform pg_advisory_xact_lock(hashtextextended(
-    'whereabot_durable:' || v_user::text || ':' || coalesce(p_client_id, '') || ':' || coalesce(p_key::text, ''), 0));
-  select count(*) into v_open from relay.pending_requests r
-  where r.resumable and coalesce(r.requester_id, r.owner_id) = v_user and r.client_id = p_client_id
-    and r.agent_key_id is not distinct from p_key and r.settled_at is null and r.expires_at > now();
-  if v_open >= private.max_durable_requests_per_agent() then
+  perform pg_advisory_xact_lock(hashtextextended('whereabot_durable:' || v_user::text, 0));
+  -- The account's rows, open or settled, until they are forgotten (the partial index by
+  -- account; the count stops at the cap).
+  select count(*), count(*) filter (where r.client_id = p_client_id and r.agent_key_id is not distinct from p_key
+                                          and r.settled_at is null and r.expires_at > now())
+  into v_kept, v_open
+  from (select r.client_id, r.agent_key_id, r.settled_at, r.expires_at from relay.pending_requests r
+        where r.resumable and coalesce(r.requester_id, r.owner_id) = v_user and r.keep_until > now()
+        limit private.max_resumable_requests_per_account()) r;
+  if v_open >= private.max_durable_requests_per_agent() or v_kept >= private.max_resumable_requests_per_account() then
     return jsonb_build_object('status', 'too_many', 'connections', null, 'ping', null);
   end if;
-  -- Every get_phone_location call opens one: the count stops at the cap (the partial index
-  -- of resumable rows), so it never costs more than that however many there are.
-  if (select count(*) from (select from relay.pending_requests where resumable
-                            limit private.max_resumable_requests()) kept) >= private.max_resumable_requests() then
+  -- The table's bound: past it only an account holding its fair share or more is refused;
+  -- past the hard ceiling everyone is. Each count stops at its bound.
+  select count(*) into v_total
+  from (select from relay.pending_requests where resumable limit private.max_resumable_requests()) kept;
+  if v_total >= private.max_resumable_requests()
+     and (v_kept >= private.resumable_fair_share()
+          or (select count(*) from (select from relay.pending_requests where resumable
+                                    limit private.max_resumable_requests_hard()) kept) >= private.max_resumable_requests_hard()) then
     return jsonb_build_object('status', 'full', 'connections', null, 'ping', null);
   end if;
 
@@ -152,7 +202,7 @@ begin
 end;
 $$;
 comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text) is
-  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential.';
+  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential and 100 kept per account; past 10,000 kept relay-wide only accounts over their fair share are refused.';
 
 -- -----------------------------------------------------------------------------
 -- relay.make_durable(id, instance) → {status: durable | settled | gone}
