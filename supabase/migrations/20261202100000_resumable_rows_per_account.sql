@@ -7,9 +7,9 @@
 -- open ones: one account with a few agent keys, opening and cancelling in a loop, filled
 -- the table in half a minute, and from then on every user's call was refused.
 --
--- * An account (the credential's user) keeps at most 100 resumable rows, open or settled,
+-- * An account (the credential's user) keeps at most 500 resumable rows, open or settled,
 --   until their keep_until: over it, its calls are refused (too_many), no one else's.
--- * Past 10,000 rows relay-wide, only accounts holding more than a fair share (10) are
+-- * Past 10,000 rows relay-wide, only accounts holding a fair share (50) or more are
 --   refused (full); an account below it still opens. 100,000 rows is the hard ceiling.
 -- * A get_phone_location call answered within the call (its row never made durable) keeps
 --   its row 30 seconds after it settles (long enough for a lost answer to be read again),
@@ -20,13 +20,13 @@ comment on function private.max_resumable_requests() is
   'Resumable requests (and so result rows) past which only accounts holding their fair share (private.resumable_fair_share) are refused.';
 
 create or replace function private.max_resumable_requests_per_account()
-returns int language sql immutable set search_path = '' as $$ select 100 $$;
+returns int language sql immutable set search_path = '' as $$ select 500 $$;
 comment on function private.max_resumable_requests_per_account() is
   'Resumable requests (open or settled, until keep_until) one account may hold at once.';
 revoke execute on function private.max_resumable_requests_per_account() from public, anon, authenticated;
 
 create or replace function private.resumable_fair_share()
-returns int language sql immutable set search_path = '' as $$ select 10 $$;
+returns int language sql immutable set search_path = '' as $$ select 50 $$;
 comment on function private.resumable_fair_share() is
   'Past private.max_resumable_requests() rows, an account holding this many is refused; one holding fewer still opens.';
 revoke execute on function private.resumable_fair_share() from public, anon, authenticated;
@@ -130,4 +130,4 @@ begin
 end;
 $$;
 comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text) is
-  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential and 100 kept per account; past 10,000 kept relay-wide only accounts over their fair share are refused.';
+  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential and 500 kept per account; past 10,000 kept relay-wide only accounts over their fair share are refused.';

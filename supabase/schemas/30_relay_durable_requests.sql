@@ -39,13 +39,13 @@ comment on function private.max_resumable_requests() is
 revoke execute on function private.max_resumable_requests() from public, anon, authenticated;
 
 create or replace function private.max_resumable_requests_per_account()
-returns int language sql immutable set search_path = '' as $$ select 100 $$;
+returns int language sql immutable set search_path = '' as $$ select 500 $$;
 comment on function private.max_resumable_requests_per_account() is
   'Resumable requests (open or settled, until keep_until) one account may hold at once.';
 revoke execute on function private.max_resumable_requests_per_account() from public, anon, authenticated;
 
 create or replace function private.resumable_fair_share()
-returns int language sql immutable set search_path = '' as $$ select 10 $$;
+returns int language sql immutable set search_path = '' as $$ select 50 $$;
 comment on function private.resumable_fair_share() is
   'Past private.max_resumable_requests() rows, an account holding this many is refused; one holding fewer still opens.';
 revoke execute on function private.resumable_fair_share() from public, anon, authenticated;
@@ -202,7 +202,7 @@ begin
 end;
 $$;
 comment on function relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text) is
-  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential and 100 kept per account; past 10,000 kept relay-wide only accounts over their fair share are refused.';
+  'Opens a resumable (and, with p_durable, instance-independent) locate request bound to its credential; at most 20 open per credential and 500 kept per account; past 10,000 kept relay-wide only accounts over their fair share are refused.';
 
 -- -----------------------------------------------------------------------------
 -- relay.make_durable(id, instance) → {status: durable | settled | gone}

@@ -1,5 +1,5 @@
 -- Resumable rows are bounded per account first (issue 38, finding 1): an account's rows,
--- settled ones included, stop at 100; a table past 10,000 refuses only accounts holding
+-- settled ones included, stop at 500; a table past 10,000 refuses only accounts holding
 -- their fair share; a call answered within the call keeps its row 30 seconds, not minutes.
 begin;
 select plan(11);
@@ -27,20 +27,20 @@ $$;
 grant execute on function pg_temp.open(text, text, boolean) to whereabot_relay;
 
 -- ---------------------------------------------------------------- per account, settled rows included
-select pg_temp.kept_rows(tests.get_supabase_uid('ada'), 99);
+select pg_temp.kept_rows(tests.get_supabase_uid('ada'), 499);
 select tests.authenticate_as_relay();
-select is(pg_temp.open('ada', 'client-new'), 'opened', 'an account with 99 kept rows opens its 100th');
+select is(pg_temp.open('ada', 'client-new'), 'opened', 'an account with 499 kept rows opens its 500th');
 select is(pg_temp.open('ada', 'client-other'), 'too_many',
-  'its 101st is refused, though 99 of its rows are settled and no credential has 20 open');
+  'its 501st is refused, though 499 of its rows are settled and no credential has 20 open');
 select is(pg_temp.open('bob', 'client-new'), 'opened', 'another account is not refused for it');
 reset role;
 
 -- ---------------------------------------------------------------- a full table refuses only those over their share
 select pg_temp.kept_rows(tests.get_supabase_uid('mallory'), 10000);
-select pg_temp.kept_rows(tests.get_supabase_uid('cy'), 10);
+select pg_temp.kept_rows(tests.get_supabase_uid('cy'), 50);
 select tests.authenticate_as_relay();
 select is(pg_temp.open('mallory', 'client-0'), 'too_many', 'the account that filled the table is over its own cap');
-select is(pg_temp.open('cy', 'client-new'), 'full', 'past 10,000 rows an account holding its fair share (10) is refused');
+select is(pg_temp.open('cy', 'client-new'), 'full', 'past 10,000 rows an account holding its fair share (50) is refused');
 select is(pg_temp.open('bob', 'client-new'), 'opened', 'an account holding fewer still opens');
 reset role;
 
@@ -67,7 +67,7 @@ select cmp_ok((select keep_until from relay.pending_requests
   now() + interval '60 seconds', 'a durable request keeps its result for its TTL');
 
 -- ---------------------------------------------------------------- the bounds are the relay's, not the caller's
-select is(private.max_resumable_requests_per_account(), 100, 'an account keeps at most 100 resumable rows');
+select is(private.max_resumable_requests_per_account(), 500, 'an account keeps at most 500 resumable rows');
 select ok(not has_function_privilege('whereabot_relay', 'private.forget_answered_call()', 'execute'),
   'the trigger function is not the relay''s to call');
 
