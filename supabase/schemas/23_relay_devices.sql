@@ -273,9 +273,13 @@ begin
   if p_connections is null or cardinality(p_connections) > 10000 then
     raise exception 'device_disconnects needs 0 to 10000 connection ids' using errcode = '22023';
   end if;
-  with doomed as (select c.id from relay.connections c where c.id = any (p_connections)
-                  order by c.device_id, c.id for update),
-       gone as (delete from relay.connections c using doomed where c.id = doomed.id returning c.device_id)
+  -- Locked in (device, id) order, then deleted by the same ids (each looked up, never a
+  -- join with the locking subquery: see relay.mark_delivered).
+  perform 1 from relay.connections c join unnest(p_connections) as u (id) on c.id = u.id
+  order by c.device_id, c.id
+  for update of c;
+  with gone as (delete from relay.connections c using unnest(p_connections) as u (id) where c.id = u.id
+                returning c.device_id)
   select coalesce(array_agg(device_id), '{}') into v_devices from gone;
   return private.devices_seen(v_devices);
 end;
@@ -295,9 +299,12 @@ declare
   v_devices uuid[];
 begin
   perform private.check_instance_id(p_instance);
-  with doomed as (select c.id from relay.connections c where c.instance_id = p_instance
-                  order by c.device_id, c.id for update),
-       gone as (delete from relay.connections c using doomed where c.id = doomed.id returning c.device_id)
+  -- Locked in (device, id) order, then deleted by the instance (no join with the locking
+  -- subquery: see relay.mark_delivered).
+  perform 1 from relay.connections c where c.instance_id = p_instance
+  order by c.device_id, c.id
+  for update;
+  with gone as (delete from relay.connections c where c.instance_id = p_instance returning c.device_id)
   select coalesce(array_agg(device_id), '{}') into v_devices from gone;
   return private.devices_seen(v_devices);
 end;
