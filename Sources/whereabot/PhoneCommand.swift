@@ -100,13 +100,10 @@ enum PhoneCommand {
             return ["type": "location", "id": .string(id), "latitude": .number(at[0]), "longitude": .number(at[1]),
                     "accuracy_m": .number(at.count > 2 ? at[2] : 10), "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
         case .approximate:
-            // The centre of the 0.025° grid cell that holds the fix, at least 3 km accurate (SPEC §13).
-            func centre(_ value: Double, _ limit: Double) -> Double {
-                let index = min(max((value / 0.025).rounded(.down), -limit / 0.025), limit / 0.025 - 1)
-                return ((index + 0.5) * 0.025 * 10_000).rounded() / 10_000
-            }
-            return ["type": "location", "id": .string(id), "latitude": .number(centre(at[0], 90)),
-                    "longitude": .number(centre(at[1], 180)), "accuracy_m": .number(max(3000, at.count > 2 ? at[2] : 10)),
+            // The centre of the grid cell that holds the fix, at least 3 km accurate (SPEC §13).
+            return ["type": "location", "id": .string(id), "latitude": .number(LocationFix.cellCentre(at[0], limit: 90)),
+                    "longitude": .number(LocationFix.cellCentre(at[1], limit: 180)),
+                    "accuracy_m": .number(max(LocationFix.approximateAccuracyM, at.count > 2 ? at[2] : 10)),
                     "precision": "approximate", "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
         case .deny: return ["type": "denied", "id": .string(id), "reason": "user"]
         case .unavailable: return ["type": "unavailable", "id": .string(id), "reason": "no_fix"]

@@ -528,6 +528,49 @@ def test_a19_an_approximate_always_allow_is_answered_approximately(browser, admi
         context.close()
 
 
+# ----------------------------------------------------------------------------------------- A20
+def test_a20_a_removed_always_allow_is_removed_on_every_device(browser, admin, make_user, relay):
+    """Hostile input round 3 (issue 38, finding 2): the person always allows Claude on one
+    browser phone, opens a second (which holds the list with Claude), then removes Claude on
+    the first. The second must ask — not answer Claude silently with the precise fix, as it
+    did when it answered by the list it got at hello. A narrowing to approximate elsewhere
+    holds the same way: the ping carries the relay's decision."""
+    person = Person(admin, make_user, relay)
+    first, first_page = signed_in(browser, person)
+    second = None
+    try:
+        call = asked(first_page, relay, person)
+        first_page.click("#always")
+        call.join()
+        assert call.status == 200, call.body
+        second, second_page = signed_in(browser, person)
+        expect(second_page.locator("#always-list li")).to_contain_text("Claude", timeout=5000)
+        first_page.click("#always-list li button")
+        expect(first_page.locator("#always-list li")).to_have_count(0)
+        assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
+                             (person.user,)).fetchone()[0] == 0
+        call = asked(second_page, relay, person)
+        expect(first_page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location")
+        second_page.click("#reject")
+        call.join()
+        assert call.status == 403, f"the second phone answered an agent the person had removed: {call.body}"
+
+        # Always allowed again, then narrowed to approximate in the database (as from another
+        # device): both phones answer approximately, whatever their own lists say.
+        call = asked(first_page, relay, person)
+        first_page.click("#always")
+        call.join()
+        admin.execute("update public.always_allowed_agents set precision = 'approximate' where user_id = %s",
+                      (person.user,))
+        call = Locate(relay.base, person.agent, 20).begin()
+        call.join()
+        assert call.status == 200 and json.loads(call.body)["precision"] == "approximate", call.body
+    finally:
+        first.close()
+        if second:
+            second.close()
+
+
 # ----------------------------------------------------------------------------------------- A18
 def test_a18_reject_from_the_notification_answers_without_a_window(browser, admin, make_user, relay, push):
     """SPEC §13: a Web Push notification carries Reject and Allow; Reject answers `denied`

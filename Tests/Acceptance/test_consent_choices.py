@@ -66,6 +66,29 @@ def test_an_approximate_answer_reaches_the_agent_with_its_precision(relay, make_
     assert status3 == 200 and json.loads(body3)["precision"] == "precise", "an answer without precision is precise"
 
 
+def test_the_relay_makes_an_approximate_answer_approximate(relay, make_user):
+    """Hostile input round 3 (issue 38, guarantee 9): a phone that claims "approximate" but
+    sends its sharp fix with altitude, speed and heading is snapped by the relay itself to
+    the centre of its 0.025° cell, and nothing finer reaches the agent."""
+    who = make_user("Di", with_session=True)
+    agent = token(*who, client_id=str(uuid.uuid4()))
+    sharp = lambda i: fix(i, precision="approximate", latitude=52.520008, longitude=13.404954, accuracy_m=3000,
+                          altitude_m=34.5, speed_mps=1.2, heading_deg=270)
+
+    async def scenario():
+        phone = asyncio.create_task(answering_phone(relay.base, token(*who), [sharp]))
+        await asyncio.sleep(0.5)
+        result = await asyncio.to_thread(locate, relay.base, agent)
+        await asyncio.wait_for(phone, 20)
+        return result
+
+    status, body = asyncio.run(scenario())
+    assert status == 200, body
+    answer = json.loads(body)
+    assert (answer["latitude"], answer["longitude"], answer["precision"]) == (52.5125, 13.4125, "approximate")
+    assert not {"altitude_m", "speed_mps", "heading_deg"} & answer.keys(), answer
+
+
 def test_the_mcp_result_says_how_precise_it_is(relay, make_user):
     who = make_user("Bo", with_session=True)
     agent = token(*who, client_id=str(uuid.uuid4()))

@@ -40,6 +40,21 @@ import Testing
         #expect(!sharp.isPlausible, "a sealed approximate fix sharper than 3 km is no fix")
     }
 
+    @Test func theRelayMakesAnApproximateFixApproximate() {
+        let claimed = LocationFix(latitude: 52.520008, longitude: 13.404954, accuracyM: 3000, timestampMs: 1, altitudeM: 34.5,
+                                  speedMps: 1.2, headingDeg: 270, deviceName: "Pixel", platform: "android", precision: .approximate)
+        #expect((claimed.latitude, claimed.longitude) == (52.5125, 13.4125), "the centre of the cell, not the phone's fix")
+        #expect(claimed.altitudeM == nil && claimed.speedMps == nil && claimed.headingDeg == nil, "nothing finer than the cell")
+        #expect(LocationFix(sealedJSON: claimed.sealedJSON) == claimed, "snapping twice changes nothing")
+        #expect(LocationFix.cellCentre(90, limit: 90) == 89.9875 && LocationFix.cellCentre(-90, limit: 90) == -89.9875)
+        #expect(LocationFix.cellCentre(180, limit: 180) == 179.9875 && LocationFix.cellCentre(-180, limit: 180) == -179.9875)
+        #expect(LocationFix.cellCentre(-0.01, limit: 90) == -0.0125 && LocationFix.cellCentre(0, limit: 90) == 0.0125)
+        #expect(LocationFix.cellCentre(.nan, limit: 90).isNaN, "left for isPlausible to refuse")
+        let precise = LocationFix(latitude: 52.520008, longitude: 13.404954, accuracyM: 9, timestampMs: 1, altitudeM: 34.5,
+                                  deviceName: "Pixel", platform: "android")
+        #expect((precise.latitude, precise.altitudeM) == (52.520008, 34.5), "a precise fix is the phone's own")
+    }
+
     @Test func anAlwaysAllowCanBeApproximateAndForAWhile() {
         func parse(_ fields: String) -> PhoneAccountRequest?? {
             PhoneAccountRequest.parse(JSONValue.parse(#"{"type":"always_allow","client_id":"claude",\#(fields)}"#)!)

@@ -29,8 +29,14 @@ import Testing
             "type": "locate", "id": id.uuidString.lowercased(), "client_id": "agent-key", "agent_name": "Claude \"2\"",
             "expires_ms": 1_796_000_000_000,
             "requester": ["user_id": requester.uuidString.lowercased(), "name": "Bob", "email": "bob@example.com"],
+            "always_allow": NSNull(),
         ]
         #expect(written == expected)
+        // The relay's decision travels with the ping and reads back; a malformed one is no ping.
+        let allowed = LocateMessage(id: id, clientID: "c", expiresMs: 1, requester: nil, alwaysAllow: .approximate)
+        #expect(JSONValue.parse(allowed.phoneJSON)?["always_allow"] == ["precision": "approximate"])
+        #expect(LocateMessage(json: JSONValue.parse(allowed.phoneJSON)!) == allowed)
+        #expect(LocateMessage(json: JSONValue.parse(#"{"id":"\#(id)","client_id":"c","expires_ms":1,"always_allow":{"precision":"sharp"}}"#)!) == nil)
         let own = LocateMessage(id: id, clientID: "c", expiresMs: 1, requester: nil)
         #expect((try JSONSerialization.jsonObject(with: Data(own.phoneJSON.utf8)) as? [String: Any])?["requester"] is NSNull)
         var withKey = try #require(JSONValue.parse(ping.phoneJSON))

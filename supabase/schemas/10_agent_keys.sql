@@ -40,6 +40,10 @@ create trigger agent_keys_revocation_is_final
   before update on public.agent_keys
   for each row execute function private.forbid_unrevoke();
 
+-- One account's inserts wait for each other, so the cap holds under concurrency.
+create trigger agent_keys_lock_user
+  before insert on public.agent_keys
+  for each row execute function private.lock_user_inserts();
 create trigger agent_keys_per_user_limit
   before insert on public.agent_keys
   for each row execute function private.enforce_per_user_limit('user_id', '25');

@@ -84,6 +84,10 @@ comment on function private.enforce_device_limit() is
   'BEFORE INSERT trigger of public.devices: refuses a device past private.max_devices_per_user() (54000).';
 revoke execute on function private.enforce_device_limit() from public, anon, authenticated;
 
+-- One account's inserts wait for each other, so the cap holds under concurrency.
+create trigger devices_lock_user
+  before insert on public.devices
+  for each row execute function private.lock_user_inserts();
 create trigger devices_per_user_limit
   before insert on public.devices
   for each row execute function private.enforce_device_limit();

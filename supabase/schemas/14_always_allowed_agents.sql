@@ -62,6 +62,10 @@ create policy "Users can remove always-allowed agents from their own session"
   on public.always_allowed_agents for delete to authenticated
   using (user_id = (select auth.uid()) and (select auth.jwt()) ->> 'client_id' is null);
 
+-- One account's inserts wait for each other, so the cap holds under concurrency.
+create trigger always_allowed_agents_lock_user
+  before insert on public.always_allowed_agents
+  for each row execute function private.lock_user_inserts();
 create trigger always_allowed_agents_per_user_limit
   before insert on public.always_allowed_agents
   for each row execute function private.enforce_per_user_limit('user_id', '200');

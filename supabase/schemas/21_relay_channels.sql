@@ -108,10 +108,13 @@ revoke execute on function private.notify_cancel(uuid, uuid) from public, anon, 
 -- -----------------------------------------------------------------------------
 -- private.locate_message(request): what a phone gets for a pending request
 -- -----------------------------------------------------------------------------
--- {id, client_id, agent_name, expires_ms, reason, requester}: agent_name is the agent's
--- cleaned name (at most 200 characters) or null; reason the agent's cleaned reason or null;
--- requester is null for the owner's own agents, else {user_id, name, email} of the person
--- whose agent asks.
+-- {id, client_id, agent_name, expires_ms, reason, requester, always_allow}: agent_name is
+-- the agent's cleaned name (at most 200 characters) or null; reason the agent's cleaned
+-- reason or null; requester is null for the owner's own agents, else {user_id, name, email}
+-- of the person whose agent asks; always_allow is the relay's decision when the message is
+-- built — {precision} when the owner always allows this agent (for this requester) now,
+-- else null — so that no phone answers unprompted an agent the owner no longer lists,
+-- whatever list it holds (issue 38, finding 2).
 create or replace function private.locate_message(p_request relay.pending_requests)
 returns jsonb
 language plpgsql
@@ -127,11 +130,17 @@ begin
     'expires_ms', (extract(epoch from p_request.expires_at) * 1000)::bigint,
     'reason', p_request.ask_reason,
     'requester', case when p_request.requester_id is null then null
-                      else private.user_card(p_request.requester_id) end);
+                      else private.user_card(p_request.requester_id) end,
+    'always_allow', (select jsonb_build_object('precision', a.precision)
+                     from public.always_allowed_agents a
+                     where a.user_id = p_request.owner_id and a.client_id = p_request.client_id
+                       and (a.requester_id = p_request.requester_id
+                            or (a.requester_id is null and p_request.requester_id is null))
+                       and (a.expires_at is null or a.expires_at > now())));
 end;
 $$;
 comment on function private.locate_message(relay.pending_requests) is
-  'The fields of a locate ping for one pending request (agent_name: the agent''s cleaned name, or null).';
+  'The fields of a locate ping for one pending request (agent_name: the agent''s cleaned name, or null; always_allow: the owner''s standing decision now, or null).';
 revoke execute on function private.locate_message(relay.pending_requests) from public, anon, authenticated;
 
 -- -----------------------------------------------------------------------------

@@ -30,8 +30,8 @@ select is((select (v -> 'pending' -> 0) - 'expires_ms' from stash where k = 'hel
   jsonb_build_object('type', 'locate', 'id', '00000000-0000-4000-8000-0000000000e1',
     'owner', tests.get_supabase_uid('ada'), 'client_id', '11111111-1111-4111-8111-111111111111', 'agent_name', 'Claude',
     'requester', jsonb_build_object('user_id', tests.get_supabase_uid('bob'), 'name', 'Bob', 'email', 'bob@test.example'),
-    'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64'), 'reason', null),
-  'the pending ping carries id, owner, client_id, the agent''s name, the requester, the reply key and the reason');
+    'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64'), 'reason', null, 'always_allow', null),
+  'the pending ping carries id, owner, client_id, the agent''s name, the requester, the reply key, the reason and the relay''s decision');
 select cmp_ok((select (v -> 'pending' -> 0 ->> 'expires_ms')::bigint from stash where k = 'hello'),
   '=', (extract(epoch from now() + interval '60 seconds') * 1000)::bigint, 'expires_ms is the deadline in epoch ms');
 

@@ -47,7 +47,8 @@ select is(pg_temp.open(pg_temp.rid('r4'), 'eve', null, 2), '{"status": "opened",
 select is((relay.open_request(pg_temp.rid('r8'), tests.get_supabase_uid('bob'), null, 'x', 'Claude', 'relay-b',
     decode(repeat('ab', 32), 'hex'), now() + interval '1 minute') -> 'ping') - 'expires_ms' - 'requester',
   jsonb_build_object('type', 'locate', 'id', pg_temp.rid('r8'), 'owner', tests.get_supabase_uid('bob'), 'client_id', 'x',
-    'agent_name', 'Claude', 'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64'), 'reason', null),
+    'agent_name', 'Claude', 'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64'), 'reason', null,
+    'always_allow', null),
   'the instance holding the owner''s socket gets the ping back with the reply key (it is not notified of its own request)');
 
 select throws_ok($$ select relay.open_request(gen_random_uuid(), tests.get_supabase_uid('ada'), null, 'x', null,

@@ -86,7 +86,8 @@ select throws_ok($$ select relay.set_always_allowed(null, 'x', null, null, true)
 -- ---------------------------------------------------------------- devices
 select is(jsonb_array_length(relay.user_devices(tests.get_supabase_uid('ada'))), 2, 'user_devices lists the user''s devices');
 select ok(not (relay.user_devices(tests.get_supabase_uid('ada')) -> 0 ? 'last_seen_at'), 'the list reveals no presence');
-select is(relay.rename_device(tests.get_supabase_uid('ada'), '00000000-0000-4000-8000-00000000000b', E'Work\nphone') -> 1 ->> 'name',
+select is(jsonb_path_query_first(relay.rename_device(tests.get_supabase_uid('ada'), '00000000-0000-4000-8000-00000000000b', E'Work\nphone'),
+                                  '$[*] ? (@.id == "00000000-0000-4000-8000-00000000000b")') ->> 'name',
   'Workphone', 'rename_device cleans the name');
 select is(jsonb_array_length(relay.rename_device(tests.get_supabase_uid('eve'), '00000000-0000-4000-8000-00000000000b', 'mine')), 1,
   'another user cannot rename Ada''s device (Eve''s own list comes back)');

@@ -19,6 +19,10 @@ public struct LocateMessage: Sendable, Equatable {
     public let replyKey: [UInt8]?
     /// The agent's reason for asking (cleaned), nil when it gave none: the prompt quotes it.
     public let reason: String?
+    /// The relay's decision when the ping was made: how precisely the owner always allows
+    /// this agent (for this requester), nil when the person must be asked. A phone answers
+    /// unprompted only when the ping says so, whatever list it holds.
+    public let alwaysAllow: LocationFix.Precision?
 
     /// The phone's form, `{"type":"locate",...}`, with `requester` null for the owner's own
     /// agents, `reason` only when the agent gave one, and never the reply key.
@@ -31,14 +35,20 @@ public struct LocateMessage: Sendable, Equatable {
         json.integer("expires_ms", expiresMs)
         if let reason { json.string("reason", reason) }  // only when the agent gave one
         json.raw("requester", requester?.json)
+        json.raw("always_allow", alwaysAllow.map { precision in
+            var decision = JSONText()
+            decision.string("precision", precision.rawValue)
+            return decision.object
+        })
         return json.object
     }
 
     /// Creates a locate message.
     public init(id: UUID, clientID: String, agentName: String? = nil, expiresMs: Int64, requester: Person?,
-                replyKey: [UInt8]? = nil, reason: String? = nil) {
+                replyKey: [UInt8]? = nil, reason: String? = nil, alwaysAllow: LocationFix.Precision? = nil) {
         self.replyKey = replyKey
         self.reason = reason
+        self.alwaysAllow = alwaysAllow
         self.id = id
         self.clientID = clientID
         self.agentName = agentName
@@ -157,8 +167,13 @@ extension LocateMessage {
             guard let text = value.string, case .reason(let cleaned) = LocateReason.check(text) else { return nil }
             reason = cleaned
         }
+        var alwaysAllow: LocationFix.Precision?
+        if let decision = json["always_allow"], !decision.isNull {
+            guard let precision = decision["precision"]?.string.flatMap(LocationFix.Precision.init(rawValue:)) else { return nil }
+            alwaysAllow = precision
+        }
         self.init(id: id, clientID: clientID, agentName: agentName, expiresMs: expiresMs, requester: requester, replyKey: replyKey,
-                  reason: reason)
+                  reason: reason, alwaysAllow: alwaysAllow)
     }
 }
 

@@ -88,7 +88,14 @@ struct LocateService: Sendable {
         case .waiting(let state):
             return .waiting(state, person: namingWhileWaiting ? try await person(owning: state, agent: agent) : nil)
         case .settled(let state, let outcome):
-            return .settled(state, phrase(outcome, token: token, shared: try await person(owning: state, agent: agent)))
+            // A request made through a share is bound to it: once the share has ended
+            // nothing of the owner's reaches the viewer (never a fix without `person`, which
+            // the agent would read as its own user's location).
+            guard state.owner == agent.userID else {
+                guard let shared = try await person(owning: state, agent: agent) else { return .unknown }
+                return .settled(state, phrase(outcome, token: token, shared: shared))
+            }
+            return .settled(state, phrase(outcome, token: token, shared: nil))
         }
     }
 

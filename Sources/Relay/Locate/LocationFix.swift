@@ -49,20 +49,36 @@ public struct LocationFix: Codable, Sendable, Equatable {
         case deviceName = "device_name"
     }
 
-    /// Creates a fix.
+    /// The side of the grid cell an approximate fix is the centre of (degrees).
+    public static let cellDegrees = 0.025
+
+    /// Creates a fix. An approximate one is made approximate here whatever the phone sent:
+    /// its position becomes the centre of the grid cell that holds it (`cellCentre`), and
+    /// altitude, speed and heading are dropped (SPEC §13).
     public init(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
                 altitudeM: Double? = nil, speedMps: Double? = nil, headingDeg: Double? = nil,
                 deviceName: String, platform: String, precision: Precision = .precise) {
+        let approximate = precision == .approximate
         self.precision = precision
-        self.latitude = latitude
-        self.longitude = longitude
+        self.latitude = approximate ? Self.cellCentre(latitude, limit: 90) : latitude
+        self.longitude = approximate ? Self.cellCentre(longitude, limit: 180) : longitude
         self.accuracyM = accuracyM
         self.timestampMs = timestampMs
-        self.altitudeM = altitudeM
-        self.speedMps = speedMps
-        self.headingDeg = headingDeg
+        self.altitudeM = approximate ? nil : altitudeM
+        self.speedMps = approximate ? nil : speedMps
+        self.headingDeg = approximate ? nil : headingDeg
         self.deviceName = deviceName
         self.platform = platform
+    }
+
+    /// The centre of the `cellDegrees` cell that holds `value` (a latitude with `limit` 90,
+    /// a longitude with 180), to four decimals; ±`limit` stays in the last cell, and a value
+    /// that is not finite stays as it is (`isPlausible` refuses it).
+    public static func cellCentre(_ value: Double, limit: Double) -> Double {
+        guard value.isFinite else { return value }
+        let cells = (limit / cellDegrees).rounded()
+        let index = min(max((value / cellDegrees).rounded(.down), -cells), cells - 1)
+        return ((index + 0.5) * cellDegrees * 10_000).rounded() / 10_000
     }
 
     /// Whether the values are physically possible (else the answer counts as unavailable).

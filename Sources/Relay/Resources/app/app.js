@@ -18,7 +18,6 @@ const handled = new Set();   // request ids answered or being asked here
 const queue = [];            // locate messages waiting for the prompt
 let current = null;          // the locate being asked
 let countdown = null;
-let alwaysAllowed = [];
 let socket = null;
 let socketAccount = null;    // the account whose token the socket holds
 let config = {};
@@ -77,11 +76,15 @@ function who(message) {
   return agent ? `Your agent ${agent}` : "An agent";
 }
 
-/** The unexpired always-allow that covers `message`'s agent, or null. */
+/**
+ * The relay's standing decision for `message`'s agent, or null: the ping carries it, made
+ * when the ping was, so a removal or a narrowing on any device holds here too. The list
+ * this page shows is never consulted to answer unprompted.
+ */
 function alwaysAllowedFor(message) {
-  const requester = (message.requester && message.requester.user_id) || null;
-  return alwaysAllowed.find((a) => a.client_id === message.client_id && (a.requester_id || null) === requester
-                                    && (!a.expires_ms || a.expires_ms > Date.now())) || null;
+  const decision = message.always_allow;
+  if (!decision || typeof decision !== "object") return null;
+  return { precision: decision.precision === "approximate" ? "approximate" : "precise" };
 }
 
 function entry(message, outcome) {
@@ -244,7 +247,6 @@ function renderHistory() {
 }
 
 function renderAlways(agents) {
-  alwaysAllowed = agents;
   localStorage.setItem("whereabot.always_allowed", JSON.stringify(agents));
   $("always-list").replaceChildren(...agents.map((agent) => {
     const li = document.createElement("li");
