@@ -1,0 +1,77 @@
+"""Hostile input, round 3 (issue 38), against a real relay with curl and Python
+`websockets` phones: no account can take the tool away from others (finding 1), and a
+share that ended ends, waiting or sealed (finding 3)."""
+import json
+import uuid
+
+import pytest
+
+from relay_server import RelayServer, token
+from test_durable_requests import UNKNOWN, Phone, curl, open_async
+
+TOO_MANY = "Too many location requests are already waiting for this user. Wait for one to finish, then retry."
+
+
+@pytest.fixture
+def relay():
+    server = RelayServer()
+    yield server
+    server.stop()
+
+
+def kept_rows(admin, user, count):
+    """`count` settled resumable rows of `user`, kept for their TTL: what cancelled tasks
+    and async requests leave behind."""
+    admin.execute("""
+        insert into relay.pending_requests (id, owner_id, client_id, waiter_instance, reply_key, expires_at, settled_at,
+                                            outcome, resumable, durable, keep_until)
+        select gen_random_uuid(), %s, 'filler-' || (i %% 7), 'gone', decode(repeat('ab', 32), 'hex'),
+               now() + interval '5 minutes', now(), 'abandoned', true, true, now() + interval '10 minutes'
+        from generate_series(1, %s) i""", (user, count))
+
+
+def test_one_account_cannot_fill_the_table_for_everyone(relay, make_user, admin):
+    """Finding 1: an account that loops async requests and cancels holds the relay-wide
+    table (10,000 resumable rows, settled ones included). Before: every other user's call
+    got the 429 text. Now the account meets its own bound and everyone else is served."""
+    attacker = make_user("Mallory", with_session=True)
+    kept_rows(admin, attacker[0], 10_000)
+    victim = make_user("Ada", with_session=True)
+    phone = Phone(relay.base, token(*victim))
+    try:
+        status, _, body = curl("POST", f"{relay.base}/v1/locate?timeout_secs=10", token(*victim, client_id=str(uuid.uuid4())))
+        assert status == 200, f"another account's call was refused for the attacker's rows: {status} {body}"
+        status, headers, body = open_async(relay.base, token(*victim, client_id=str(uuid.uuid4())), 30)
+        assert status == 202, body
+        poll = curl("GET", f"{relay.base}{headers['location']}?wait_secs=10", token(*victim, client_id=str(uuid.uuid4())))
+        assert poll[0] == 404, "bound to its credential"
+    finally:
+        phone.stop()
+    for agent in (token(*attacker, client_id=str(uuid.uuid4())), token(*attacker, client_id=str(uuid.uuid4()))):
+        status, _, body = open_async(relay.base, agent, 30)
+        assert (status, body) == (429, TOO_MANY), "the account over its own bound is refused, whichever credential asks"
+
+
+def test_an_ended_share_takes_its_sealed_results_with_it(relay, make_user, admin):
+    """Finding 3: a viewer's async request for the owner is answered with a fix; the owner
+    ends the share; the viewer's next poll finds nothing. Before, it returned the owner's
+    coordinates without `person`, which an agent reads as its own user's location."""
+    owner = make_user("Olga", with_session=True)
+    viewer = make_user("Vic", with_session=True)
+    admin.execute("insert into public.location_shares (owner_id, viewer_id) values (%s, %s)", (owner[0], viewer[0]))
+    agent = token(*viewer, client_id=str(uuid.uuid4()))
+    phone = Phone(relay.base, token(*owner))
+    try:
+        status, headers, body = curl("POST", f"{relay.base}/v1/locate?timeout_secs=30&person=Olga", agent,
+                                     "-H", "Prefer: respond-async")
+        assert status == 202, body
+        location = headers["location"]
+        status, _, body = curl("GET", f"{relay.base}{location}?wait_secs=15", agent)
+        assert status == 200 and json.loads(body)["person"]["name"] == "Olga", body
+    finally:
+        phone.stop()
+    admin.execute("update public.location_shares set revoked_at = now() where owner_id = %s", (owner[0],))
+    status, _, body = curl("GET", f"{relay.base}{location}", agent)
+    assert (status, body) == (404, UNKNOWN), f"the ended share's result reached the viewer: {status} {body}"
+    assert admin.execute("select count(*) from relay.sealed_results s join relay.pending_requests r on r.id = s.request_id"
+                         " where r.owner_id = %s", (owner[0],)).fetchone()[0] == 0
