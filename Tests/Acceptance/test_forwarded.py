@@ -182,3 +182,16 @@ def test_a_forwarding_header_from_an_untrusted_peer_is_ignored(untrusting_relay)
                       {"X-Forwarded-For": forged_address(), "Forwarded": f"for={forwarded_node(forged_address())}"})
                for _ in range(80)]
     assert_limited(answers)
+
+
+def test_bad_keys_from_one_ipv6_64_share_one_budget(trusting_relay, admin):
+    """Hostile input round 3 (issue 38, finding 10): behind TRUSTED_PROXIES, bad keys from
+    80 addresses of one IPv6 /64 (an attacker's subscriber block) are limited as one client;
+    a client in another /64 is not. Before, every address had a budget of its own and none of
+    them was refused (0 of 300 in the review)."""
+    block = "2001:db8:7:7:"
+    answers = [locate(trusting_relay.base, bad_key(),
+                      {"X-Forwarded-For": block + ":".join(f"{random.getrandbits(16):x}" for _ in range(4))})
+               for _ in range(80)]
+    assert_limited(answers)
+    assert_unaffected(trusting_relay.base, admin, {"X-Forwarded-For": "2001:db8:7:8::1"})

@@ -2,6 +2,7 @@
 `websockets` phones: no account can take the tool away from others (finding 1), and a
 share that ended ends, waiting or sealed (finding 3)."""
 import json
+import time
 import uuid
 
 import pytest
@@ -75,3 +76,29 @@ def test_an_ended_share_takes_its_sealed_results_with_it(relay, make_user, admin
     assert (status, body) == (404, UNKNOWN), f"the ended share's result reached the viewer: {status} {body}"
     assert admin.execute("select count(*) from relay.sealed_results s join relay.pending_requests r on r.id = s.request_id"
                          " where r.owner_id = %s", (owner[0],)).fetchone()[0] == 0
+
+
+def test_a_viewer_keeps_only_a_few_prompts_waiting_on_the_owners_phone(relay, make_user, admin):
+    """Finding 8: a viewer's agents (five keys' worth) opening async requests for the owner
+    kept 100 prompts of up to 600 s on the owner's phone, first in, first out, ahead of the
+    owner's own agent. Now a viewer has at most 5 waiting; the owner's own agent is asked."""
+    owner = make_user("Olga", with_session=True)
+    viewer = make_user("Vic", with_session=True)
+    admin.execute("insert into public.location_shares (owner_id, viewer_id) values (%s, %s)", (owner[0], viewer[0]))
+    phone = Phone(relay.base, token(*owner), answer=False)
+    try:
+        statuses = []
+        for _ in range(4):
+            agent = token(*viewer, client_id=str(uuid.uuid4()))
+            statuses += [curl("POST", f"{relay.base}/v1/locate?timeout_secs=120&person=Olga", agent,
+                              "-H", "Prefer: respond-async")[0] for _ in range(3)]
+        assert statuses == [202] * 5 + [429] * 7, statuses
+        status, _, body = open_async(relay.base, token(*owner, client_id=str(uuid.uuid4())), 120)
+        assert status == 202, f"the owner's own agent was kept out by the viewer's requests: {body}"
+        deadline = time.monotonic() + 5
+        while len(phone.kinds("locate")) < 6 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        phone.stop()
+    prompts = [m for m in phone.kinds("locate")]
+    assert len(prompts) == 6 and sum(1 for m in prompts if m["requester"]) == 5, prompts

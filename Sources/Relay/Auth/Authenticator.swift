@@ -1,4 +1,5 @@
 import Foundation
+import HTTPServer
 
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///
@@ -9,7 +10,8 @@ import Foundation
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
-/// - Failed authentications are counted per client address (`TokenBuckets`); an
+/// - Failed authentications are counted per client address (an IPv6 one per /64,
+///   `AddressBudget`; `TokenBuckets`); an
 ///   address over its budget gets `rateLimited` for anything that would cost a database
 ///   lookup or fails, so a flood of random keys never reaches the database.
 /// - Nothing here blocks: the JWKS refetch runs on a thread of its own while the actor
@@ -105,7 +107,7 @@ public actor Authenticator {
     /// A failure of `client` that no credential shows (a socket that closed without its
     /// hello): it costs the address's budget as a failed credential does.
     public func recordFailure(client: String) {
-        limiter.record(client, now: now().timeIntervalSince1970)
+        limiter.record(AddressBudget.key(for: client), now: now().timeIntervalSince1970)
     }
 
     /// A verifier over a fresh copy of the JWKS, read off the actor's executor.
@@ -126,6 +128,7 @@ public actor Authenticator {
     /// peer's address; failures are counted per address).
     public func authenticate(_ authorization: String?, client: String = "", checkingSession: Bool = true) async throws(AuthError)
         -> Credential {
+        let client = AddressBudget.key(for: client)
         let limited = limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0
         do {
             return try await credential(authorization, limited: limited, checkingSession: checkingSession)
@@ -171,6 +174,7 @@ public actor Authenticator {
     /// Checks that a phone's verified token's session is still alive (one batched
     /// database call); a failure counts against `client` as a failed credential does.
     public func phoneSession(_ phone: PhoneIdentity, client: String = "") async throws(AuthError) {
+        let client = AddressBudget.key(for: client)
         do {
             try await checkSession(phone.sessionID, user: phone.userID, cached: false)
         } catch {
@@ -181,7 +185,7 @@ public actor Authenticator {
 
     /// Seconds a client over its failure budget should wait (for Retry-After; at least 1).
     public func retryAfter(client: String) -> Int {
-        max(1, limiter.retryAfter(client, now: now().timeIntervalSince1970))
+        max(1, limiter.retryAfter(AddressBudget.key(for: client), now: now().timeIntervalSince1970))
     }
 
     /// Verified tokens remembered now (bounded by `maximumVerifiedTokens`).

@@ -18,6 +18,10 @@ public actor LocateCoordinator {
     /// The owner's cap for tasks and async requests (each credential has its own cap of 20);
     /// a get_phone_location call keeps the owner's cap of synchronous requests.
     static let maxWaitingDurable = 100
+    /// The cap for tasks and async requests made through a share: a viewer's agents keep at
+    /// most this many prompts waiting on the owner's phone (and across every owner who
+    /// shares with the viewer), so they can never bury the owner's own agents' requests.
+    static let maxWaitingDurableShared = 5
 
     /// One locate as the agent asked it.
     public struct Request: Sendable {
@@ -349,7 +353,9 @@ public actor LocateCoordinator {
                 id: id, owner: waiter.request.owner, requester: waiter.request.requester, binding: resumable.binding,
                 clientName: waiter.request.clientName, instance: instance, replyKey: waiter.publicKey,
                 expiresAt: waiter.expiresAt, keepUntil: keepUntil, durable: durable, wrappedSecret: resumable.wrapped,
-                maxWaiting: resumable.callBound == nil ? Self.maxWaitingDurable : maxWaiting, reason: waiter.request.reason)
+                maxWaiting: resumable.callBound != nil ? maxWaiting
+                    : waiter.request.requester == nil ? Self.maxWaitingDurable : Self.maxWaitingDurableShared,
+                reason: waiter.request.reason)
         }
         return try await database.openRequest(
             id: id, owner: waiter.request.owner, requester: waiter.request.requester, clientID: waiter.request.clientID,
