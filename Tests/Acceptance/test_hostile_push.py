@@ -13,11 +13,12 @@ import socket
 import threading
 import time
 import urllib.request
+import uuid
 
 import pytest
 
 from push_kit import Locate, Push, hex_token, wait_for
-from relay_server import RelayServer
+from relay_server import RelayServer, token
 from test_push import Owner
 
 FLOOD_SECONDS = 10
@@ -134,3 +135,31 @@ def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
     assert dropped is not None, "/metrics counts dropped log lines"
     print(f"{asked[0]} locates hung up; log lines dropped: {dropped:.0f}")
     assert server.stop() == 0, "stopped at once, with nothing waiting"
+
+
+def test_a_viewer_asking_again_and_again_never_silences_the_owners_own_agent(push, admin, make_user):
+    """Hostile input round 3 (issue 38, finding 4): someone the owner shares with asks 40
+    times and hangs up; their requests wake the owner's phone at most 30 times (their own
+    budget), and the owner's own agent still wakes it afterwards. Before, the viewer spent the
+    owner's budget and the owner's agents could not wake the phone for an hour."""
+    relay = RelayServer(**push.env)
+    try:
+        owner = Owner(admin, make_user, push, paths=["/shared-owner/0"])
+        viewer = make_user(name="Vic Viewer", with_session=True)
+        admin.execute("insert into public.location_shares (owner_id, viewer_id) values (%s, %s)", (owner.user, viewer[0]))
+        viewer_agent = token(*viewer, client_id=str(uuid.uuid4()))
+        host, port = relay.base.removeprefix("http://").split(":")
+        for _ in range(40):
+            with socket.create_connection((host, int(port)), timeout=2) as conn:
+                conn.sendall((f"POST /v1/locate?timeout_secs=30&person=Grace%20Hopper HTTP/1.1\r\nHost: {host}\r\n"
+                              f"Authorization: Bearer {viewer_agent}\r\nContent-Length: 0\r\n\r\n").encode())
+                time.sleep(0.15)
+        time.sleep(1)
+        viewer_pushes = len(push.web_for(owner.paths))
+        assert 25 <= viewer_pushes <= PER_TARGET, f"the viewer's requests woke the phone {viewer_pushes} times"
+        own = Locate(relay.base, owner.agent, 5).begin()
+        woke = wait_for(lambda: len(push.web_for(owner.paths)) > viewer_pushes, 5)
+        own.join()
+        assert woke, "the owner's own agent could not wake the phone after the viewer's 40 requests"
+    finally:
+        relay.stop()

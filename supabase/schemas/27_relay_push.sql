@@ -200,6 +200,23 @@ as $$ select encode(sha256(convert_to(p_kind || ':' || p_target, 'UTF8')), 'hex'
 comment on function private.push_target_key(text, text) is 'The budget key of an APNs token (apns) or a push endpoint (web).';
 revoke execute on function private.push_target_key(text, text) from public, anon, authenticated;
 
+-- The budget key of a target or an account for a request of REQUESTER (null: the owner's
+-- own agents, whose keys are the target's or the account's as they are): a viewer's pushes
+-- are counted apart from the owner's, so a viewer asking again and again never silences
+-- the owner's own agents.
+create or replace function private.push_budget_key(p_key text, p_requester uuid)
+returns text
+language sql
+immutable
+set search_path = ''
+as $$
+  select case when p_requester is null then p_key
+              else encode(sha256(convert_to(p_key || ':' || p_requester::text, 'UTF8')), 'hex') end
+$$;
+comment on function private.push_budget_key(text, uuid) is
+  'The push budget key of a target or an account for a request of a requester (null: the owner''s own): a viewer''s budgets are their own.';
+revoke execute on function private.push_budget_key(text, uuid) from public, anon, authenticated;
+
 -- -----------------------------------------------------------------------------
 -- relay.claim_push(id, instance, stage, per_target, per_account)
 -- -----------------------------------------------------------------------------
@@ -225,6 +242,7 @@ declare
   v_paid_web jsonb := '[]';
   v_target jsonb;
   v_key text;
+  v_account text;
   v_account_left int;
 begin
   perform private.check_instance_id(p_instance);
@@ -292,11 +310,14 @@ begin
   end if;
 
   -- Pay for each target out of the account's budget (its row locked first) and the
-  -- target's own; a target over its own budget costs the account nothing.
-  v_account_left := p_per_account - private.recent_pushes('account', v_request.owner_id::text);
+  -- target's own; a target over its own budget costs the account nothing. A request made
+  -- through a share pays out of budgets of the requester's own for the owner's account and
+  -- targets (private.push_budget_key), so a viewer can never spend the owner's.
+  v_account := private.push_budget_key(v_request.owner_id::text, v_request.requester_id);
+  v_account_left := p_per_account - private.recent_pushes('account', v_account);
   for v_target in select value from jsonb_array_elements(v_apns) loop
     exit when v_account_left <= 0;
-    v_key := private.push_target_key('apns', v_target ->> 'token');
+    v_key := private.push_budget_key(private.push_target_key('apns', v_target ->> 'token'), v_request.requester_id);
     if private.recent_pushes('target', v_key) < p_per_target then
       perform private.record_pushes('target', v_key, 1);
       v_paid_apns := v_paid_apns || v_target;
@@ -305,14 +326,14 @@ begin
   end loop;
   for v_target in select value from jsonb_array_elements(v_web) loop
     exit when v_account_left <= 0;
-    v_key := private.push_target_key('web', v_target ->> 'endpoint');
+    v_key := private.push_budget_key(private.push_target_key('web', v_target ->> 'endpoint'), v_request.requester_id);
     if private.recent_pushes('target', v_key) < p_per_target then
       perform private.record_pushes('target', v_key, 1);
       v_paid_web := v_paid_web || v_target;
       v_account_left := v_account_left - 1;
     end if;
   end loop;
-  perform private.record_pushes('account', v_request.owner_id::text,
+  perform private.record_pushes('account', v_account,
                                 jsonb_array_length(v_paid_apns) + jsonb_array_length(v_paid_web));
 
   -- A few rows of targets and accounts not pushed for an hour go (bounded work per claim).
@@ -332,7 +353,7 @@ begin
 end;
 $$;
 comment on function relay.claim_push(uuid, text, text, int, int) is
-  'Claims one push stage of a request for its waiting instance, with the targets its per-target and per-account hourly budgets pay for.';
+  'Claims one push stage of a request for its waiting instance, with the targets its per-target and per-account hourly budgets pay for (a shared request''s out of the requester''s own).';
 
 -- The relay calls claim_push, drop_apns_token and drop_web_push_subscription; claim_push
 -- reads is_always_allowed, apns_tokens and web_push_subscriptions, which the relay's role
