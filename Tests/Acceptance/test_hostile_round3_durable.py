@@ -2,6 +2,8 @@
 `websockets` phones: no account can take the tool away from others (finding 1), and a
 share that ended ends, waiting or sealed (finding 3)."""
 import json
+import secrets
+import threading
 import time
 import uuid
 
@@ -102,3 +104,54 @@ def test_a_viewer_keeps_only_a_few_prompts_waiting_on_the_owners_phone(relay, ma
         phone.stop()
     prompts = [m for m in phone.kinds("locate")]
     assert len(prompts) == 6 and sum(1 for m in prompts if m["requester"]) == 5, prompts
+
+
+def test_waiting_polls_are_bounded_per_request_and_credential(relay, make_user):
+    """Finding 5: one agent key held 400 `wait_secs=60` long polls at once, each a
+    connection, a task and a row read every 5 s. Now a request has at most one waiting poll
+    per credential: of four concurrent long polls of each of three requests, one each waits
+    and the others are answered at once (202, as `wait_secs=0`, or the poll rate's 429).
+    Before, two of each waited (the poll rate let two through)."""
+    who = make_user("Ada", with_session=True)
+    agent = token(*who, client_id=str(uuid.uuid4()))
+    phone = Phone(relay.base, token(*who), answer=False)
+    try:
+        locations = [open_async(relay.base, agent, 60)[1]["location"] for _ in range(3)]
+        finished = []
+
+        def poll(location):
+            status = curl("GET", f"{relay.base}{location}?wait_secs=20", agent)[0]
+            finished.append((time.monotonic(), status))
+
+        started = time.monotonic()
+        threads = [threading.Thread(target=poll, args=(location,)) for location in locations for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        time.sleep(4)
+        early = [status for at, status in finished if at - started < 4]
+        # Nine of twelve are answered at once: 202 when the poll rate lets them read the
+        # row, 429 when it does not (2 a second per request); three wait, one per request.
+        assert len(early) == 9 and set(early) <= {202, 429} and early.count(202) >= 3, \
+            f"only one poll per request may wait: {early}"
+        for location in locations:
+            assert curl("DELETE", f"{relay.base}{location}", agent)[0] == 204
+        for thread in threads:
+            thread.join(30)
+        assert len(finished) == 12
+    finally:
+        phone.stop()
+
+
+def test_random_request_ids_spend_a_budget_of_the_credential(relay, make_user):
+    """Also seen in round 3: polls of random well-formed ids were each a fresh budget and a
+    database read. Now a credential's polls of ids it does not know stop at 20 (then one a
+    second): past it, 429 with Retry-After before any read."""
+    who = make_user("Ada", with_session=True)
+    agent = token(*who, client_id=str(uuid.uuid4()))
+    answers = [curl("GET", f"{relay.base}/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}", agent) for _ in range(30)]
+    statuses = [status for status, _, _ in answers]
+    assert statuses[:20] == [404] * 20 and statuses.count(429) >= 8, statuses
+    assert all(int(headers["retry-after"]) >= 1 for status, headers, _ in answers if status == 429)
+    other = token(*who, client_id=str(uuid.uuid4()))
+    assert curl("GET", f"{relay.base}/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}", other)[0] == 404, \
+        "another credential's budget is its own"

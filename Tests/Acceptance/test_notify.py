@@ -70,10 +70,11 @@ def expires_ms(conn, request_id):
 
 
 def ping(admin, request_id, owner, requester=None):
-    """The locate message as its holders get it (with owner and reply key; no reason given here)."""
+    """The locate message as its holders get it (with owner and reply key; no reason given
+    here; the owner always allows no agent, so the relay's decision is to ask)."""
     return {"type": "locate", "id": str(request_id), "owner": str(owner), "client_id": "client-1",
             "agent_name": "Claude", "expires_ms": expires_ms(admin, request_id), "requester": requester,
-            "reply_key": base64.b64encode(REPLY_KEY).decode(), "reason": None}
+            "reply_key": base64.b64encode(REPLY_KEY).decode(), "reason": None, "always_allow": None}
 
 
 def test_open_request_without_sockets_notifies_nobody(bus, make_user):

@@ -82,7 +82,9 @@ extension MCPHandler {
     private func resumeTool(_ token: RequestToken, agent: AgentIdentity) async throws -> [String: JSONValue] {
         if let wait = polls.take(token, by: .init(agent)) { throw RPCError.tooManyPolls(retryAfter: wait) }
         do {
-            switch try await locator.resume(agent: agent, token: token, wait: waitBound, namingWhileWaiting: true) {
+            switch try await polls.polling(token, by: .init(agent), wait: waitBound, {
+                try await locator.resume(agent: agent, token: token, wait: $0, namingWhileWaiting: true)
+            }) {
             case .unknown: return Self.toolError(ResumeText.unknownRequestID)
             case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person))
             case .settled(_, let result): return Self.toolResult(result)

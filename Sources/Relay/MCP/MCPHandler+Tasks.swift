@@ -73,7 +73,9 @@ extension MCPHandler {
     /// The task behind `token` and its result (a waiting result while it is open).
     private func task(_ token: RequestToken, agent: AgentIdentity, wait: Duration,
                       naming: Bool = false) async throws -> (task: MCPTask, result: LocateService.Result) {
-        switch try await locator.resume(agent: agent, token: token, wait: wait, namingWhileWaiting: naming) {
+        switch try await polls.polling(token, by: .init(agent), wait: wait, {
+            try await locator.resume(agent: agent, token: token, wait: $0, namingWhileWaiting: naming)
+        }) {
         case .unknown:
             throw Self.taskNotFound
         case .waiting(let state, let person):

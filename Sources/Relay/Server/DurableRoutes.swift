@@ -58,7 +58,9 @@ struct DurableRoutes: Sendable {
             return .text(429, ResumeText.tooManyPolls, headers: ["Retry-After": String(retry)])
         }
         do {
-            switch try await locator.resume(agent: agent, token: token, wait: .seconds(wait)) {
+            switch try await polls.polling(token, by: .init(agent), wait: .seconds(wait), {
+                try await locator.resume(agent: agent, token: token, wait: $0)
+            }) {
             case .unknown:
                 return .text(404, ResumeText.unknownRequest)
             case .waiting(let state, _):
