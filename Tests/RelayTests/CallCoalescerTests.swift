@@ -98,6 +98,30 @@ import Testing
         #expect(calls.singles.withLock { $0 } == [0, 8])
     }
 
+    /// Hostile input round 3 (issue 38): the batch of the calls waiting behind a first call
+    /// starts when that call returns, from its task — and must not carry its trace context,
+    /// or the other callers' log lines would name the first caller's (an agent's) trace id.
+    @Test func aBatchRunsWithoutTheTraceOfTheCallThatFreedItsSlot() async throws {
+        let gate = Gate(), seen = Mutex<[String]>([]), started = Mutex(false)
+        let coalescer = CallCoalescer<Int, Int>(maximumInFlight: 1, maximumBatch: 8, single: { input in
+            started.withLock { $0 = true }
+            await gate.wait()
+            seen.withLock { $0.append("single: \(Logger.traceparent ?? "none")") }
+            return input
+        }, batch: { inputs in
+            seen.withLock { $0.append("batch: \(Logger.traceparent ?? "none")") }
+            return inputs.map { .success($0) }
+        })
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try? await Logger.$traceparent.withValue("attacker") { try await coalescer.call(0) } }
+            for _ in 0..<500 where !started.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+            for input in 1...2 { group.addTask { _ = try? await coalescer.call(input) } }
+            for _ in 0..<500 where coalescer.waitingCount < 2 { try? await Task.sleep(for: .milliseconds(2)) }
+            gate.open()
+        }
+        #expect(seen.withLock { $0 } == ["single: attacker", "batch: none"])
+    }
+
     @Test func aBatchTakesAtMostItsLimit() async throws {
         let calls = Calls(), gate = Gate()
         let coalescer = coalescer(batch: 3, gate: gate, calls: calls)

@@ -37,9 +37,11 @@ actor SessionChecker {
                 break
             case .send(let checks):
                 Task {
-                    let states = try? await database.sessionStates(checks.map { ($0.session, $0.user) })
-                    for (index, check) in checks.enumerated() { check.done.resume(returning: states?[index]) }
-                    self.sent()
+                    await Logger.untraced {
+                        let states = try? await database.sessionStates(checks.map { ($0.session, $0.user) })
+                        for (index, check) in checks.enumerated() { check.done.resume(returning: states?[index]) }
+                        self.sent()
+                    }
                 }
             }
         }

@@ -59,7 +59,7 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
                 state.waiting.append(waiting)
                 return false
             }
-            if alone { Task { await self.run([waiting]) } }
+            if alone { Task { await Logger.untraced { await self.run([waiting]) } } }
         }
     }
 
@@ -90,7 +90,7 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
             if state.waiting.isEmpty { state.waiting = [] }  // no buffer kept while idle
             return taken
         }
-        if let next { Task { await self.run(next) } }
+        if let next { Task { await Logger.untraced { await self.run(next) } } }
     }
 
     /// Makes one call for `calls` (alone when there is one) and answers each.

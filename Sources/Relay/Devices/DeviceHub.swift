@@ -215,8 +215,10 @@ public actor DeviceHub {
             session.close(code: code, reason: reason)
         case .registerHellos(let batch, let batched):
             Task(executorPreference: executor) {
-                let result = await self.helloStatuses(batch)
-                await self.handle(.hellosRegistered(batch, result, batched: batched))
+                await Logger.untraced {
+                    let result = await self.helloStatuses(batch)
+                    await self.handle(.hellosRegistered(batch, result, batched: batched))
+                }
             }
         case .disconnect(let batch):
             call(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
@@ -246,8 +248,10 @@ public actor DeviceHub {
                       _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
         let database = self.database, logger = self.logger
         Task(executorPreference: executor) {
-            do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
-            await self.handle(.batchSent(call))
+            await Logger.untraced {
+                do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
+                await self.handle(.batchSent(call))
+            }
         }
     }
 

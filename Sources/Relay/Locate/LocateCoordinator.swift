@@ -210,7 +210,7 @@ public actor LocateCoordinator {
                 resume(continuation, with: completion, replyKey: call.replyKey)
             }
         } onCancel: {
-            Task { await self.handle(.hungUp(id)) }
+            Task { await Logger.untraced { await self.handle(.hungUp(id)) } }
         }
     }
 
@@ -335,9 +335,11 @@ public actor LocateCoordinator {
     private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
                                    then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
         Task(executorPreference: timers.loop) {
-            let result: Result<T, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            if let event = event(result) { await self.handle(event) }
+            await Logger.untraced {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                if let event = event(result) { await self.handle(event) }
+            }
         }
     }
 

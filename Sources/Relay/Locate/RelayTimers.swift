@@ -23,7 +23,7 @@ struct RelayTimers: Sendable {
         guard let loop else {
             return Handle(timer: nil, task: Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
-                await body()
+                await Logger.untraced { await body() }
             })
         }
         return Handle(timer: loop.schedule(after: delay) { Task(executorPreference: loop) { await body() } }, task: nil)

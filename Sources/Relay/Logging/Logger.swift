@@ -63,6 +63,15 @@ public final class Logger: Sendable {
     /// actors it calls — carries it as `traceparent`.
     @TaskLocal public static var traceparent: String?
 
+    /// Runs `body` with no trace context. Work that serves many requests — a batched call,
+    /// an executor's queue of actions, a timer, a push — is started from whichever request
+    /// happened to trigger it, and a task inherits its creator's task-locals: without this,
+    /// its log lines would carry that request's (an agent's, perhaps an attacker's) trace id.
+    public static func untraced<T>(isolation: isolated (any Actor)? = #isolation,
+                                   _ body: () async throws -> T) async rethrows -> T {
+        try await $traceparent.withValue(nil, operation: body, isolation: isolation)
+    }
+
     /// Logs `event` with `fields` at `level`.
     public func log(_ level: Level, _ event: String, _ fields: [String: String] = [:]) {
         if level >= .warning {

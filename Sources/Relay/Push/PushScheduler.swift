@@ -71,18 +71,20 @@ actor PushScheduler {
             let database = self.database, instance = self.instance, logger = self.logger, metrics = self.metrics
             let budgets = self.budgets
             Task { [weak self] in
-                let result: PushPlan.ClaimResult
-                var claim: PushClaim?
-                do {
-                    claim = try await database.claimPush(id: id, instance: instance, stage: stage, budgets: budgets)
-                    result = claim!.result
-                    metrics.claim(stage: stage.rawValue, status: claim!.status.rawValue)
-                } catch {
-                    logger.failure("push_claim_failed", error, ["request": id.uuidString.lowercased(), "stage": stage.rawValue])
-                    metrics.claim(stage: stage.rawValue, status: "failed")
-                    result = .failed
+                await Logger.untraced {
+                    let result: PushPlan.ClaimResult
+                    var claim: PushClaim?
+                    do {
+                        claim = try await database.claimPush(id: id, instance: instance, stage: stage, budgets: budgets)
+                        result = claim!.result
+                        metrics.claim(stage: stage.rawValue, status: claim!.status.rawValue)
+                    } catch {
+                        logger.failure("push_claim_failed", error, ["request": id.uuidString.lowercased(), "stage": stage.rawValue])
+                        metrics.claim(stage: stage.rawValue, status: "failed")
+                        result = .failed
+                    }
+                    await self?.claimed(id, stage, result, claim)
                 }
-                await self?.claimed(id, stage, result, claim)
             }
         case .send(let kind):
             guard let claim = entries[id]?.claim else { return }
@@ -92,9 +94,11 @@ actor PushScheduler {
             sendNumber += 1
             let number = sendNumber
             sends[id] = (number, Task { [weak self] in
-                await previous?.value  // the checking alert never overtakes the wake
-                await dispatcher.send(kind, stage: stage, request: id, claim: claim)
-                await self?.sent(id, number)
+                await Logger.untraced {
+                    await previous?.value  // the checking alert never overtakes the wake
+                    await dispatcher.send(kind, stage: stage, request: id, claim: claim)
+                    await self?.sent(id, number)
+                }
             })
         case .done:
             entries[id]?.timer?.cancel()
