@@ -195,3 +195,19 @@ def test_bad_keys_from_one_ipv6_64_share_one_budget(trusting_relay, admin):
                for _ in range(80)]
     assert_limited(answers)
     assert_unaffected(trusting_relay.base, admin, {"X-Forwarded-For": "2001:db8:7:8::1"})
+
+
+def test_a_valid_credential_is_never_refused_for_what_others_at_its_address_sent(trusting_relay, admin):
+    """Hostile input round 3 (issue 38, finding 7): a stranger's bad agent keys spend the
+    budget of an address it shares with a customer (a NAT, a café); the customer's valid
+    agent key, never used before (so looked up), and agent token from that same address are
+    still served — keys are signed, and a signed key is looked up whatever its address's
+    budget. Forgeries from the address stay refused before any lookup."""
+    shared = {"X-Forwarded-For": "198.51.100.9"}
+    assert_limited([locate(trusting_relay.base, bad_key(), shared) for _ in range(80)])
+    owner = user(admin, "Agent Owner")
+    for credential in (agent_key(admin, owner), agent_token(owner)):
+        status, body, _ = locate(trusting_relay.base, credential, shared)
+        assert status == 503 and body.startswith(NOT_CONNECTED), (status, body)
+    statuses = [locate(trusting_relay.base, bad_key(), shared)[0] for _ in range(40)]
+    assert set(statuses) <= {401, 429} and statuses.count(429) >= 20, f"forgeries stay limited: {statuses}"

@@ -155,3 +155,42 @@ def test_random_request_ids_spend_a_budget_of_the_credential(relay, make_user):
     other = token(*who, client_id=str(uuid.uuid4()))
     assert curl("GET", f"{relay.base}/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}", other)[0] == 404, \
         "another credential's budget is its own"
+
+
+def test_a_revoked_grant_ends_its_requests_and_its_waiting_poll_gets_nothing(relay, make_user, admin):
+    """Finding 9: an OAuth grant revoked while its long poll waited — the old poll still
+    returned the fix after new requests got 401, and the revoked client's request kept
+    prompting the phone. Now the request is cancelled on the phone at once, the waiting poll
+    gets no location, and every later poll is 401."""
+    user, _, email = make_user("Ada", with_session=True)
+    client = str(uuid.uuid4())
+    admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, 'Claude')", (client,))
+    session = uuid.uuid4()
+    admin.execute("insert into auth.sessions (id, user_id, created_at, oauth_client_id) values (%s, %s, now(), %s)",
+                  (session, user, client))
+    agent = token(user, session, email, client_id=client)
+    phone_session = uuid.uuid4()
+    admin.execute("insert into auth.sessions (id, user_id, created_at) values (%s, %s, now())", (phone_session, user))
+    phone = Phone(relay.base, token(user, phone_session, email), answer=False)
+    try:
+        status, headers, body = open_async(relay.base, agent, 60)
+        assert status == 202, body
+        location = headers["location"]
+        polled = []
+        poller = threading.Thread(target=lambda: polled.append(curl("GET", f"{relay.base}{location}?wait_secs=30", agent)))
+        poller.start()
+        time.sleep(1)
+        admin.execute("delete from auth.sessions where id = %s", (session,))  # the grant is revoked
+        revoked = time.monotonic()
+        while not phone.kinds("cancel") and time.monotonic() - revoked < 5:
+            time.sleep(0.05)
+        assert phone.kinds("cancel"), "the revoked client's request kept prompting the phone"
+        poller.join(35)
+        assert polled and polled[0][0] != 200 and "latitude" not in polled[0][2], polled
+        deadline = time.monotonic() + 6
+        while curl("GET", f"{relay.base}{location}", agent)[0] != 401 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert curl("GET", f"{relay.base}{location}", agent)[0] == 401
+        assert [m["id"] for m in phone.kinds("cancel")] == [m["id"] for m in phone.kinds("locate")], "the request's own ping"
+    finally:
+        phone.stop()

@@ -108,13 +108,15 @@ begin
   -- The owner's own agents and the people sharing with them count separately, so a viewer
   -- can never keep the owner's own agents out; each requester also has a cap of their own
   -- across every owner who shares with them.
+  -- Durable requests (tasks, async requests) are counted by open_durable_request against
+  -- their own cap, so that an agent's tasks never fill the cap of calls that wait.
   select count(*) into v_waiting from relay.pending_requests
-  where owner_id = p_owner and settled_at is null and expires_at > now()
+  where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
     and requester_id is not distinct from nullif(p_requester, p_owner);
   if v_waiting < p_max_waiting and p_requester is not null and p_requester <> p_owner then
     perform pg_advisory_xact_lock(hashtextextended('whereabot_open_request_by:' || p_requester::text, 0));
     select count(*) into v_waiting from relay.pending_requests
-    where requester_id = p_requester and settled_at is null and expires_at > now();
+    where requester_id = p_requester and settled_at is null and expires_at > now() and not durable;
   end if;
   select coalesce(array_agg(distinct instance_id), '{}'), count(*) into v_holders, v_connections
   from relay.connections where user_id = p_owner;

@@ -148,6 +148,7 @@ declare
   v_open int;
   v_kept int;
   v_total int;
+  v_waiting int;
   v_opened jsonb;
 begin
   perform private.check_instance_id(p_instance);
@@ -188,6 +189,16 @@ begin
           or (select count(*) from (select from relay.pending_requests where resumable
                                     limit private.max_resumable_requests_hard()) kept) >= private.max_resumable_requests_hard()) then
     return jsonb_build_object('status', 'full', 'connections', null, 'ping', null);
+  end if;
+
+  -- The owner's (or the requester's) durable requests waiting, against their own cap: the
+  -- own agents' for the owner, a viewer's across every owner who shares with them.
+  select count(*) into v_waiting from relay.pending_requests r
+  where r.settled_at is null and r.expires_at > now() and r.durable
+    and (case when p_requester is null or p_requester = p_owner then r.owner_id = p_owner and r.requester_id is null
+              else r.requester_id = p_requester end);
+  if v_waiting >= p_max_waiting then
+    return jsonb_build_object('status', 'too_many', 'connections', null, 'ping', null);
   end if;
 
   v_opened := relay.open_request(p_id, p_owner, p_requester, p_client_id, p_client_name, p_instance,

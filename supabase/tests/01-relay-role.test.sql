@@ -42,7 +42,7 @@ select set_eq($$
     and has_function_privilege('whereabot_relay', p.oid, 'EXECUTE')
 $$, array[
         -- called by the relay
-        'relay.agent_key_owner(text)', 'relay.agent_keys(uuid)',
+        'relay.agent_key_owner(text)', 'relay.agent_key_secret()', 'relay.agent_keys(uuid)',
         'relay.always_allowed_agents(uuid)', 'relay.cancel_durable(uuid,uuid,text,uuid,boolean)',
         'relay.claim_push(uuid,text,text,integer,integer)', 'relay.client_name(text)',
         'relay.create_agent_key(uuid,text)', 'relay.delete_web_push_subscriptions(uuid,uuid)',

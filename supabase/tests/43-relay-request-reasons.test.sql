@@ -38,9 +38,12 @@ select is(relay.open_requests('relay-r', jsonb_build_array(jsonb_build_object('i
   'owner', tests.get_supabase_uid('ada'), 'client_id', 'agent', 'reply_key', encode(decode(repeat('ab', 32), 'hex'), 'base64'),
   'expires_at', extract(epoch from now() + interval '1 minute'), 'max_waiting', 10, 'reason', 'Batched too'))) -> 0 -> 'ping' ->> 'reason',
   'Batched too', 'open_requests passes each element''s reason');
-select is((relay.device_hellos('relay-r', jsonb_build_array(jsonb_build_object('connection', '00000000-0000-4000-8000-0000000000c2',
-  'user', tests.get_supabase_uid('ada'), 'session', tests.get_session_id('ada'), 'device', '00000000-0000-4000-8000-00000000000a',
-  'name', 'Phone', 'platform', 'ios', 'opened_at', now())), 20) -> 'pending' -> 0 -> 'message' ->> 'reason'),
+select is((select p -> 'message' ->> 'reason'
+           from jsonb_array_elements(relay.device_hellos('relay-r', jsonb_build_array(jsonb_build_object(
+                  'connection', '00000000-0000-4000-8000-0000000000c2', 'user', tests.get_supabase_uid('ada'),
+                  'session', tests.get_session_id('ada'), 'device', '00000000-0000-4000-8000-00000000000a',
+                  'name', 'Phone', 'platform', 'ios', 'opened_at', now())), 20) -> 'pending') p
+           where p -> 'message' ->> 'id' = pg_temp.rid('r1')::text),
   'To pick you up at the station', 'a phone that says hello later gets the reason with the waiting ping');
 
 -- ------------------------------------------------------------ gone once settled

@@ -49,6 +49,8 @@ public actor Authenticator {
     /// signature check. Emptied when the JWKS changes.
     private var verifiedTokens: [String: JWTClaims] = [:]
     private var limiter = TokenBuckets()
+    /// The agent-key signing secret, read once (`AgentKey.isSigned`); nil until then.
+    private var keySecret: [UInt8]?
     private var jwksFetchInFlight = false
     /// Whether the JWKS has been read (always, without a JWKS URL): until then a token
     /// signed with a key cannot be checked (503), not refused (401).
@@ -224,7 +226,9 @@ public actor Authenticator {
         if let cached = keys[hash], now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
-            if limited { throw .rateLimited }  // no database round trip for an address over its budget
+            // No database round trip for an address over its budget — unless the key's
+            // signature holds: strangers' failures never refuse a valid key.
+            if limited, await !isSigned(key) { throw .rateLimited }
             do {
                 owner = try await database.agentKeyOwner(keyHash: hash)
             } catch {
@@ -236,6 +240,13 @@ public actor Authenticator {
         guard let owner else { throw .unknownAgentKey }
         return .agent(AgentIdentity(userID: owner.userID, clientID: AgentIdentity.agentKeyClientID,
                                     keyID: owner.keyID, keyName: owner.keyName, email: owner.email))
+    }
+
+    /// Whether `key` is signed; the secret is read from the database once (a failed read
+    /// counts as unsigned, and is tried again next time).
+    private func isSigned(_ key: String) async -> Bool {
+        if keySecret == nil { keySecret = try? await database.agentKeySecret() }
+        return keySecret.map { AgentKey.isSigned(key, secret: $0) } ?? false
     }
 
     private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {

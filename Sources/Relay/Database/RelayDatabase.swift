@@ -260,6 +260,13 @@ public struct RelayDatabase: Sendable {
                              keyName: try row.decode("key_name", as: String.self), email: try row.decode("email", as: String?.self))
     }
 
+    /// The secret agent keys are signed with (`AgentKey.isSigned`).
+    public func agentKeySecret() async throws -> [UInt8] {
+        let secret = try await pool.send("select relay.agent_key_secret()").scalar(Data.self)
+        guard secret.count == 32 else { throw Self.malformed("agent_key_secret") }
+        return Array(secret)
+    }
+
     /// Session checks one `sessionStates` call takes (the function's own limit).
     public static let maxSessionChecks = 1000
 

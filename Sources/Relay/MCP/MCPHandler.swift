@@ -25,6 +25,9 @@ struct MCPHandler: Sendable {
     static let defaultWaitBound: Duration = .seconds(45)
 
 
+    /// Methods whose answer may carry a location (checked against revocation again).
+    static let deliversResults: Set<String> = ["tools/call", "tasks/get", "tasks/result"]
+
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
             return .text(403, "Origin not allowed.")
@@ -80,7 +83,8 @@ struct MCPHandler: Sendable {
             logger.debug("mcp_request", ["method": String(method.prefix(64)), "status": String(status)])
             var reply = rpc(status: status, body)
             if let retryAfter { reply.headers.set("Retry-After", String(retryAfter)) }
-            return reply
+            // What may carry a location waited for the person: the credential is checked again.
+            return Self.deliversResults.contains(method) ? await gate.delivering(reply, to: request) : reply
         }
     }
 

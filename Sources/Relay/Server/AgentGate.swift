@@ -28,6 +28,23 @@ struct AgentGate: Sendable {
         }
     }
 
+    /// `response`, unless the credential that asked was revoked while the request waited
+    /// (its session ended — a grant revoked, a sign-out — or its agent key was revoked):
+    /// then the 401 a new request would get, and nothing of the answer. Revocation is
+    /// checked again before any result is delivered (a long poll, a call that waited for the
+    /// person). A token that merely expired during the wait, or a credential that cannot be
+    /// checked now, keeps the answer it waited for.
+    func delivering(_ response: HTTPResponse, to request: HTTPRequest) async -> HTTPResponse {
+        do {
+            _ = try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress)
+            return response
+        } catch .revoked, .noSession, .unknownAgentKey {
+            return unauthorized(presented: true)
+        } catch {
+            return response
+        }
+    }
+
     /// The response for a refused credential: 503 when it could not be checked, 429 for an
     /// address over its failure budget, else 401 with the metadata pointer.
     func refusal(_ error: AuthError, _ request: HTTPRequest) async -> HTTPResponse {

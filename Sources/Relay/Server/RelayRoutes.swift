@@ -118,7 +118,7 @@ struct RelayRoutes: Sendable {
             return await locate(request)
         case .locateRequest:
             switch await gate.agent(request) {
-            case .success(let agent): return await durable.handle(request, agent: agent)
+            case .success(let agent): return await gate.delivering(await durable.handle(request, agent: agent), to: request)
             case .failure(let refusal): return refusal.response
             }
         case .device:
@@ -179,7 +179,7 @@ struct RelayRoutes: Sendable {
             return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
         }
         if case .abandoned = result { return .text(499, "abandoned") }
-        return DurableRoutes.response(result)
+        return await gate.delivering(DurableRoutes.response(result), to: request)
     }
 
     /// Why a locate's reason was refused (400).
