@@ -219,3 +219,51 @@ def test_a_long_tool_call_reports_progress_to_the_sdk(make_user):
     assert len(progress) >= 2, progress
     assert [value for value, _ in progress] == sorted(value for value, _ in progress)
     assert progress[0][1] == "Waiting for the person to answer on their phone."
+
+
+def test_a_streamed_tool_call_whose_session_ended_gets_no_location(make_user, admin):
+    """Hostile input round 3 (issue 38, finding 9): a tool call answered over SSE (the SDK
+    asked for progress) whose session is signed out while the person has not tapped yet
+    gets the revoked-credential error, not the fix the phone sends afterwards: the
+    credential is checked again before the result goes out, as for a plain reply. (Another
+    session of the same client lives on, so the grant itself stands and the request is not
+    cancelled: only this token's session ended.)"""
+    relay = RelayServer(MCP_PROGRESS_SECONDS="1")
+    user, phone_session, email = make_user("Dee", with_session=True)
+    client = str(uuid.uuid4())
+    admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, 'Claude')", (client,))
+    signed_out, other = uuid.uuid4(), uuid.uuid4()
+    for session in (signed_out, other):
+        admin.execute("insert into auth.sessions (id, user_id, created_at, oauth_client_id) values (%s, %s, now(), %s)",
+                      (session, user, client))
+    agent = token(user, signed_out, email, client_id=client)
+
+    async def late_fix(request_id):
+        await asyncio.sleep(6)  # past the relay's 4-s cache of an agent's session
+        return fix(request_id)
+
+    async def scenario():
+        connected = asyncio.Event()
+        phone_task = asyncio.create_task(phone(relay.base, token(user, phone_session, email), late_fix, connected))
+        await asyncio.wait_for(connected.wait(), 10)
+        await asyncio.sleep(0.3)
+        async with mcp_session(relay.base, agent) as streams:
+            async with ClientSession(streams[0], streams[1]) as session_:
+                await session_.initialize()
+
+                async def on_progress(value, total, message):
+                    pass
+
+                call = asyncio.create_task(session_.call_tool("get_phone_location", {"timeout_secs": 20},
+                                                              progress_callback=on_progress))
+                await asyncio.sleep(1)
+                admin.execute("delete from auth.sessions where id = %s", (signed_out,))
+                with pytest.raises(MCPError) as refused:
+                    await call
+                assert "revoked credential" in str(refused.value), refused.value
+        phone_task.cancel()
+
+    try:
+        asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        relay.stop()

@@ -73,8 +73,10 @@ struct MCPHandler: Sendable {
                                             "X-Accel-Buffering": "no"]) { body in
                     await Logger.$traceparent.withValue(traceparent) {
                         await MCPProgress.stream(call, every: progressInterval, to: body) { call in
-                            await self.response(id: call.id, method: call.method, params: call.params, agent: agent,
-                                                revision: revision).body
+                            let answer = await self.response(id: call.id, method: call.method, params: call.params, agent: agent,
+                                                             revision: revision).body
+                            // Checked again before the result goes out, as a plain reply is.
+                            return await self.gate.isRevoked(request) ? Self.error(id: call.id, Self.revokedCredential) : answer
                         }
                     }
                 }
@@ -100,6 +102,10 @@ struct MCPHandler: Sendable {
         if let data = refusal.data { error["data"] = data }
         return ["jsonrpc": "2.0", "id": id, "error": .object(error)]
     }
+
+    /// The error a streamed call's credential gets when it was revoked while the call
+    /// waited (a plain reply gets the 401 instead; a stream's status has already gone out).
+    static let revokedCredential = MCPRevision.Refusal(401, -32001, AgentFailure.badCredential.agentText)
 
     /// -32602 for a tool this server does not have, naming it.
     static func unknownTool(_ params: [String: JSONValue]) -> MCPRevision.Refusal {

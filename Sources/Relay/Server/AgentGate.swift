@@ -35,13 +35,20 @@ struct AgentGate: Sendable {
     /// person). A token that merely expired during the wait, or a credential that cannot be
     /// checked now, keeps the answer it waited for.
     func delivering(_ response: HTTPResponse, to request: HTTPRequest) async -> HTTPResponse {
+        await isRevoked(request) ? unauthorized(presented: true) : response
+    }
+
+    /// Whether the credential of `request` was revoked since it was let in (its session
+    /// ended, or its agent key was revoked); an expiry or a check that cannot be made now is
+    /// not a revocation.
+    func isRevoked(_ request: HTTPRequest) async -> Bool {
         do {
             _ = try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress)
-            return response
+            return false
         } catch .revoked, .noSession, .unknownAgentKey {
-            return unauthorized(presented: true)
+            return true
         } catch {
-            return response
+            return false
         }
     }
 
