@@ -51,6 +51,13 @@ public actor Authenticator {
     private var limiter = TokenBuckets()
     /// The agent-key signing secret, read once (`AgentKey.isSigned`); nil until then.
     private var keySecret: [UInt8]?
+    /// When reading the secret last failed: it is not asked again for `keySecretRetry`, so
+    /// that keys from an address over its budget never turn into a database call each.
+    private var keySecretFailedAt: Date?
+    /// How long after a failed read the signing secret is not asked for again.
+    static let keySecretRetry: TimeInterval = 10
+    /// Where a failed read of the signing secret is logged (and counted); none in tests.
+    private let logger: Logger?
     private var jwksFetchInFlight = false
     /// Whether the JWKS has been read (always, without a JWKS URL): until then a token
     /// signed with a key cannot be checked (503), not refused (401).
@@ -64,11 +71,13 @@ public actor Authenticator {
     ///   - hmacSecret: SUPABASE_JWT_SECRET, if set.
     ///   - jwks: where ES256/RS256 keys come from.
     ///   - issuer: the expected `iss` (`SUPABASE_URL/auth/v1`), if SUPABASE_URL is set.
-    ///   - database: for sessions and agent keys.
+    ///   - database: for sessions, agent keys and the agent-key signing secret.
+    ///   - logger: where a failed read of the signing secret is logged.
     public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
-                now: @escaping @Sendable () -> Date = { Date() }) throws {
+                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil) throws {
+        self.logger = logger
         self.hmacSecret = hmacSecret
         self.issuer = issuer
         self.audience = audience
@@ -243,9 +252,17 @@ public actor Authenticator {
     }
 
     /// Whether `key` is signed; the secret is read from the database once (a failed read
-    /// counts as unsigned, and is tried again next time).
+    /// counts as unsigned, and is tried again `keySecretRetry` later).
     private func isSigned(_ key: String) async -> Bool {
-        if keySecret == nil { keySecret = try? await database.agentKeySecret() }
+        if keySecret == nil, keySecretFailedAt.map({ now().timeIntervalSince($0) >= Self.keySecretRetry }) ?? true {
+            do {
+                keySecret = try await database.agentKeySecret()
+                keySecretFailedAt = nil
+            } catch {
+                keySecretFailedAt = now()
+                logger?.failure("agent_key_secret_failed", error)
+            }
+        }
         return keySecret.map { AgentKey.isSigned(key, secret: $0) } ?? false
     }
 

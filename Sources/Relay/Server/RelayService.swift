@@ -116,7 +116,7 @@ public final class RelayService: Sendable {
         let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, audience: configuration.oauthAudience,
-                                              database: database)
+                                              database: database, logger: logger)
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
