@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from conftest import through_the_api
 from relay_server import RelayServer, token
 from test_durable_requests import UNKNOWN, Phone, curl, open_async
 
@@ -192,5 +193,34 @@ def test_a_revoked_grant_ends_its_requests_and_its_waiting_poll_gets_nothing(rel
             time.sleep(0.2)
         assert curl("GET", f"{relay.base}{location}", agent)[0] == 401
         assert [m["id"] for m in phone.kinds("cancel")] == [m["id"] for m in phone.kinds("locate")], "the request's own ping"
+    finally:
+        phone.stop()
+
+
+def test_a_revoked_agent_keys_waiting_call_ends_on_the_phone(relay, make_user, admin):
+    """Finding 9, for agent keys: a key revoked while its POST /v1/locate waits for the
+    person. Before, the ping kept prompting until its deadline; now the phone gets `cancel`
+    at once and the waiting call gets 401, nothing of the answer."""
+    who = make_user("Ada", with_session=True)
+    with through_the_api(admin, who):
+        key = admin.execute("select public.create_agent_key('laptop')").fetchone()[0]
+    phone = Phone(relay.base, token(*who), answer=False)
+    try:
+        called = []
+        call = threading.Thread(target=lambda: called.append(
+            curl("POST", f"{relay.base}/v1/locate?timeout_secs=60", key)))
+        call.start()
+        deadline = time.monotonic() + 5
+        while not phone.kinds("locate") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert phone.kinds("locate"), "the phone was asked"
+        admin.execute("update public.agent_keys set revoked_at = now() where user_id = %s", (who[0],))
+        revoked = time.monotonic()
+        while not phone.kinds("cancel") and time.monotonic() - revoked < 5:
+            time.sleep(0.05)
+        assert [m["id"] for m in phone.kinds("cancel")] == [m["id"] for m in phone.kinds("locate")], \
+            "the revoked key's request kept prompting the phone"
+        call.join(10)
+        assert called and called[0][0] == 401, called
     finally:
         phone.stop()

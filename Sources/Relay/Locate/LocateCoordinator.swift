@@ -41,10 +41,14 @@ public actor LocateCoordinator {
         public var resumable: Resumable?
         /// The agent's reason for asking, cleaned (`LocateReason`); nil for none.
         public var reason: String?
+        /// The agent key that asks, if one does: revoking it ends the call (`keyRevoked`).
+        public var agentKey: UUID?
 
         /// Creates a request.
         public init(owner: UUID, requester: UUID? = nil, clientID: String, clientName: String? = nil,
-                    email: String? = nil, timeout: Duration, resumable: Resumable? = nil, reason: String? = nil) {
+                    email: String? = nil, timeout: Duration, resumable: Resumable? = nil, reason: String? = nil,
+                    agentKey: UUID? = nil) {
+            self.agentKey = agentKey
             self.reason = reason
             self.owner = owner
             self.requester = requester
@@ -165,6 +169,14 @@ public actor LocateCoordinator {
     func deliver(_ answer: AnswerNotification, fix: LocationFix?) async {
         guard answer.waiter == instance else { return }
         await handle(.answer(answer, fix: fix))
+    }
+
+    /// Agent key `key` was revoked (`whereabot_key`): every call of it waiting here ends as
+    /// if its agent had hung up — the request is abandoned and its phones get `cancel` — so
+    /// a revoked key's request stops prompting the person at once. (Its durable requests
+    /// are abandoned by the database, which records their key.)
+    public func keyRevoked(_ key: UUID) async {
+        for (id, waiter) in state.waiters where waiter.request.agentKey == key { await handle(.hungUp(id)) }
     }
 
     /// Asks the owner's phones and waits for the first answer.

@@ -138,7 +138,7 @@ struct LocateService: Sendable {
         let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                          clientName: clientName, email: shared == nil ? agent.email : shared?.email,
                                                          timeout: .seconds(timeoutSeconds), resumable: resumable,
-                                                         reason: reason)) {
+                                                         reason: reason, agentKey: agent.keyID)) {
             [hub] ping, owner in await hub.locate(ping, owner: owner)
         }
         return phrase(outcome, token: resumable?.token, shared: shared)

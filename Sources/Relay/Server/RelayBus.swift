@@ -47,7 +47,9 @@ struct RelayBus: Sendable {
         case .cancel(let id): await hub.cancel(request: id)
         case .replay(let id): await settler.replay(id)
         case .device(let device, let kind, let connection): await hub.deviceEvent(device: device, event: kind, connection: connection)
-        case .key(let id): await authenticator.dropKey(id: id)
+        case .key(let id):
+            await authenticator.dropKey(id: id)
+            await coordinator.keyRevoked(id)
         }
     }
 }

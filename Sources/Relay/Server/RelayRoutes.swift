@@ -178,7 +178,8 @@ struct RelayRoutes: Sendable {
             logger.failure("locate_failed", error)
             return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
         }
-        if case .abandoned = result { return .text(499, "abandoned") }
+        // Abandoned: the agent hung up, or its key was revoked while it waited (then 401).
+        if case .abandoned = result { return await gate.delivering(.text(499, "abandoned"), to: request) }
         return await gate.delivering(DurableRoutes.response(result), to: request)
     }
 
