@@ -19,6 +19,9 @@ public func fuzzForwardedFor(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     if case .client(let client) = verdict {
         precondition(!client.isEmpty && client.utf8.count <= 64, "a client as short text")
         if let address = IPAddress(client) { precondition(address.text == client, "an address in its canonical text") }
+        // The failed-credential budget counts an IPv6 client by its /64, any other as itself.
+        let budget = AddressBudget.key(for: client)
+        precondition(AddressBudget.key(for: budget) == budget && budget.utf8.count <= 64, "a budget key is short and stable")
     }
     if forwarded == nil, !xff.isEmpty {
         // Whatever a client writes left of an untrusted rightmost address never matters.

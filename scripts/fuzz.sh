@@ -33,7 +33,8 @@ sources_of() {
     HTTPRequestParser|WebSocketFrameDecoder|QueryString) echo "${http[@]}" ;;
     ProxyHeader) echo Sources/HTTPServer/ProxyHeader.swift ;;
     ForwardedFor) echo Sources/HTTPServer/ForwardedFor.swift Sources/HTTPServer/ForwardedElements.swift \
-                       Sources/HTTPServer/TrustedProxies.swift Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/ProxyHeader.swift ;;
+                       Sources/HTTPServer/TrustedProxies.swift Sources/HTTPServer/HTTPHeaders.swift Sources/HTTPServer/ProxyHeader.swift \
+                       Sources/HTTPServer/AddressBudget.swift ;;
     PushEndpoint) echo Sources/Push/PushEndpoint.swift ;;
     PhoneMessage) echo "${messages[@]}" ;;
     MCPRequest) echo Sources/Relay/MCP/JSONRPCMessage.swift Sources/Relay/MCP/MCPProgressRequest.swift Sources/Relay/MCP/MCPRevision.swift \
