@@ -18,8 +18,8 @@ Two release relays on a database of their own (whereabot_bench on the local clus
   5. durable requests (durable_bench.py): tasks/get on a settled task, and Postgres's work
      per durable request beside a synchronous one.
 
-The phones and agents are a small asyncio client (this file), so that 10,000 of them fit
-in one process. Everything runs on this machine: client, relays and Postgres share its cores.
+The phones and agents are a small asyncio client (this file; the storm's phones run in
+processes of their own, storm_phones.py). Everything runs on this machine: client, relays and Postgres share its cores.
 
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
                         BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
@@ -475,41 +475,68 @@ def addresses_text(count):
     return f"{count:,} address" if count == 1 else f"{count:,} addresses"
 
 
+class ActivitySampler:
+    """Samples what Postgres's backends are doing (pg_stat_activity, every 0.1 s, in a thread
+    of its own) while a storm runs, so that a storm whose Postgres CPU is out of line says
+    which statement it went to."""
+
+    def __init__(self):
+        self.counts, self.stopping, self.thread = {}, False, None
+
+    def start(self):
+        import threading
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            while not self.stopping:
+                for query, wait in conn.execute(
+                        "select left(regexp_replace(query, '\\s+', ' ', 'g'), 70), coalesce(wait_event, 'cpu')"
+                        " from pg_stat_activity where state = 'active' and pid <> pg_backend_pid()"
+                        " and backend_type = 'client backend'"):
+                    self.counts[(query, wait)] = self.counts.get((query, wait), 0) + 1
+                time.sleep(0.1)
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join()
+
+    def top(self, count=3):
+        ranked = sorted(self.counts.items(), key=lambda item: -item[1])[:count]
+        return "; ".join(f"{samples}x [{wait}] {query}" for (query, wait), samples in ranked)
+
+
+STORM_WORKERS = 4  # client processes the storm's phones are spread over (storm_phones.py)
+
+
 async def storm(relay, users, addresses):
     """Connects one phone per user from `addresses` source addresses (storm_address), opens
     one request per phone (each phone gets its ping and leaves it unanswered), restarts
-    `relay`, and times the phones' way back to their pending pings. The phones reconnect as the app does (APP.md): at once after
-    1012 "restart", then after 1 s, 2 s, 4 s … (at most 30 s) with ±50% jitter. Run again
-    with other addresses: the phones of the run before have gone, their requests abandoned."""
-    pinged = {}  # request id → seconds after the restarted instance started (this run's requests only)
+    `relay`, and times the phones' way back to their pending pings. The phones reconnect as
+    the app does (APP.md): at once after 1012 "restart", then after 1 s, 2 s, 4 s … (at most
+    30 s) with ±50% jitter. They run in STORM_WORKERS processes of their own
+    (storm_phones.py), so that this process's probes are on time and no phone waits for
+    another's turn on one event loop. Run again with other addresses: the phones of the run
+    before have gone, their requests abandoned."""
     expected = set()  # this run's request ids
-    phones = {user: {"open": False, "hello_at": None, "attempts": 0} for user, _, _ in users}
+    pinged = {}  # request id → seconds after `since` (this run's requests only)
+    phones = {str(user): {"open": False, "hello_at": None, "attempts": 0} for user, _, _ in users}
+    since = time.monotonic()  # the start of what is counted: the requests' creation, then the restart
     hellos = 0
     where = addresses_text(min(addresses, len(users)))
 
-    def ping_arrived(request):
-        if request in expected:
-            pinged.setdefault(request, time.monotonic() - relay.started)
-
-    async def keep_connected(user, phone_token, host):
+    async def read_events(worker):
         nonlocal hellos
-        state, delay = phones[user], 0.0
-        while True:
-            socket = None
-            try:
-                state["attempts"] += 1
-                socket, task = await asyncio.wait_for(phone(relay.port, phone_token, ping_arrived, host, answer=False), 10)
+        async for line in worker.stdout:
+            kind, value, *at = line.decode().rstrip("\n").split(" ", 2)
+            if kind == "ping" and value in expected and float(at[0]) >= since:
+                pinged.setdefault(value, float(at[0]) - since)
+            elif kind == "hello" and float(at[0]) >= since:
                 hellos += 1
-                state.update(open=True, hello_at=time.monotonic() - relay.started)
-                delay = 0.0
-                await task  # closed by the relay: 1012 "restart" means reconnect at once
-            except (ConnectionError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
-                delay = min(30.0, max(1.0, delay * 2))
-                await asyncio.sleep(delay * random.uniform(0.5, 1.5))
-            finally:
-                state["open"] = False
-                if socket:
-                    socket.close()
+                phones[value].update(hello_at=float(at[0]) - since)
+            elif kind == "error":
+                CLIENT_ERRORS.append(f"{value} {' '.join(at)}")
 
     # The phones of an earlier run (or of the memory rows) must have gone, so that the count
     # below is of this run's.
@@ -519,56 +546,77 @@ async def storm(relay, users, addresses):
             raise RuntimeError(f"storm from {where}: {left:.0f} phones of the run before still connected after 60 s")
         await asyncio.sleep(0.1)
     overflows = listen_overflows()
-    tasks = [asyncio.ensure_future(keep_connected(user, phone_token, storm_address(i, addresses)))
-             for i, (user, phone_token, _) in enumerate(users)]
-    await metric_reaches(relay, "whereabot_device_connections", len(users), 120, f"phones before the storm from {where}")
-    # Every phone gets a ping it does not answer; the restarted instance must send it again.
-    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
-        conn.execute("select relay.register_instance('bench-waiter')")
-        requests = {request: user for _, request, user in conn.execute("""
-            with ids as (select gen_random_uuid() as id, u from unnest(%s::uuid[]) u)
-            select relay.open_request(id, u, null, 'bench-agent', null, 'bench-waiter',
-                                      decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5), id, u
-            from ids""", ([user for user, _, _ in users],)).fetchall()}
-    expected.update(str(request) for request in requests)  # before any ping is read: no await since the insert
-    while len(pinged) < len(users):
-        await asyncio.sleep(0.05)
-    hellos = 0
-    killed = time.monotonic()
-    relay.stop()
-    stopped = time.monotonic() - killed
-    pinged.clear()  # from now on only the restarted instance's pings count
-    postgres_cpu = postgres_cpu_seconds()
-    progress(f"storm from {where}: the instance stopped {stopped:.1f} s after SIGTERM, {len(requests):,} pings pending")
-    relay.start()
-    await relay.ready()
-    ready = time.monotonic() - relay.started
-    deadline = time.monotonic() + 120
-    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
-        while len(pinged) < len(users) and time.monotonic() < deadline:
-            conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
+    script = pathlib.Path(__file__).with_name("storm_phones.py")
+    workers, readers = [], []
+    for part in range(STORM_WORKERS):
+        mine = [(str(user), token, DEVICES.setdefault(token, str(uuid.uuid4())), storm_address(i, addresses))
+                for i, (user, token, _) in enumerate(users) if i % STORM_WORKERS == part]
+        worker = await asyncio.create_subprocess_exec(sys.executable, str(script), stdin=subprocess.PIPE,
+                                                      stdout=subprocess.PIPE, limit=1 << 20)
+        worker.stdin.write((json.dumps({"port": relay.port, "phones": mine}) + "\n").encode())
+        await worker.stdin.drain()
+        workers.append(worker)
+        readers.append(asyncio.ensure_future(read_events(worker)))
+    try:
+        await metric_reaches(relay, "whereabot_device_connections", len(users), 120, f"phones before the storm from {where}")
+        # Every phone gets a ping it does not answer; the restarted instance must send it again.
+        with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+            conn.execute("select relay.register_instance('bench-waiter')")
+            since = time.monotonic()
+            requests = {str(request): user for _, request, user in conn.execute("""
+                with ids as (select gen_random_uuid() as id, u from unnest(%s::uuid[]) u)
+                select relay.open_request(id, u, null, 'bench-agent', null, 'bench-waiter',
+                                          decode(repeat('ab', 32), 'hex'), now() + interval '5 minutes', 5), id, u
+                from ids""", ([user for user, _, _ in users],)).fetchall()}
+        expected.update(requests)  # before any ping line is read: no await since the insert
+        while len(pinged) < len(users):
+            if any(worker.returncode is not None for worker in workers):
+                raise RuntimeError(f"storm from {where}: a phone process exited")
             await asyncio.sleep(0.05)
-    # The restarted relay's CPU since it started, Postgres's since the old instance stopped.
-    relay_cpu, postgres_cpu = cpu_seconds([relay.process.pid]), postgres_cpu_seconds() - postgres_cpu
-    if len(pinged) < len(users):
-        explain_misses(requests, pinged, phones)
-        connected = await relay.metric("whereabot_device_connections")
-        raise RuntimeError(f"reconnect storm from {where}: only {len(pinged)} of {len(users)} phones got their ping"
-                           f" in 120 s ({hellos} hellos since the restart, {connected:.0f} connected)")
-    done = time.monotonic()
-    arrivals = sorted(pinged.values())
-    upgrades = sorted(state["hello_at"] for state in phones.values())
-    progress(f"storm from {where}: ready {ready:.1f} s after the start; sockets open at " +
-             ", ".join(f"{q:.0%} {percentile(upgrades, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) + "; pings at " +
-             ", ".join(f"{q:.0%} {percentile(arrivals, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) +
-             f"; CPU: relay {relay_cpu:.1f} s, Postgres {postgres_cpu:.1f} s; listen queue overflows {listen_overflows() - overflows}")
-    # Registering the waiter again abandons this run's requests (every phone got its ping), so
-    # that the next run's phones find none of them pending when they connect.
-    with psycopg.connect(RELAY_URL, autocommit=True) as conn:
-        conn.execute("select relay.register_instance('bench-waiter')")
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+        killed = time.monotonic()
+        relay.stop()
+        stopped = time.monotonic() - killed
+        pinged.clear()
+        postgres_cpu = postgres_cpu_seconds()
+        progress(f"storm from {where}: the instance stopped {stopped:.1f} s after SIGTERM, {len(requests):,} pings pending")
+        sampler = ActivitySampler()
+        sampler.start()
+        relay.start()
+        since, hellos = relay.started, 0  # from now on only the restarted instance's hellos and pings count
+        await relay.ready()
+        ready = time.monotonic() - relay.started
+        deadline = time.monotonic() + 120
+        with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+            while len(pinged) < len(users) and time.monotonic() < deadline:
+                conn.execute("select relay.heartbeat('bench-waiter')")  # so that no reaper abandons the requests
+                await asyncio.sleep(0.05)
+        # The restarted relay's CPU since it started, Postgres's since the old instance stopped.
+        relay_cpu, postgres_cpu = cpu_seconds([relay.process.pid]), postgres_cpu_seconds() - postgres_cpu
+        sampler.stop()
+        if postgres_cpu > 3 or len(pinged) < len(users):
+            progress(f"storm from {where}: Postgres busiest with (samples every 0.1 s) {sampler.top()}")
+        if len(pinged) < len(users):
+            explain_misses(requests, pinged, phones)
+            connected = await relay.metric("whereabot_device_connections")
+            raise RuntimeError(f"reconnect storm from {where}: only {len(pinged)} of {len(users)} phones got their ping"
+                               f" in 120 s ({hellos} hellos since the restart, {connected:.0f} connected)")
+        done = time.monotonic()
+        arrivals = sorted(pinged.values())
+        upgrades = sorted(state["hello_at"] for state in phones.values())
+        progress(f"storm from {where}: ready {ready:.1f} s after the start; sockets open at " +
+                 ", ".join(f"{q:.0%} {percentile(upgrades, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) + "; pings at " +
+                 ", ".join(f"{q:.0%} {percentile(arrivals, q):.1f} s" for q in (0.01, 0.5, 0.9, 0.99, 1.0)) +
+                 f"; CPU: relay {relay_cpu:.1f} s, Postgres {postgres_cpu:.1f} s; listen queue overflows {listen_overflows() - overflows}")
+        # Registering the waiter again abandons this run's requests (every phone got its ping), so
+        # that the next run's phones find none of them pending when they connect.
+        with psycopg.connect(RELAY_URL, autocommit=True) as conn:
+            conn.execute("select relay.register_instance('bench-waiter')")
+    finally:
+        for worker in workers:
+            worker.stdin.close()
+        for worker in workers:
+            await worker.wait()
+        await asyncio.gather(*readers, return_exceptions=True)
     return {"since_kill": done - killed, "since_start": done - relay.started, "hellos": hellos, "ready": ready,
             "median": percentile(arrivals, 0.5), "relay_cpu": relay_cpu, "postgres_cpu": postgres_cpu}
 
@@ -594,9 +642,7 @@ def explain_misses(requests, pinged, phones):
                                 (user,)).fetchall()
             state = conn.execute("select settled_at is not null, outcome, delivered_at is not null, expires_at > now()"
                                  " from relay.pending_requests where id = %s", (request,)).fetchone()
-            phone_state = phones[user]
-            print(f"storm miss: user {user}: socket {'open' if phone_state['open'] else 'closed'},"
-                  f" last hello {phone_state['hello_at']} s after the start, {phone_state['attempts']} attempts;"
+            print(f"storm miss: user {user}: last hello {phones[str(user)]['hello_at']} s after the start;"
                   f" relay.connections {rows or 'none'}; request {request} (settled, outcome, delivered, live) = {state}",
                   file=sys.stderr)
     print(f"storm: {len(missed)} of {len(requests)} phones missed their ping; client errors: {CLIENT_ERRORS[:3]}",
