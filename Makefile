@@ -9,7 +9,7 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy nginx-light chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
+.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-fast test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -62,12 +62,15 @@ build: ## Build the relay (debug)
 test: deps ## Run every test: Swift, pgTAP, schemas and acceptance, with a fresh test database
 	@scripts/test.sh
 
+test-fast: deps ## Before every commit (under 2 minutes with a warm build): pgTAP, the schema check, swift test and the fuzz smoke of decoders changed in the working tree
+	@scripts/test.sh fast
+
 test-swift: ## Swift tests only (needs `make db`)
 	swift test $(SWIFT_FLAGS)
 
-test-db: ## pgTAP tests only, on a fresh test database (needs `make db`)
-	@scripts/db.sh reset-test
-	@scripts/test.sh pgtap
+test-db: ## pgTAP tests only, on a fresh test database (needs `make db`); `make test-db DATABASE_URL=postgresql://postgres:…@host:5432/postgres` runs them on that database instead (a Supabase branch project with the migrations applied)
+	@if [ "$(origin DATABASE_URL)" = "command line" ]; then scripts/test.sh pgtap-on '$(DATABASE_URL)'; \
+	else scripts/db.sh reset-test && scripts/test.sh pgtap; fi
 
 test-schemas: ## supabase/schemas/ builds the same catalog as supabase/migrations/ (needs `make db`)
 	@scripts/test.sh schemas

@@ -47,6 +47,21 @@ sources_of() {
   esac
 }
 
+# FUZZ_CHANGED=1 (make test-fast): only the targets whose decoder changed in the working
+# tree (a listed source, the target's own file or seed corpus; Crypto or JSON: every target).
+if [ "${FUZZ_CHANGED:-}" = 1 ]; then
+  changed=$(git status --porcelain --untracked-files=all | cut -c4- | sed 's/.* -> //')
+  selected=""
+  for target in $targets; do
+    for file in $(sources_of "$target") "Fuzz/${target}Fuzz.swift" "Fuzz/corpus/$target/" Sources/Crypto/ Sources/JSON/; do
+      if grep -q "^${file}" <<<"$changed"; then selected="$selected $target"; break; fi
+    done
+  done
+  targets=$selected
+  if [ -z "$targets" ]; then echo "fuzz: no decoder changed in the working tree; nothing to fuzz"; exit 0; fi
+  echo "fuzz: changed decoders:$targets"
+fi
+
 # The Crypto and JSON modules, instrumented like the targets, that every target links (their
 # base64url, key and JSON parsers are on the fuzzed paths).
 for module in Crypto JSON; do

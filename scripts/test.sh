@@ -4,12 +4,19 @@
 #                                 run pgTAP, the schema check, acceptance and Swift tests,
 #                                 stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
+#   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
+#                                 applied (a branch project): pgTAP and the tests' helpers
+#                                 (schema `tests`) installed there first; every test file
+#                                 runs in a transaction it rolls back
 #   scripts/test.sh schemas       supabase/schemas and supabase/migrations build the same
 #                                 catalog (scripts/schema-check.sh, its own databases)
 #   scripts/test.sh acceptance    pytest over Tests/Acceptance (test database must exist)
 #   scripts/test.sh faults        Tests/Faults: two relays, HAProxy, and their own cluster
 #                                 on port 54341 that they restart and crash
 #   scripts/test.sh swift | fuzz  swift test | the fuzz targets for FUZZ_SECONDS (5)
+#   scripts/test.sh fast          `make test-fast`: a fresh test database, pgTAP, the schema
+#                                 check, swift test and the fuzz smoke of decoders changed in
+#                                 the working tree; no acceptance or fault tests
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -22,6 +29,15 @@ run_pgtap() {
   echo "== pgTAP (supabase/tests)"
   PGPASSWORD=$ADMIN_PASSWORD pg_prove --host "$PGHOST_LOCAL" --port "$PGPORT_LOCAL" \
     --username postgres --dbname "$TEST_DB" --failures supabase/tests/*.test.sql
+}
+
+run_pgtap_on() {
+  local url=$1
+  [[ $url == postgres://* || $url == postgresql://* ]] || die "pgtap-on needs a postgresql:// URL of the migration role (postgres)"
+  echo "== pgTAP (supabase/tests) on $(sed -E 's#://([^:@/]+)(:[^@/]*)?@#://\1@#' <<<"$url")"
+  psql_strict "$url" -c "create extension if not exists pgtap with schema extensions" >/dev/null
+  psql_strict "$url" -f "$ROOT/supabase/tests/helpers.sql" >/dev/null
+  pg_prove --dbname "$url" --failures supabase/tests/*.test.sql
 }
 
 run_schemas() {
@@ -54,11 +70,23 @@ run_fuzz_smoke() {
 
 case "${1:-all}" in
   pgtap) run_pgtap ;;
+  pgtap-on) [ $# -eq 2 ] || die "usage: $0 pgtap-on postgresql://postgres:PASSWORD@HOST:PORT/DB"; run_pgtap_on "$2" ;;
   schemas) run_schemas ;;
   acceptance) run_acceptance ;;
   faults) run_faults ;;
   swift) run_swift ;;
   fuzz) run_fuzz_smoke ;;
+  fast)
+    state=$(scripts/db.sh start)
+    if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
+    scripts/db.sh reset-test
+    run_pgtap
+    run_schemas
+    run_swift
+    echo "== fuzz smoke of changed decoders"
+    FUZZ_CHANGED=1 FUZZ_SECONDS=${FUZZ_SECONDS:-5} scripts/fuzz.sh
+    echo "make test-fast: passed (make test runs the acceptance and fault tests too)"
+    ;;
   all)
     state=$(scripts/db.sh start)
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
@@ -71,5 +99,5 @@ case "${1:-all}" in
     run_fuzz_smoke
     echo "make test: every suite passed"
     ;;
-  *) echo "usage: $0 [all|pgtap|schemas|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
+  *) echo "usage: $0 [all|fast|pgtap|pgtap-on URL|schemas|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
 esac
