@@ -54,9 +54,14 @@ enum TokenCommand {
                 clientID = try await db.query("select id from auth.oauth_clients where client_name = $1 and deleted_at is null", [agent])
                     .first?.decode(0, as: UUID.self)
                 if clientID == nil {
+                    // Every column real Supabase Auth requires (none has a default there); the
+                    // client never signs in through OAuth, so its redirect URI is never used.
                     clientID = try await db.query("""
-                        insert into auth.oauth_clients (id, client_name, registration_type, client_type)
-                        values (gen_random_uuid(), $1, 'manual', 'public') returning id
+                        insert into auth.oauth_clients (id, client_name, registration_type, client_type, redirect_uris,
+                                                        grant_types, token_endpoint_auth_method)
+                        values (gen_random_uuid(), $1, 'manual', 'public', 'http://localhost/unused',
+                                'authorization_code,refresh_token', 'none')
+                        returning id
                         """, [agent]).scalar(UUID.self)
                 }
             }

@@ -64,6 +64,15 @@ def make_user(admin):
     return make
 
 
+def make_oauth_client(admin, client_id, name):
+    """Registers an OAuth client as Supabase Auth does (a public client of dynamic
+    registration): every column real Supabase requires, which has no default there."""
+    admin.execute("insert into auth.oauth_clients (id, client_name, registration_type, client_type, redirect_uris,"
+                  " grant_types, token_endpoint_auth_method)"
+                  " values (%s, %s, 'dynamic', 'public', 'http://127.0.0.1:33418/callback',"
+                  " 'authorization_code,refresh_token', 'none')", (client_id, name))
+
+
 @contextlib.contextmanager
 def through_the_api(admin, who):
     """A transaction on `admin` as Supabase's API runs a request of `who` = (user, session,

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import ADMIN_URL, ROOT
+from conftest import ADMIN_URL, ROOT, make_oauth_client
 from fake_webpush import b64url
 from push_kit import Locate, Push, wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
@@ -64,7 +64,7 @@ class Person:
     def __init__(self, admin, make_user, relay, agent_name="Claude"):
         self.user, self.session, self.email = make_user(name="Grace Hopper", with_session=True)
         self.client_id = str(uuid.uuid4())
-        admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, %s)", (self.client_id, agent_name))
+        make_oauth_client(admin, self.client_id, agent_name)
         self.agent = token(self.user, self.session, self.email, client_id=self.client_id)
         self.phone = token(self.user, self.session, self.email)
         self.link = f"{relay.base}/app/#access_token={self.phone}&token_type=bearer&expires_in=3600&sb&whereabot_link=1"

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from conftest import through_the_api
+from conftest import make_oauth_client, through_the_api
 from relay_server import RelayServer, token
 from test_durable_requests import UNKNOWN, Phone, curl, open_async
 
@@ -165,7 +165,7 @@ def test_a_revoked_grant_ends_its_requests_and_its_waiting_poll_gets_nothing(rel
     gets no location, and every later poll is 401."""
     user, _, email = make_user("Ada", with_session=True)
     client = str(uuid.uuid4())
-    admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, 'Claude')", (client,))
+    make_oauth_client(admin, client, "Claude")
     session = uuid.uuid4()
     admin.execute("insert into auth.sessions (id, user_id, created_at, oauth_client_id) values (%s, %s, now(), %s)",
                   (session, user, client))

@@ -18,7 +18,7 @@ import websockets
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from conftest import ADMIN_URL
+from conftest import ADMIN_URL, make_oauth_client
 from fake_webpush import b64url
 from push_kit import KEY_ID, TEAM_ID, TOPIC, Locate, Push, hex_token, wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
@@ -61,7 +61,7 @@ class Owner:
             admin.execute("insert into public.web_push_subscriptions (endpoint, p256dh, auth, user_id, device_id)"
                           " values (%s, %s, %s, %s, %s)", (endpoint, p256dh, auth, self.user, self.device))
         self.client_id = str(uuid.uuid4())
-        admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, %s)", (self.client_id, name))
+        make_oauth_client(admin, self.client_id, name)
         if always:
             admin.execute("insert into public.always_allowed_agents (user_id, client_id, client_name) values (%s, %s, %s)",
                           (self.user, self.client_id, name))

@@ -12,6 +12,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from conftest import make_oauth_client
 from relay_server import RelayServer, token
 
 
@@ -231,7 +232,7 @@ def test_a_streamed_tool_call_whose_session_ended_gets_no_location(make_user, ad
     relay = RelayServer(MCP_PROGRESS_SECONDS="1")
     user, phone_session, email = make_user("Dee", with_session=True)
     client = str(uuid.uuid4())
-    admin.execute("insert into auth.oauth_clients (id, client_name) values (%s, 'Claude')", (client,))
+    make_oauth_client(admin, client, "Claude")
     signed_out, other = uuid.uuid4(), uuid.uuid4()
     for session in (signed_out, other):
         admin.execute("insert into auth.sessions (id, user_id, created_at, oauth_client_id) values (%s, %s, now(), %s)",

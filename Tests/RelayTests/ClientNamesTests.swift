@@ -8,8 +8,8 @@ import Testing
     @Test func aNameIsReusedWithinItsLifetime() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
-        let client = UUID().uuidString.lowercased()
-        try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1::uuid, 'Claude Desktop')", [client])
+        let id = UUID(), client = id.uuidString.lowercased()
+        try await TestDatabase.makeOAuthClients(admin, [(id, "Claude Desktop")])
         let names = ClientNames(database: TestDatabase.relay(), lifetime: .seconds(60))
         #expect(await names.name(of: client) == "Claude Desktop")
         try await admin.query("update auth.oauth_clients set client_name = 'Claude' where id = $1::uuid", [client])
@@ -20,8 +20,8 @@ import Testing
     @Test func aNamePastItsLifetimeIsLookedUpAgain() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
-        let client = UUID().uuidString.lowercased()
-        try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1::uuid, 'Claude Desktop')", [client])
+        let id = UUID(), client = id.uuidString.lowercased()
+        try await TestDatabase.makeOAuthClients(admin, [(id, "Claude Desktop")])
         let names = ClientNames(database: TestDatabase.relay(), lifetime: .zero)
         #expect(await names.name(of: client) == "Claude Desktop")
         try await admin.query("update auth.oauth_clients set client_name = 'Claude' where id = $1::uuid", [client])
@@ -31,8 +31,8 @@ import Testing
     @Test func theOldestNameMakesRoomAtCapacity() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
-        let first = UUID().uuidString.lowercased(), second = UUID().uuidString.lowercased()
-        try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1::uuid, 'One'), ($2::uuid, 'Two')", [first, second])
+        let ids = (UUID(), UUID()), first = ids.0.uuidString.lowercased(), second = ids.1.uuidString.lowercased()
+        try await TestDatabase.makeOAuthClients(admin, [(ids.0, "One"), (ids.1, "Two")])
         let names = ClientNames(database: TestDatabase.relay(), capacity: 1)
         #expect(await names.name(of: first) == "One")
         #expect(await names.name(of: second) == "Two")

@@ -105,7 +105,7 @@ import Testing
 
         #expect(try await db.sessionStates([(ada.session, ada.user), (ada.session, UUID())]) == [.alive, .signedOut])
         let client = UUID()
-        try await admin.query("insert into auth.oauth_clients (id, client_name) values ($1, 'Claude Desktop')", [client])
+        try await TestDatabase.makeOAuthClients(admin, [(client, "Claude Desktop")])
         #expect(try await db.clientName(client.uuidString.lowercased()) == "Claude Desktop")
         #expect(try await db.clientName("agent-key") == nil)
     }

@@ -32,6 +32,18 @@ enum TestDatabase {
         try await admin.query("insert into auth.sessions (id, user_id, created_at) values ($1, $2, now())", [session, user])
         return (user, session, email)
     }
+
+    /// Registers OAuth clients as Supabase Auth does (a public client of dynamic
+    /// registration): every column real Supabase requires, which has no default there.
+    static func makeOAuthClients(_ admin: PGConnection, _ clients: [(id: UUID, name: String)]) async throws {
+        for client in clients {
+            try await admin.query("""
+                insert into auth.oauth_clients (id, client_name, registration_type, client_type, redirect_uris, grant_types,
+                                                token_endpoint_auth_method)
+                values ($1, $2, 'dynamic', 'public', 'http://127.0.0.1:33418/callback', 'authorization_code,refresh_token', 'none')
+                """, [client.id, client.name])
+        }
+    }
 }
 
 extension RelayDatabase {

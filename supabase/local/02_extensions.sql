@@ -4,6 +4,9 @@
 -- Supabase installs extensions into `extensions`, which every API role may use.
 
 create schema if not exists extensions;
+-- Owned by postgres, as on Supabase: the migration role may grant its use (the pgTAP
+-- helpers grant it to the relay's role when `make test-db DATABASE_URL=…` runs them as postgres).
+alter schema extensions owner to postgres;
 grant usage on schema extensions to postgres, anon, authenticated, service_role;
 
 create extension if not exists pgcrypto with schema extensions;

@@ -53,9 +53,13 @@ select is_empty($$
          or format_type(a.atttypid, a.atttypmod) in ('point', 'double precision', 'real', 'numeric', 'json', 'jsonb'))
 $$, 'no table in public or relay has a column that could hold a coordinate');
 
+-- Ours: in public (the API's schema, whoever made them) or made by the migration role
+-- anywhere; a platform's own (Supabase's pgbouncer.get_auth, storage, graphql_public, owned
+-- by its admin roles) are not.
 select is_empty($$
   select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
   where p.prosecdef and n.nspname not in ('relay', 'private', 'tests')
+    and (n.nspname = 'public' or p.proowner = 'postgres'::regrole)
 $$, 'security-definer functions live only in relay or private');
 
 select is_empty($$

@@ -35,10 +35,13 @@ $$, 'whereabot_relay may execute every relay function');
 -- relay.claim_push calls for its push targets and the always-allow check (granted since
 -- 20261129171200, not called by the relay itself); none of the single-socket forms
 -- (device_hello, device_disconnect, session_state, pending_locates: dropped), nothing
--- outside relay.
+-- outside relay. Looked for in the project's schemas and, anywhere else, among functions
+-- granted to the relay's role by name: a platform's own functions that PUBLIC may execute
+-- (Supabase's storage, graphql_public, pgbouncer) are none of this project's business.
 select set_eq($$
   select p.oid::regprocedure::text from pg_proc p join pg_namespace n on n.oid = p.pronamespace
-  where n.nspname not in ('pg_catalog', 'information_schema', 'extensions', 'auth', 'tests')
+  where (n.nspname in ('public', 'relay', 'private')
+         or exists (select from aclexplode(p.proacl) a where a.grantee = 'whereabot_relay'::regrole))
     and has_function_privilege('whereabot_relay', p.oid, 'EXECUTE')
 $$, array[
         -- called by the relay

@@ -12,11 +12,9 @@ select public.revoke_agent_key((select id from public.agent_keys where name = 'o
 reset role;
 insert into stash values ('hash', encode(sha256(convert_to((select v from stash where k = 'key'), 'UTF8')), 'hex'));
 insert into stash values ('oldhash', encode(sha256(convert_to((select v from stash where k = 'old'), 'UTF8')), 'hex'));
-insert into auth.oauth_clients (id, client_name) values
-  ('11111111-1111-4111-8111-111111111111', 'Claude'),
-  ('22222222-2222-4222-8222-222222222222', '  ');
-insert into auth.oauth_clients (id, client_name, deleted_at) values
-  ('33333333-3333-4333-8333-333333333333', 'Gone', now());
+select tests.create_oauth_client('11111111-1111-4111-8111-111111111111', 'Claude');
+select tests.create_oauth_client('22222222-2222-4222-8222-222222222222', '  ');
+select tests.create_oauth_client('33333333-3333-4333-8333-333333333333', 'Gone', now());
 insert into auth.sessions (id, user_id, not_after) values
   ('00000000-0000-4000-8000-0000000000f1', tests.get_supabase_uid('ada'), now() - interval '1 minute');
 

@@ -5,8 +5,8 @@ begin;
 select plan(7);
 
 select tests.create_supabase_user('ada');
-insert into auth.oauth_clients (id, client_name) values
-  ('00000000-0000-4000-8000-00000000c11e', 'Claude'), ('00000000-0000-4000-8000-00000000c22e', 'Other');
+select tests.create_oauth_client('00000000-0000-4000-8000-00000000c11e', 'Claude');
+select tests.create_oauth_client('00000000-0000-4000-8000-00000000c22e', 'Other');
 insert into auth.sessions (id, user_id, created_at, oauth_client_id) values
   ('00000000-0000-4000-8000-0000000005e1', tests.get_supabase_uid('ada'), now(), '00000000-0000-4000-8000-00000000c11e'),
   ('00000000-0000-4000-8000-0000000005e2', tests.get_supabase_uid('ada'), now(), '00000000-0000-4000-8000-00000000c11e'),

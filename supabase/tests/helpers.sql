@@ -36,6 +36,22 @@ begin
 end;
 $$;
 
+-- An OAuth client registered as Supabase Auth does (a public client of dynamic
+-- registration): every column real Supabase requires, which has no default there.
+create or replace function tests.create_oauth_client(
+  p_id uuid, p_name text, p_deleted_at timestamptz default null)
+returns uuid
+language sql
+security definer
+set search_path = ''
+as $$
+  insert into auth.oauth_clients (id, client_name, registration_type, client_type, redirect_uris, grant_types,
+                                  token_endpoint_auth_method, deleted_at)
+  values (p_id, p_name, 'dynamic', 'public', 'http://127.0.0.1:33418/callback', 'authorization_code,refresh_token',
+          'none', p_deleted_at)
+  returning id
+$$;
+
 create or replace function tests.get_supabase_uid(identifier text)
 returns uuid
 language sql
