@@ -224,7 +224,7 @@ def test_metadata_at_both_paths(standin):
         assert meta["grant_types_supported"] == ["authorization_code", "refresh_token"]
         assert meta["code_challenge_methods_supported"] == ["S256"]
         assert meta["token_endpoint_auth_methods_supported"] == ["none", "client_secret_basic", "client_secret_post"]
-        assert meta["scopes_supported"] == ["openid", "email", "profile", "phone"]
+        assert meta["scopes_supported"] == ["openid", "email", "profile", "phone", "offline_access"]
 
 
 def test_unknown_paths_and_methods(standin):
@@ -261,6 +261,40 @@ def test_registration_of_a_public_client(standin, admin):
     row = admin.execute("select redirect_uris, client_name, client_type::text, registration_type::text,"
                         " client_secret_hash from auth.oauth_clients where id = %s", (client["client_id"],)).fetchone()
     assert row == (f"{REDIRECT},https://agent.example/cb", "Test Agent", "public", "dynamic", None)
+
+
+def test_registration_always_answers_with_the_refresh_grant(standin, admin):
+    """As the real server (it issues refresh tokens whatever was asked): a client that asked
+    for authorization_code only is told it has refresh_token too; ChatGPT refuses a
+    registration answer without it."""
+    client = register(standin, grant_types=["authorization_code"])
+    assert client["grant_types"] == ["authorization_code", "refresh_token"]
+    row = admin.execute("select grant_types, token_endpoint_auth_method::text from auth.oauth_clients where id = %s",
+                        (client["client_id"],)).fetchone()
+    assert row == ("authorization_code,refresh_token", "none")
+
+
+def test_issue_2820_mode_refuses_details_as_supabase_does(make_user):
+    """STANDIN_ISSUE_2820=1: the authorization details answer 400 "authorization request
+    cannot be processed" for a request with `resource` or `offline_access`, or from a public
+    client, as Supabase's OAuth server does today (supabase/auth#2820); a confidential
+    client's plain request is served."""
+    server = StandIn({"STANDIN_ISSUE_2820": "1"})
+    try:
+        user, session, email = make_user(with_session=True)
+        token = user_token(user, session, email)
+        public = register(server)["client_id"]
+        confidential = register(server, token_endpoint_auth_method="client_secret_basic")["client_id"]
+        for client_id, params in ((public, {}), (confidential, {"resource": "https://relay.example/mcp"}),
+                                  (confidential, {"scope": "email offline_access"})):
+            auth_id = authorization_id(server, client_id, pkce()[1], **params)
+            status, body = server.json("GET", f"/auth/v1/oauth/authorizations/{auth_id}", token=token)
+            assert (status, body) == (400, {"code": 400, "error_code": "validation_failed",
+                                            "msg": "authorization request cannot be processed"}), params
+        auth_id = authorization_id(server, confidential, pkce()[1])
+        assert server.json("GET", f"/auth/v1/oauth/authorizations/{auth_id}", token=token)[0] == 200
+    finally:
+        server.stop()
 
 
 def test_registration_of_a_confidential_client(standin, admin, make_user):
@@ -377,6 +411,8 @@ def test_authorize_redirects_to_the_consent_page(standin, flow):
     ({"resource": "relative/path"}, "invalid_target", "resource"),
     ({"resource": "https://relay.example/mcp#x"}, "invalid_target", "resource"),
     ({"state": "s" * 2049}, "invalid_request", "state"),
+    ({"state": "s\x00t"}, "invalid_request", "state"),
+    ({"resource": "https://relay.example/m\x00cp"}, "invalid_target", "resource"),
 ])
 def test_authorize_refusals_redirect_with_an_error(standin, flow, params, error, description):
     status, headers, _ = standin.request("GET", authorize_query(flow.client_id, pkce()[1], **params))
@@ -651,6 +687,171 @@ def test_refresh_refusals(standin, flow, admin):
     # A session deleted (signed out elsewhere) stops its refresh token.
     admin.execute("delete from auth.sessions where id = %s", (verify(standin, tokens["access_token"])["session_id"],))
     assert flow.refresh(tokens["refresh_token"])[1]["error"] == "invalid_grant"
+
+
+# -----------------------------------------------------------------------------
+# State in the database: a restart forgets nothing
+# -----------------------------------------------------------------------------
+def sha256_digest(secret):
+    """How the stand-in keeps codes and refresh tokens (never in the clear)."""
+    return base64.urlsafe_b64encode(hashlib.sha256(secret.encode()).digest()).rstrip(b"=").decode()
+
+
+def test_a_restart_keeps_tokens_codes_and_pending_authorizations(tmp_path, make_user, admin):
+    """Restarted on the same database and key (as `make auth` restarts it), the stand-in
+    still knows what it issued: (a) a refresh token works and rotates, (b) a code not yet
+    exchanged is exchanged, once, (c) a pending authorization is approved, whether the
+    consent page read it before the restart or not; a sign-in link's refresh token works,
+    and one spent before the restart is still caught as a reuse. Kept in memory, as the
+    stand-in once kept them, each of these was forgotten."""
+    env = {"STANDIN_KEY_FILE": str(tmp_path / "key.pem")}
+    user, session, email = make_user(with_session=True)
+    token = user_token(user, session, email)
+
+    def exchange(server, code, verifier):
+        return server.form("/auth/v1/oauth/token", {"grant_type": "authorization_code", "code": code,
+                                                    "redirect_uri": REDIRECT, "client_id": client_id,
+                                                    "code_verifier": verifier})
+
+    def refresh(server, refresh_token):
+        return server.form("/auth/v1/oauth/token", {"grant_type": "refresh_token", "refresh_token": refresh_token,
+                                                    "client_id": client_id})
+
+    server = StandIn(env)
+    try:
+        client_id = register(server)["client_id"]
+        verifier, challenge = pkce()
+        status, first = exchange(server, approve(server, token, authorization_id(server, client_id, challenge))["code"],
+                                 verifier)
+        assert status == 200, first
+        first_session = verify(server, first["access_token"])["session_id"]
+        status, second = refresh(server, first["refresh_token"])
+        assert status == 200, second
+        code_verifier, challenge = pkce()
+        code = approve(server, token, authorization_id(server, client_id, challenge))["code"]
+        # Two requests for more than the consent covers: the consent page read one (which
+        # binds it to the user) before the restart, the other not.
+        read_verifier, challenge = pkce()
+        read = authorization_id(server, client_id, challenge, scope="openid email")
+        status, details = server.json("GET", f"/auth/v1/oauth/authorizations/{read}", token=token)
+        assert status == 200 and details["scope"] == "openid email", details
+        unread_verifier, challenge = pkce()
+        unread = authorization_id(server, client_id, challenge, scope="email profile")
+        # The browser phone's sessions: one refreshed after the restart, one whose spent
+        # token comes back after it.
+        _, phone = sign_in(server)
+        _, stolen = sign_in(server)
+        status, rotated = refresh_user(server, stolen["refresh_token"])
+        assert status == 200, rotated
+    finally:
+        server.stop()
+
+    server = StandIn(env)
+    try:
+        # (a) The refresh token still works, and rotates.
+        status, third = refresh(server, second["refresh_token"])
+        assert status == 200, third
+        assert third["refresh_token"] not in (first["refresh_token"], second["refresh_token"])
+        claims = verify(server, third["access_token"])
+        assert claims["session_id"] == first_session
+        assert (claims["client_id"], claims["scope"], claims["sub"]) == (client_id, "email", str(user))
+        assert refresh(server, second["refresh_token"])[1]["error"] == "invalid_grant"   # spent: a reuse
+        assert admin.execute("select count(*) from auth.sessions where id = %s",
+                             (claims["session_id"],)).fetchone()[0] == 0
+
+        # (b) The code issued before the restart is exchanged, once.
+        status, tokens = exchange(server, code, code_verifier)
+        assert status == 200, tokens
+        status, body = exchange(server, code, code_verifier)
+        assert (status, body["error"]) == (400, "invalid_grant")
+        assert refresh(server, tokens["refresh_token"])[1]["error"] == "invalid_grant"   # the reuse revoked it
+
+        # (c) The pending requests are approved: the read one straight away (it is still
+        # this user's), the other after its details are read, as the consent page does.
+        status, body = server.json("POST", f"/auth/v1/oauth/authorizations/{read}/consent", {"action": "approve"},
+                                   token=token)
+        assert status == 200, body
+        status, tokens = exchange(server, redirect_params(body["redirect_url"])["code"], read_verifier)
+        assert status == 200 and tokens["scope"] == "openid email", tokens
+        status, tokens = exchange(server, approve(server, token, unread)["code"], unread_verifier)
+        assert status == 200 and tokens["scope"] == "email profile", tokens
+        assert verify(server, tokens["access_token"])["scope"] == "email profile"
+
+        # The browser phone stays signed in; a token spent before the restart ends its session.
+        status, fresh = refresh_user(server, phone["refresh_token"])
+        assert status == 200 and fresh["refresh_token"] != phone["refresh_token"], fresh
+        status, body = refresh_user(server, stolen["refresh_token"])
+        assert (status, body["error_code"]) == (400, "refresh_token_already_used")
+        assert refresh_user(server, rotated["refresh_token"])[1]["error"] == "invalid_grant"
+    finally:
+        server.stop()
+
+
+def test_codes_and_refresh_tokens_are_kept_in_supabases_tables(standin, flow, admin):
+    """auth.oauth_authorizations holds the request (pending, then approved with its code),
+    auth.refresh_tokens the refresh tokens (revoked once rotated out, `parent` the one
+    replaced); codes and tokens as SHA-256 digests only. The session takes the
+    authorization's id and its scopes."""
+    verifier, challenge = pkce()
+    resource = "https://relay.example/mcp"
+    auth_id = authorization_id(standin, flow.client_id, challenge, resource=resource)
+    columns = ("select status::text, user_id, client_id, redirect_uri, scope, state, resource, code_challenge,"
+               " code_challenge_method::text, response_type::text, authorization_code, approved_at is not null,"
+               " expires_at > now(), id from auth.oauth_authorizations where authorization_id = %s")
+    row = admin.execute(columns, (auth_id,)).fetchone()
+    assert row[:-1] == ("pending", None, uuid.UUID(flow.client_id), REDIRECT, "email", "st-1", resource, challenge,
+                        "s256", "code", None, False, True)
+    code = approve(standin, flow.token, auth_id)["code"]
+    row = admin.execute(columns, (auth_id,)).fetchone()
+    assert row[:2] == ("approved", flow.user) and row[10] == sha256_digest(code) and row[11:13] == (True, True)
+    status, tokens = flow.exchange(code, verifier)
+    assert status == 200, tokens
+    session_id = verify(standin, tokens["access_token"])["session_id"]
+    assert session_id == str(row[-1])
+    assert admin.execute(columns, (auth_id,)).fetchone()[0] == "expired"   # spent, kept to catch a reuse
+    assert admin.execute("select scopes from auth.sessions where id = %s", (session_id,)).fetchone() == ("email",)
+
+    status, fresh = flow.refresh(tokens["refresh_token"])
+    assert status == 200, fresh
+    rows = admin.execute("select token, user_id, revoked, parent, instance_id::text from auth.refresh_tokens"
+                         " where session_id = %s order by id", (session_id,)).fetchall()
+    old, new = sha256_digest(tokens["refresh_token"]), sha256_digest(fresh["refresh_token"])
+    nil = "00000000-0000-0000-0000-000000000000"
+    assert rows == [(old, str(flow.user), True, None, nil), (new, str(flow.user), False, old, nil)]
+    everything = admin.execute("select string_agg(token, ' ') from auth.refresh_tokens").fetchone()[0]
+    assert tokens["refresh_token"] not in everything and fresh["refresh_token"] not in everything
+
+
+def test_the_bounds_are_counted_in_the_database(standin, flow, admin):
+    """1000 pending requests, 1000 codes, 10000 refresh tokens: counted in the database
+    (shared by every stand-in on it); past them, temporarily_unavailable."""
+    tokens = flow.tokens()
+    waiting = authorization_id(standin, flow.client_id, pkce()[1], scope="openid email")
+    filler = register(standin)["client_id"]
+    fill = ("insert into auth.oauth_authorizations (id, authorization_id, client_id, redirect_uri, scope,"
+            " code_challenge, code_challenge_method, status, authorization_code, expires_at)"
+            " select gen_random_uuid(), 'filler-' || i, %s, %s, 'email', 'x', 's256', %s,"
+            " case when %s = 'approved' then 'filler-code-' || i end, now() + interval '1 hour'"
+            " from generate_series(1, 1000) i")
+    try:
+        admin.execute(fill, (filler, REDIRECT, "pending", "pending"))
+        status, headers, _ = standin.request("GET", authorize_query(flow.client_id, pkce()[1]))
+        assert status == 302 and redirect_params(headers["location"])["error"] == "temporarily_unavailable"
+        admin.execute("delete from auth.oauth_authorizations where client_id = %s", (filler,))
+
+        admin.execute(fill, (filler, REDIRECT, "approved", "approved"))
+        params = approve(standin, flow.token, waiting)
+        assert params["error"] == "temporarily_unavailable" and "code" not in params
+        admin.execute("delete from auth.oauth_authorizations where client_id = %s", (filler,))
+
+        admin.execute("insert into auth.refresh_tokens (token, revoked, created_at, updated_at)"
+                      " select 'filler-' || i, false, now(), now() from generate_series(1, 10000) i")
+        status, body = flow.refresh(tokens["refresh_token"])
+        assert (status, body["error"]) == (503, "temporarily_unavailable")
+    finally:
+        admin.execute("delete from auth.refresh_tokens where token like 'filler-%'")
+        admin.execute("delete from auth.oauth_clients where id = %s", (filler,))
+    assert flow.tokens()["refresh_token"]
 
 
 # -----------------------------------------------------------------------------

@@ -80,6 +80,9 @@ class FakeAuth:
                     self.connection.shutdown(2)
                     return
                 uris = {"good": callback, "userinfo": "https://agent@evil.example/cb", "idn": "https://exаmple.com/cb"}
+                if authorization == "issue2820" and method == "GET":  # Supabase Auth's answer (supabase/auth#2820)
+                    return self.reply(400, {"code": 400, "error_code": "validation_failed",
+                                            "msg": "authorization request cannot be processed"})
                 if authorization == "consented" and method == "GET":
                     return self.reply(200, {"redirect_url": f"{callback}?code=earlier&state=s1"})
                 if authorization not in uris:
@@ -200,5 +203,22 @@ def test_hostile_redirect_uris_ids_and_errors(browser, auth, relay):
         expect(page.locator("#consent-error-text")).to_have_text("Could not reach the sign-in service. Check your connection.",
                                                                  timeout=10000)
         expect(page.locator("#consent-retry")).to_be_visible()
+    finally:
+        context.close()
+
+
+def test_supabases_known_refusal_is_explained_to_the_person_and_the_operator(browser, auth, relay):
+    """supabase/auth#2820: the real OAuth server answers 400 "authorization request cannot
+    be processed" for requests with `resource` or `offline_access`, or from public clients.
+    The page says so in words and where the operator looks, instead of "expired"."""
+    context, page = page_signed_in(browser, auth)
+    try:
+        page.goto(consent_url(relay, "issue2820"))
+        expect(page.locator("#consent-error-text")).to_have_text(
+            "Supabase Auth refused this request to connect an agent: its OAuth server cannot yet handle agents that ask"
+            " for a resource or for offline access, or that register as public clients. Trying again will not help. The"
+            " operator of this relay can see what to change in docs/deploy.md (\u201cAgents Supabase's OAuth server"
+            " refuses\u201d); meanwhile, connect this agent with an agent key from your account page.", timeout=10000)
+        expect(page.locator("#consent-retry")).to_be_hidden()
     finally:
         context.close()

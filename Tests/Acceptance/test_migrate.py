@@ -3,6 +3,7 @@ nothing twice, and a broken migration stops with its file and line, leaving noth
 import os
 import shutil
 import subprocess
+import urllib.parse
 import uuid
 
 import psycopg
@@ -104,3 +105,56 @@ def test_migrations_run_as_a_non_superuser_like_hosted_supabase(scratch_db):
         superuser, bypassrls, createrole = conn.execute(
             "select rolsuper, rolbypassrls, rolcreaterole from pg_roles where rolname = 'postgres'").fetchone()
     assert (superuser, bypassrls, createrole) == (False, True, True)
+
+
+def test_a_migration_waits_for_a_lock_only_briefly_and_tries_again(scratch_db, tmp_path):
+    """A migration that adds a trigger to auth.users must not queue behind a busy sign-in
+    (and hold every sign-in after it): it gives up at MIGRATE_LOCK_TIMEOUT, is rolled back,
+    and is tried again, saying so."""
+    assert migrate(scratch_db).returncode == 0
+    for migration in MIGRATIONS:
+        shutil.copy(migration, tmp_path)
+    (tmp_path / "29990101000000_trigger_on_users.sql").write_text(
+        "create function public.noop() returns trigger language plpgsql as $$ begin return new; end $$;\n"
+        "create trigger whereabot_noop after insert on auth.users for each row execute function public.noop();\n")
+    env = {**os.environ, "DATABASE_URL": url_for(scratch_db, ADMIN_URL).replace("supabase_admin:", "postgres:"),
+           "MIGRATIONS_DIR": str(tmp_path), "MIGRATE_LOCK_TIMEOUT": "200ms"}
+    with psycopg.connect(url_for(scratch_db, ADMIN_URL)) as signing_in:
+        # A sign-in's transaction: its row lock on auth.users conflicts with CREATE TRIGGER's.
+        signing_in.execute("lock table auth.users in row exclusive mode")
+
+        once = subprocess.run([str(ROOT / "scripts" / "migrate.sh")], env={**env, "MIGRATE_ATTEMPTS": "1"},
+                              capture_output=True, text=True, timeout=60)
+        assert once.returncode != 0
+        assert "a lock it needs was held by another session for 200ms in each of 1 attempts" in once.stderr, once.stderr
+        assert "29990101000000_trigger_on_users.sql" in once.stderr
+
+        retrying = subprocess.Popen([str(ROOT / "scripts" / "migrate.sh")], env={**env, "MIGRATE_ATTEMPTS": "3"},
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for line in retrying.stderr:
+            if "trying again" in line:
+                assert "waited 200ms for a lock (attempt 1 of 3); nothing of it was applied; trying again in 2 s" in line
+                break
+        signing_in.commit()  # the sign-in ends; the next attempt gets its lock
+    out, err = retrying.communicate(timeout=60)
+    assert retrying.returncode == 0, err
+    assert "1 applied" in out
+    assert applied(scratch_db)[-1] == "29990101000000"
+    with psycopg.connect(url_for(scratch_db, ADMIN_URL)) as conn:
+        assert conn.execute("select count(*) from pg_trigger where tgname = 'whereabot_noop'").fetchone()[0] == 1
+
+
+def test_make_test_db_runs_the_pgtap_suite_on_any_database_it_is_given(scratch_db):
+    """`make test-db DATABASE_URL=…` (a database admin's check of a Supabase branch project):
+    the whole pgTAP suite on that database, pgTAP and the helpers installed there first, the
+    password never printed."""
+    assert migrate(scratch_db).returncode == 0
+    url = url_for(scratch_db, ADMIN_URL).replace("supabase_admin:", "postgres:")
+    result = subprocess.run(["make", "-s", "-C", str(ROOT), "test-db", f"DATABASE_URL={url}"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "All tests successful." in result.stdout
+    assert "pgTAP (supabase/tests) on postgresql://postgres@" in result.stdout
+    assert f":{urllib.parse.urlsplit(url).password}@" not in result.stdout + result.stderr
+    with psycopg.connect(url_for(scratch_db, ADMIN_URL)) as conn:
+        assert conn.execute("select count(*) from auth.users").fetchone()[0] == 0, "every test file rolled back"

@@ -240,11 +240,13 @@ begin
 end;
 $$;
 comment on function private.claim_waiting_shares() is
-  'AFTER INSERT/UPDATE OF email, email_confirmed_at on auth.users: shares waiting for that email reach the account once it has confirmed the address.';
+  'AFTER INSERT/UPDATE on auth.users (no column list: Auth''s own migrations must stay free to alter its columns): shares waiting for that email reach the account once it has confirmed the address; returns at once for any other update.';
 revoke execute on function private.claim_waiting_shares() from public, anon, authenticated;
 
 -- CREATE OR REPLACE: dropping a trigger needs to own auth.users (supabase_auth_admin);
--- replacing one needs only the TRIGGER privilege the migration role holds.
+-- replacing one needs only the TRIGGER privilege the migration role holds. No column list
+-- and no WHEN clause: either would make Auth's columns dependencies of ours, and a later
+-- Supabase Auth migration altering them would fail (the function checks instead).
 create or replace trigger whereabot_claim_waiting_shares
-  after insert or update of email, email_confirmed_at on auth.users
+  after insert or update on auth.users
   for each row execute function private.claim_waiting_shares();

@@ -11,6 +11,14 @@ const $ = (id) => document.getElementById(id);
 const RETURN = "whereabot.return_to";
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
 const NEVER_FOLLOWED = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:", "about:"]);
+// Supabase Auth's OAuth server answers 400 with this message for a request that carries
+// `resource` or `offline_access`, or comes from a public client (supabase/auth#2820) —
+// as ChatGPT's connector sends. Nothing the person can do fixes it; the operator can.
+const KNOWN_REFUSAL = /^authorization request cannot be processed$/i;
+const REFUSED_BY_SUPABASE = "Supabase Auth refused this request to connect an agent: its OAuth server cannot yet " +
+  "handle agents that ask for a resource or for offline access, or that register as public clients. Trying again " +
+  "will not help. The operator of this relay can see what to change in docs/deploy.md (\u201cAgents Supabase's OAuth " +
+  "server refuses\u201d); meanwhile, connect this agent with an agent key from your account page.";
 
 function only(id) {
   for (const section of ["consent-loading", "consent-signin", "consent-ask", "consent-error"]) $(section).hidden = section !== id;
@@ -51,6 +59,9 @@ async function load(config, id) {
   if (details.status === 401 || details.status === 403) {
     localStorage.setItem(RETURN, JSON.stringify({ path: location.pathname + location.search, at: Date.now() }));
     return only("consent-signin");
+  }
+  if (details.status === 400 && KNOWN_REFUSAL.test(String(details.body?.msg ?? details.body?.message ?? ""))) {
+    return fail(REFUSED_BY_SUPABASE, null);
   }
   if (details.status !== 200) {
     return fail("This request to connect an agent has expired or was already answered. Start again from your agent.", null);
