@@ -49,13 +49,15 @@ run_acceptance() {
   echo "== acceptance (Tests/Acceptance)"
   swift build --product http-echo-server >/dev/null
   swift build --product whereabot >/dev/null
-  "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider Tests/Acceptance
+  # A hung test fails with its stack (pytest-timeout) instead of stalling the run; the 25
+  # slowest are printed at the end.
+  "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --timeout=300 --durations=25 Tests/Acceptance
 }
 
 run_faults() {
   echo "== fault tests (Tests/Faults)"
   swift build --product whereabot >/dev/null
-  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider Tests/Faults
+  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
 }
 
 run_swift() {
