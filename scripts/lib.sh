@@ -64,3 +64,25 @@ apply_migrations() {
 
 # NOTICEs ("already exists, skipping") are noise in re-runnable scripts.
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
+
+# Copies of database $1 named $1_gw0 … $1_gw<N-1>, one per pytest-xdist worker, with the
+# database-level settings of $1 (CREATE DATABASE … TEMPLATE copies the data, not those).
+worker_databases() {
+  local db=$1 count=$2 i copy
+  for ((i = 0; i < count; i++)); do
+    copy="${db}_gw$i"
+    psql_strict "$(admin_url)" -c "drop database if exists $copy with (force)" >/dev/null
+    psql_strict "$(admin_url)" -c "create database $copy template $db owner postgres" >/dev/null
+    psql -X -A -t -q -v ON_ERROR_STOP=1 "$(admin_url)" -v source="$db" -v copy="$copy" <<'SQL' | psql_strict "$(admin_url)" >/dev/null
+-- name=value as stored; search_path keeps its list syntax, any other value is one literal.
+select case when s.setrole = 0 then format('alter database %I', :'copy')
+            else format('alter role %I in database %I', s.setrole::regrole, :'copy') end
+       || format(' set %I to ', split_part(c, '=', 1))
+       || case when split_part(c, '=', 1) = 'search_path' then substr(c, strpos(c, '=') + 1)
+               else quote_literal(substr(c, strpos(c, '=') + 1)) end || ';'
+from pg_db_role_setting s cross join unnest(s.setconfig) c
+where s.setdatabase = (select oid from pg_database where datname = :'source');
+SQL
+  done
+}
+

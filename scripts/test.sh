@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make test`: every suite against a fresh test database.
 #   scripts/test.sh               start the cluster if needed, reset the test database,
-#                                 run pgTAP, the schema check, acceptance and Swift tests,
-#                                 stop what it started
+#                                 build once, then run every tier: the fault tests (their
+#                                 own cluster) beside the rest; pgTAP, the schema check, the
+#                                 acceptance tests in TEST_WORKERS (4) pytest-xdist workers
+#                                 with a database each, swift test and the fuzz smoke; stop
+#                                 what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
 #                                 applied (a branch project): pgTAP and the tests' helpers
@@ -45,24 +48,38 @@ run_schemas() {
   scripts/schema-check.sh
 }
 
-run_acceptance() {
-  echo "== acceptance (Tests/Acceptance)"
+# The relay and the echo server, unless the whole run built everything first (BUILT=1).
+build_binaries() {
+  [ "${BUILT:-}" = 1 ] && return
   swift build --product http-echo-server >/dev/null
   swift build --product whereabot >/dev/null
-  # A hung test fails with its stack (pytest-timeout) instead of stalling the run; the 25
-  # slowest are printed at the end.
-  "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --timeout=300 --durations=25 Tests/Acceptance
+}
+
+# pytest over Tests/Acceptance; with TEST_WORKERS > 1, in that many pytest-xdist workers,
+# each on its own copy of the test database (worker_databases; conftest.py picks it), a
+# file's tests on one worker. A hung test fails with its stack (pytest-timeout) instead of
+# stalling the run; the 25 slowest are printed at the end.
+run_acceptance() {
+  echo "== acceptance (Tests/Acceptance)"
+  build_binaries
+  local workers=${TEST_WORKERS:-1} parallel=()
+  if [ "$workers" -gt 1 ]; then
+    worker_databases "$TEST_DB" "$workers"
+    parallel=(-n "$workers" --dist loadfile)
+  fi
+  WHEREABOT_TEST_DATABASE_PER_WORKER=1 "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider \
+    --timeout=300 --durations=25 "${parallel[@]}" Tests/Acceptance
 }
 
 run_faults() {
   echo "== fault tests (Tests/Faults)"
-  swift build --product whereabot >/dev/null
+  build_binaries
   "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
 }
 
 run_swift() {
   echo "== Swift (swift test)"
-  swift test
+  if [ "${BUILT:-}" = 1 ]; then swift test --skip-build; else swift test; fi
 }
 
 run_fuzz_smoke() {
@@ -93,12 +110,27 @@ case "${1:-all}" in
     state=$(scripts/db.sh start)
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
     scripts/db.sh reset-test
-    run_pgtap
-    run_schemas
-    run_acceptance
-    run_faults
-    run_swift
-    run_fuzz_smoke
+    echo "== build (swift build --build-tests)"
+    started=$SECONDS
+    build_log=$(mktemp)
+    swift build --build-tests >"$build_log" 2>&1 || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
+    rm -f "$build_log"
+    echo "build: $((SECONDS - started)) s"
+    export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
+    # The fault tests restart and crash a cluster of their own, so they run beside the
+    # rest; their output comes at the end.
+    faults_log=$(mktemp)
+    (run_faults >"$faults_log" 2>&1) &
+    faults=$!
+    failed=""
+    run_pgtap || failed="$failed pgTAP"
+    run_schemas || failed="$failed schemas"
+    run_acceptance || failed="$failed acceptance"
+    run_swift || failed="$failed swift"
+    run_fuzz_smoke || failed="$failed fuzz"
+    wait "$faults" || failed="$failed faults"
+    cat "$faults_log"; rm -f "$faults_log"
+    [ -z "$failed" ] || die "failed:$failed"
     echo "make test: every suite passed"
     ;;
   *) echo "usage: $0 [all|fast|pgtap|pgtap-on URL|schemas|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;

@@ -14,6 +14,23 @@ import psycopg
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _own_database_per_worker():
+    """Under pytest-xdist (scripts/test.sh runs the acceptance tests in several workers),
+    each worker has a database of its own, `<test database>_<worker>`, copied from the test
+    database before the run: LISTEN/NOTIFY, the relay's instance and request tables and
+    every count a test reads are per database, so workers never see each other's. The URLs
+    are rewritten in the environment, so relays and tools started by the tests use it too."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or os.environ.get("WHEREABOT_TEST_DATABASE_PER_WORKER") != "1":
+        return
+    for name in ("WHEREABOT_TEST_ADMIN_URL", "WHEREABOT_TEST_OWNER_URL", "WHEREABOT_TEST_RELAY_URL"):
+        base, _, database = os.environ[name].rpartition("/")
+        os.environ[name] = f"{base}/{database}_{worker}"
+
+
+_own_database_per_worker()
 ADMIN_URL = os.environ.get(
     "WHEREABOT_TEST_ADMIN_URL", "postgresql://supabase_admin:postgres@127.0.0.1:54322/whereabot_test")
 OWNER_URL = os.environ.get(
