@@ -26,6 +26,19 @@ struct HTTPEchoServer {
         func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {}
     }
 
+    /// /ws/push: registers the socket on the loop, in the turn that answers the upgrade, so
+    /// a client that has its 101 and then asks for /push finds it registered. (A handler task
+    /// registered it when it first ran: under load a push could come first and miss it.)
+    final class PushDelegate: WebSocketDelegate {
+        let registry: Registry
+        init(registry: Registry) { self.registry = registry }
+        func webSocketDidOpen(_ socket: WebSocket) { registry.sockets.withLock { $0[socket.id] = socket } }
+        func webSocket(_ socket: WebSocket, didReceive message: WebSocketMessage) {}
+        func webSocketDidClose(_ socket: WebSocket, code: UInt16, reason: String) {
+            registry.sockets.withLock { _ = $0.removeValue(forKey: socket.id) }
+        }
+    }
+
     static func main() async throws {
         var limit = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
@@ -38,6 +51,7 @@ struct HTTPEchoServer {
         if let ms = environment["PONG_TIMEOUT_MS"].flatMap(Int.init) { limits.webSocketPongTimeout = .milliseconds(ms) }
         let registry = Registry()
         let idle = IdleDelegate()
+        let pushed = PushDelegate(registry: registry)
 
         let server = HTTPServer(host: "127.0.0.1", port: Int(environment["PORT"] ?? "0") ?? 0, limits: limits) { request in
             switch request.path {
@@ -54,13 +68,13 @@ struct HTTPEchoServer {
             case "/ws/idle":
                 guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
                 return .webSocket(delegate: idle)
-            case "/ws", "/ws/push":
+            case "/ws/push":
                 guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
-                let path = String(request.path)
+                return .webSocket(delegate: pushed)
+            case "/ws":
+                guard request.isWebSocketUpgrade else { return .text(426, "upgrade required") }
                 return .webSocket { socket in
-                    if path == "/ws/push" { registry.sockets.withLock { $0[socket.id] = socket } }
-                    defer { if path == "/ws/push" { registry.sockets.withLock { _ = $0.removeValue(forKey: socket.id) } } }
-                    for await message in socket.messages where path == "/ws" {
+                    for await message in socket.messages {
                         switch message {
                         case .text(let text) where text.hasPrefix("close "):
                             let parts = text.split(separator: " ", maxSplits: 2)
