@@ -4,6 +4,8 @@
 // hang or sanitizer report is a bug, and so is a verdict that breaks the walk's promises: a
 // client that is not canonical text, or one that comes from the left of the client found
 // when only the rightmost element is read.
+@testable import HTTPServer
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzForwardedFor(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

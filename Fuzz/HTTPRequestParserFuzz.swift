@@ -2,6 +2,8 @@
 // together with the parser's sources). The first byte picks where the input is split, so
 // incremental parsing across reads is exercised too. Any crash, hang or sanitizer report
 // is a bug; the parser must answer every input with requests, a wait, or one failure.
+@testable import HTTPServer
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzHTTPRequestParser(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)

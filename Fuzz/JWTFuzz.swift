@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+@testable import Relay
 
 // libFuzzer entry for JWTVerifier (the header and claims of every bearer token). The
 // input is used as a whole token and, base64url-encoded, as a header and as claims signed

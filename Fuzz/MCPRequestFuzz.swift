@@ -5,6 +5,8 @@
 // input read as a header value); and what agents send about durable requests (SPEC §11):
 // request ids and task ids (RequestToken), a task's ttl, tasks/list cursors, Prefer and
 // wait_secs. Any crash, hang or sanitizer report is a bug.
+@testable import Relay
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMCPRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

@@ -1,6 +1,7 @@
 // libFuzzer entry for RelayNotification.decode (every NOTIFY payload the relay hears).
 // The first byte picks the channel. Any crash, hang or sanitizer report is a bug.
 import JSON
+@testable import Relay
 let fuzzChannels = ["whereabot_i_00000000000000000000000000000000", "whereabot_device", "whereabot_key",
                     "whereabot_replay", "other"]
 

@@ -2,6 +2,8 @@
 // browser phone's Sec-WebSocket-Protocol header (DeviceCredential: the input as the header). Any
 // crash (an unchecked numeric conversion, a trap), hang or sanitizer report is a bug; a
 // location answer that decodes must be in range.
+@testable import Relay
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPhoneMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

@@ -2,6 +2,8 @@
 // connection's first request, checked against every prefix of the input as the bytes would
 // arrive. Any crash, hang or sanitizer report is a bug, and so is a verdict that contradicts
 // itself: a header longer than the input, or a prefix called HTTP that the whole calls a header.
+@testable import HTTPServer
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzProxyHeader(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

@@ -1,6 +1,8 @@
 // libFuzzer entry for what push services send back: APNs status and JSON error bodies
 // (reason, the 410 timestamp), Web Push statuses and Retry-After, and response header
 // lines. The first two bytes pick the status. Any crash, hang or sanitizer report is a bug.
+@testable import Push
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPushResponse(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))

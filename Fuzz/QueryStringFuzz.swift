@@ -1,5 +1,7 @@
 // libFuzzer entry for query strings (`?timeout_secs=...&person=...`): percent-decoding and
 // the relay's checks of `timeout_secs`. Any crash, hang or sanitizer report is a bug.
+@testable import HTTPServer
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzQueryString(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let query = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)

@@ -1,5 +1,7 @@
 // libFuzzer entry for WebSocketFrameDecoder (built by `make fuzz`). The first byte picks
 // the role and the split point. Every input must end in messages, a wait, or one failure.
+@testable import HTTPServer
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzWebSocketFrameDecoder(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeRawBufferPointer(start: data, count: size)
