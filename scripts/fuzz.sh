@@ -57,7 +57,7 @@ fi
 bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 # (One -sanitize=fuzzer,address: given as two options the driver keeps only the last, and
 # the modules would carry no coverage counters; libFuzzer would then run blind.)
-nm "$bin"/HTTPServer.build/HTTPRequestParser.swift.o | grep -q __sancov || die "the modules were built without coverage counters"
+[ "$(nm "$bin"/HTTPServer.build/HTTPRequestParser.swift.o | grep -c __sancov)" -gt 0 ] || die "the modules were built without coverage counters"
 objects=()
 for module in CSystem Loop PGBus HTTPServer Crypto JSON Push Relay; do
   objects+=("$bin/$module.build"/*.o)

@@ -230,6 +230,8 @@ class Phones:
         self.stopping = False
         self.hellos = 0
         self.pings = 0
+        self.pinged = {}  # request id -> [(seconds since start, the socket's number), …]: a double ping explains itself
+        self.started = time.monotonic()
         self.answers = 0
         self.reconnects = 0
         self.connected = set()
@@ -258,11 +260,14 @@ class Phones:
                     await ws.send(json.dumps({"type": "hello", "app_version": "faults", "device_id": device,
                                               "device_name": "Fault phone", "platform": "ios"}))
                     self.hellos += 1
+                    socket = self.hellos
                     self.connected.add(user)
                     async for text in ws:
                         message = json.loads(text)
                         if message.get("type") == "locate":
                             self.pings += 1
+                            self.pinged.setdefault(message["id"], []).append(
+                                (round(time.monotonic() - self.started, 2), socket))
                             asyncio.ensure_future(self.answer(ws, message["id"]))
             except websockets.ConnectionClosed as closed:
                 if closed.rcvd is not None and closed.rcvd.code == 4000:
@@ -273,6 +278,12 @@ class Phones:
             self.reconnects += 1
             url = self.url
             await asyncio.sleep(0.2 + random.random() * 0.3)
+
+    def pinged_twice(self):
+        """The requests whose ping came more than once, with when and on which socket
+        (numbered by hello), and how many reconnects there were: for an assertion's message."""
+        twice = {request: times for request, times in self.pinged.items() if len(times) > 1}
+        return f"pinged more than once: {twice}; reconnects: {self.reconnects}"
 
     async def answer(self, ws, request_id):
         await asyncio.sleep(self.delay)

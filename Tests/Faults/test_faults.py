@@ -137,7 +137,7 @@ def test_postgres_fast_restart_mid_flight(deployment):
     results, hung = agents.results(timeout=90)
     phones.stop()
     wait_until(lambda: all(relay.ready() for relay in relays), 30, "relays ready again")
-    assert phones.pings == SENT, "nobody is asked twice: answers given during the outage are held, not lost"
+    assert phones.pings == SENT, "nobody is asked twice: answers given during the outage are held, not lost; " + phones.pinged_twice()
     assert report("pg_ctl restart -m fast", SENT, results, hung) == 0
 
 
@@ -185,5 +185,5 @@ def test_postgres_crash_empties_unlogged_tables(deployment):
     recreated = sum(relay.metric("whereabot_requests_recreated_total") for relay in relays)
     print(f"rows right after crash recovery: {emptied}; re-created by the relays: {recreated:.0f}")
     assert recreated >= SENT
-    assert phones.pings == SENT, "nobody is asked twice: re-created requests are not pinged again"
+    assert phones.pings == SENT, "nobody is asked twice: re-created requests are not pinged again; " + phones.pinged_twice()
     assert report("Postgres crash", SENT, results, hung) == 0
