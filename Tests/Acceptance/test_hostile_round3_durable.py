@@ -1,10 +1,12 @@
 """Hostile input, round 3 (issue 38), against a real relay with curl and Python
 `websockets` phones: no account can take the tool away from others (finding 1), and a
 share that ended ends, waiting or sealed (finding 3)."""
+import http.client
 import json
 import secrets
 import threading
 import time
+import urllib.parse
 import uuid
 
 import pytest
@@ -149,10 +151,25 @@ def test_random_request_ids_spend_a_budget_of_the_credential(relay, make_user):
     second): past it, 429 with Retry-After before any read."""
     who = make_user("Ada", with_session=True)
     agent = token(*who, client_id=str(uuid.uuid4()))
-    answers = [curl("GET", f"{relay.base}/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}", agent) for _ in range(30)]
-    statuses = [status for status, _, _ in answers]
-    assert statuses[:20] == [404] * 20 and statuses.count(429) >= 8, statuses
-    assert all(int(headers["retry-after"]) >= 1 for status, headers, _ in answers if status == 429)
+    # One keep-alive connection, and the refills counted against the time the last ten took:
+    # ten curl processes once took over 2 s under the parallel make test, and two refills
+    # passed for a broken budget.
+    connection = http.client.HTTPConnection(urllib.parse.urlsplit(relay.base).netloc, timeout=30)
+    answers, started = [], None
+    for number in range(30):
+        if number == 20:
+            started = time.monotonic()
+        connection.request("GET", f"/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}",
+                           headers={"Authorization": f"Bearer {agent}"})
+        response = connection.getresponse()
+        response.read()
+        answers.append((response.status, response.getheader("retry-after")))
+    elapsed = time.monotonic() - started
+    connection.close()
+    statuses = [status for status, _ in answers]
+    assert statuses[:20] == [404] * 20, statuses
+    assert statuses[20:].count(404) <= int(elapsed) + 1 and statuses[20:].count(429) >= 1, (statuses, elapsed)
+    assert all(int(retry) >= 1 for status, retry in answers if status == 429)
     other = token(*who, client_id=str(uuid.uuid4()))
     assert curl("GET", f"{relay.base}/v1/locate/requests/wbr_{secrets.token_urlsafe(24)}", other)[0] == 404, \
         "another credential's budget is its own"
