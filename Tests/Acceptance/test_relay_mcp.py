@@ -45,6 +45,22 @@ def fix(request_id):
             "timestamp_ms": int(time.time() * 1000)}
 
 
+async def streamed_call(relay, phone_token, answer, agent, on_progress, call):
+    """A phone that answers with `answer`, then an MCP session of `agent` (the official SDK)
+    asking for progress: `call(call_tool)` awaits the get_phone_location call as the
+    test needs (the SDK then answers over SSE)."""
+    connected = asyncio.Event()
+    phone_task = asyncio.create_task(phone(relay.base, phone_token, answer, connected))
+    await asyncio.wait_for(connected.wait(), 10)
+    await asyncio.sleep(0.3)
+    async with mcp_session(relay.base, agent) as streams:
+        async with ClientSession(streams[0], streams[1]) as session_:
+            await session_.initialize()
+            await call(session_.call_tool("get_phone_location", {"timeout_secs": 20},
+                                                    progress_callback=on_progress))
+    phone_task.cancel()
+
+
 def mcp_session(base, agent):
     """The SDK's Streamable HTTP transport with the bearer token on every request."""
     client = create_mcp_http_client(headers={"Authorization": f"Bearer {agent}"})
@@ -196,25 +212,16 @@ def test_a_long_tool_call_reports_progress_to_the_sdk(make_user):
         await asyncio.sleep(2.6)  # the person takes a while to tap Allow
         return fix(request_id)
 
-    async def scenario():
-        connected = asyncio.Event()
-        phone_task = asyncio.create_task(phone(relay.base, token(user, session, email), slow_fix, connected))
-        await asyncio.wait_for(connected.wait(), 10)
-        await asyncio.sleep(0.3)
-        async with mcp_session(relay.base, agent) as streams:
-            async with ClientSession(streams[0], streams[1]) as session_:
-                await session_.initialize()
+    async def on_progress(value, total, message):
+        progress.append((value, message))
 
-                async def on_progress(value, total, message):
-                    progress.append((value, message))
-
-                result = await session_.call_tool("get_phone_location", {"timeout_secs": 20}, progress_callback=on_progress)
-                assert not result.is_error, result
-                assert json.loads(result.content[0].text)["latitude"] == 52.52
-        phone_task.cancel()
+    async def call(call_tool):
+        result = await call_tool
+        assert not result.is_error, result
+        assert json.loads(result.content[0].text)["latitude"] == 52.52
 
     try:
-        asyncio.run(asyncio.wait_for(scenario(), 60))
+        asyncio.run(asyncio.wait_for(streamed_call(relay, token(user, session, email), slow_fix, agent, on_progress, call), 60))
     finally:
         relay.stop()
     assert len(progress) >= 2, progress
@@ -243,28 +250,18 @@ def test_a_streamed_tool_call_whose_session_ended_gets_no_location(make_user, ad
         await asyncio.sleep(6)  # past the relay's 4-s cache of an agent's session
         return fix(request_id)
 
-    async def scenario():
-        connected = asyncio.Event()
-        phone_task = asyncio.create_task(phone(relay.base, token(user, phone_session, email), late_fix, connected))
-        await asyncio.wait_for(connected.wait(), 10)
-        await asyncio.sleep(0.3)
-        async with mcp_session(relay.base, agent) as streams:
-            async with ClientSession(streams[0], streams[1]) as session_:
-                await session_.initialize()
+    async def on_progress(value, total, message):
+        pass
 
-                async def on_progress(value, total, message):
-                    pass
-
-                call = asyncio.create_task(session_.call_tool("get_phone_location", {"timeout_secs": 20},
-                                                              progress_callback=on_progress))
-                await asyncio.sleep(1)
-                admin.execute("delete from auth.sessions where id = %s", (signed_out,))
-                with pytest.raises(MCPError) as refused:
-                    await call
-                assert "revoked credential" in str(refused.value), refused.value
-        phone_task.cancel()
+    async def call(call_tool):
+        pending = asyncio.create_task(call_tool)
+        await asyncio.sleep(1)
+        admin.execute("delete from auth.sessions where id = %s", (signed_out,))
+        with pytest.raises(MCPError) as refused:
+            await pending
+        assert "revoked credential" in str(refused.value), refused.value
 
     try:
-        asyncio.run(asyncio.wait_for(scenario(), 60))
+        asyncio.run(asyncio.wait_for(streamed_call(relay, token(user, phone_session, email), late_fix, agent, on_progress, call), 60))
     finally:
         relay.stop()

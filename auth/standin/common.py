@@ -7,7 +7,9 @@ import base64
 import hashlib
 import os
 import re
+import sys
 import urllib.parse
+from http.server import BaseHTTPRequestHandler
 
 MAX_BODY = 64 * 1024
 MAX_CONNECTIONS = 64        # connections served at once (each has a thread)
@@ -121,3 +123,21 @@ def with_query(url, **params):
     query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
     query += [(k, v) for k, v in params.items() if v is not None]
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+
+
+class RouteLoggingHandler(BaseHTTPRequestHandler):
+    """What the stand-in's two servers share: HTTP/1.1 keep-alive with a 15-s idle limit, no
+    version in the Server header, and one log line per request naming the route only
+    (`log_prefix: METHOD route status`): never a query string, a code, a token or an id."""
+    sys_version = ""
+    protocol_version = "HTTP/1.1"
+    timeout = 15
+    route_label = "-"
+    log_prefix = "-"
+
+    def log_request(self, code="-", size="-"):
+        sys.stderr.write(f"{self.log_prefix}: {self.command} {self.route_label} {code}\n")
+
+    def log_message(self, format, *args):
+        pass
+

@@ -7,14 +7,12 @@ import html
 import json
 import re
 import secrets
-import sys
 import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler
 
-from common import MAX_BODY, MAX_MAILS
+from common import MAX_BODY, MAX_MAILS, RouteLoggingHandler
 
 
 class Mailbox:
@@ -73,23 +71,14 @@ class Mailbox:
 MESSAGE_RE = re.compile(r"^/api/v1/message/([A-Za-z0-9_-]{1,64})$")
 
 
-class MailboxHandler(BaseHTTPRequestHandler):
+class MailboxHandler(RouteLoggingHandler):
     """The development mailbox, with Mailpit's API shape: GET /api/v1/messages (newest
     first; `start`, `limit`), GET /api/v1/message/{ID}, DELETE /api/v1/messages (all, or
     `{"IDs": [...]}`), and a page at / to read them. No CORS, and only a loopback Host
     (DNS rebinding): no other web page may read the links."""
     server_version = "whereabot-auth-standin-mailbox"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    timeout = 15
+    log_prefix = "mailbox"
     mailbox: Mailbox = None
-    route_label = "-"
-
-    def log_request(self, code="-", size="-"):
-        sys.stderr.write(f"mailbox: {self.command} {self.route_label} {code}\n")
-
-    def log_message(self, format, *args):
-        pass
 
     def send(self, status, body, content_type="application/json; charset=utf-8", headers=None):
         data = body if isinstance(body, bytes) else json.dumps(body).encode()

@@ -48,12 +48,12 @@ import re
 import sys
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import psycopg
 
 from authorize import Authorization
-from common import (MAX_BODY, MAX_CONNECTIONS, MAX_MAILBOX_CONNECTIONS, Refusal, api_error, env_int, grant_error,
+from common import (RouteLoggingHandler, MAX_BODY, MAX_CONNECTIONS, MAX_MAILBOX_CONNECTIONS, Refusal, api_error, env_int, grant_error,
                     oauth_error)
 from dev_mailbox import Mailbox, MailboxHandler
 from registration import Registration
@@ -119,20 +119,10 @@ METHODS = {"metadata": ("GET",), "jwks": ("GET",), "register": ("POST",), "autho
            "otp": ("POST",), "verify": ("GET",), "user_token": ("POST",), "logout": ("POST",)}
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(RouteLoggingHandler):
     server_version = "whereabot-auth-standin"
-    sys_version = ""
-    protocol_version = "HTTP/1.1"
-    timeout = 15
+    log_prefix = "standin"
     standin: StandIn = None
-    route_label = "-"
-
-    # Log the route only: never a query string, a code, a token or an authorization id.
-    def log_request(self, code="-", size="-"):
-        sys.stderr.write(f"standin: {self.command} {self.route_label} {code}\n")
-
-    def log_message(self, format, *args):
-        pass
 
     def send(self, status, body=None, headers=None, content_type="application/json"):
         data = b""
