@@ -2,10 +2,10 @@
 # `make test`: every suite against a fresh test database.
 #   scripts/test.sh               start the cluster if needed, reset the test database,
 #                                 build once, then run every tier: the fault tests (their
-#                                 own cluster) and the fuzz smoke (its own build) beside
-#                                 pgTAP, the schema check, the acceptance tests in
-#                                 TEST_WORKERS (4) pytest-xdist workers with a database each,
-#                                 and swift test; stop what it started
+#                                 own cluster) beside pgTAP, the schema check, the acceptance
+#                                 tests in TEST_WORKERS (2) pytest-xdist workers with a
+#                                 database each, swift test and the fuzz smoke; stop what it
+#                                 started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
 #                                 applied (a branch project): pgTAP and the tests' helpers
@@ -116,21 +116,21 @@ case "${1:-all}" in
     swift build --build-tests >"$build_log" 2>&1 || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s"
-    export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
-    # The fault tests restart and crash a cluster of their own, and the fuzz smoke builds in
-    # a folder of its own, so both run beside the rest; their output comes at the end.
-    faults_log=$(mktemp) fuzz_log=$(mktemp)
+    # Two acceptance workers, and the fuzz smoke after them: with four workers and the fuzz
+    # build beside them, tests that are timing-sensitive under load (a browser's push, a
+    # rate limiter) failed about one clean-clone run in three (issue 40's note).
+    export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-2}
+    # The fault tests restart and crash a cluster of their own, so they run beside the
+    # rest; their output comes at the end.
+    faults_log=$(mktemp)
     (run_faults >"$faults_log" 2>&1) &
     faults=$!
-    (run_fuzz_smoke >"$fuzz_log" 2>&1) &
-    fuzz=$!
     failed=""
     run_pgtap || failed="$failed pgTAP"
     run_schemas || failed="$failed schemas"
     run_acceptance || failed="$failed acceptance"
     run_swift || failed="$failed swift"
-    wait "$fuzz" || failed="$failed fuzz"
-    cat "$fuzz_log"; rm -f "$fuzz_log"
+    run_fuzz_smoke || failed="$failed fuzz"
     wait "$faults" || failed="$failed faults"
     cat "$faults_log"; rm -f "$faults_log"
     [ -z "$failed" ] || die "failed:$failed"
