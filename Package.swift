@@ -44,13 +44,15 @@ let package = Package(
         // Also the server that acceptance tests drive with outside clients.
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
+        // What the test targets share: waiting for a condition or an answer, with a limit.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
-        .testTarget(name: "PGBusTests", dependencies: ["PGBus", "Loop"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "CSystem", "Loop"]),
+        .testTarget(name: "PGBusTests", dependencies: ["TestSupport", "PGBus", "Loop"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer", "CSystem", "Loop"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
-        .testTarget(name: "PushTests", dependencies: ["Crypto", "Push", "HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
+        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]

@@ -117,7 +117,7 @@ public final class HTTPServer: Sendable {
         guard let (loop, core) = state.withLock({ state in state.loop.flatMap { loop in state.core.map { (loop, $0) } } }) else {
             return
         }
-        let deadline = ContinuousClock.now + drainTimeout
+        let deadline = loop.now + drainTimeout
         let owned = sharedLoop == nil
         loop.execute { [self] in
             // The server's own loop ends with it (its thread then reports); a shared one runs on.

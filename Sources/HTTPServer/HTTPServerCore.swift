@@ -13,7 +13,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     /// One read buffer shared by every connection of the loop (reads never overlap).
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
     /// Now (connections stamp their activity with it).
-    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var now: ContinuousClock.Instant { loop.now }
     private var listenFD: Int32 = -1
     private var listenToken: UInt64 = .max
     /// The pause of accepting and the end of a graceful shutdown, while armed.

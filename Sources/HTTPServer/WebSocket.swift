@@ -36,12 +36,16 @@ public struct WebSocket: Sendable, Hashable, Identifiable {
         connection.onLoopWhileOpen { $0.closeWebSocket(code: code, reason: reason) }
     }
 
-    /// Closes the socket with `code` and `reason` at `deadline` unless called again first
-    /// (nil: no deadline): the consumer's own deadline (a sign-in's, a credential's), kept
-    /// by the connection's timer, so that it costs no timer of its own.
-    public func close(at deadline: ContinuousClock.Instant?, code: UInt16, reason: String) {
-        let wanted = deadline.map { WebSocketSide.CloseDeadline(at: $0, code: code, reason: reason) }
-        connection.onLoopWhileOpen { $0.setCloseDeadline(wanted) }
+    /// Closes the socket with `code` and `reason` once `delay` has passed on the server's
+    /// loop clock, unless called again first (nil: no deadline): the consumer's own deadline
+    /// (a sign-in's, a credential's), kept by the connection's timer, so that it costs no
+    /// timer of its own.
+    public func close(after delay: Duration?, code: UInt16, reason: String) {
+        connection.onLoopWhileOpen { connection in
+            connection.setCloseDeadline(delay.map {
+                WebSocketSide.CloseDeadline(at: connection.serverCore.now + max(.zero, $0), code: code, reason: reason)
+            })
+        }
     }
 
     /// How the connection closed: the code received or sent (1006 when the TCP connection

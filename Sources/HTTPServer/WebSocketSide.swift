@@ -21,7 +21,7 @@ struct WebSocketSide {
         case none
     }
 
-    /// When and how the consumer wants the socket closed (`WebSocket.close(at:code:reason:)`).
+    /// When and how the consumer wants the socket closed (`WebSocket.close(after:code:reason:)`).
     struct CloseDeadline: Sendable {
         let at: ContinuousClock.Instant
         let code: UInt16

@@ -32,11 +32,14 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private var deadlines = DeadlineHeap()
     private let stopped = Atomic<Bool>(false)
     private let done = Mutex<(finished: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let clock: LoopClockReading
 
     private static let wakeToken: UInt64 = 0
 
     /// Creates a loop; it runs once `run()` is called on some thread (or use `start(name:)`).
-    public init() throws {
+    /// - Parameter clock: where the loop reads the time (`.manual` for tests that move it).
+    public init(clock: LoopClock = .continuous) throws {
+        self.clock = LoopClockReading(clock)
         epoll = wb_epoll_create()
         wake = wb_eventfd_create()
         guard epoll >= 0, wake >= 0 else { throw EventLoopError.system("epoll/eventfd", errno) }
@@ -51,8 +54,8 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     }
 
     /// Creates a loop and runs it on a new thread named `name`.
-    public static func start(name: String) throws -> EventLoop {
-        let loop = try EventLoop()
+    public static func start(name: String, clock: LoopClock = .continuous) throws -> EventLoop {
+        let loop = try EventLoop(clock: clock)
         let thread = Thread { loop.run() }
         thread.name = name
         thread.stackSize = 1 << 20
@@ -107,13 +110,29 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         sources[token] = nil
     }
 
+    /// Now, on the loop's clock: what every timer and deadline of the loop is measured
+    /// against (any thread).
+    public var now: ContinuousClock.Instant { clock.now }
+
+    /// Moves a manual clock forward by `duration` and runs, on the loop thread, every timer
+    /// and deadline that is then due (in deadline order, with the jobs they queue), before
+    /// it returns. Only for a loop made with `LoopClock.manual`.
+    public func advance(by duration: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            execute {
+                self.fireDue(now: self.clock.advance(by: duration))
+                continuation.resume()
+            }
+        }
+    }
+
     /// Runs `job` on the loop thread once `delay` has passed, unless the returned timer is
     /// cancelled first (from any thread). No thread or task exists per timer: the loop
     /// sleeps until the earliest one is due.
     @discardableResult
     public func schedule(after delay: Duration, _ job: @escaping @Sendable () -> Void) -> LoopTimer {
         let timer = LoopTimer()
-        let entry = TimerHeap.Entry(deadline: ContinuousClock.now + max(.zero, delay), timer: timer, job: job)
+        let entry = TimerHeap.Entry(deadline: now + max(.zero, delay), timer: timer, job: job)
         if inLoop { timers.insert(entry) } else { execute { self.timers.insert(entry) } }
         return timer
     }
@@ -162,13 +181,18 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         thread.withLock { $0 = pthread_self() }
         var events = [wb_event](repeating: wb_event(), count: 256)
         while !stopped.load(ordering: .relaxed) {
-            // Asleep until an event, a job or the earliest timer (-1: no timer is armed).
+            // Asleep until an event, a job or the earliest timer (-1: no timer is armed; on a
+            // manual clock nothing comes due by waiting, and `advance(by:)` is a job).
             var timeout: Int32 = -1
             var earliest = timers.nextDeadline
             if let deadline = deadlines.nextDeadline, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
             if let next = earliest {
-                let wait = next - ContinuousClock.now
-                timeout = wait <= .zero ? 0 : Int32(min(Int64(Int32.max), wait.roundedUpMilliseconds))
+                let wait = next - now
+                if wait <= .zero {
+                    timeout = 0
+                } else if !clock.isManual {
+                    timeout = Int32(min(Int64(Int32.max), wait.roundedUpMilliseconds))
+                }
             }
             let count = wb_epoll_wait(epoll, &events, Int32(events.count), timeout)
             if count > 0 {
@@ -182,15 +206,7 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
                 }
             }
             runJobs()
-            let now = ContinuousClock.now
-            while let job = timers.popDue(now: now) {
-                job()
-                runJobs()
-            }
-            while let owner = deadlines.popDue(now: now) {
-                owner.deadlineReached(now: now)
-                runJobs()
-            }
+            fireDue(now: now)
         }
         runJobs()
         sources.removeAll()
@@ -202,6 +218,18 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
             return state.waiters
         }
         waiters.forEach { $0.resume() }
+    }
+
+    /// Runs the timers and deadlines due at `now`, each followed by the jobs it queued.
+    private func fireDue(now: ContinuousClock.Instant) {
+        while let job = timers.popDue(now: now) {
+            job()
+            runJobs()
+        }
+        while let owner = deadlines.popDue(now: now) {
+            owner.deadlineReached(now: now)
+            runJobs()
+        }
     }
 
     private func runJobs() {

@@ -89,7 +89,7 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
 
     private func send() {
         guard let handle else { return }
-        let now = ContinuousClock.now
+        let now = loop.now
         for statement in queued {
             if statement.cancelled.load(ordering: .relaxed) {
                 statement.finish(.failure(CancellationError()))
@@ -114,7 +114,7 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
     private func armDeadline() {
         guard let callTimeout, deadlineTimer == nil, inFlightStart < inFlight.count,
               let sent = inFlight[inFlightStart].sentAt else { return }
-        let delay = max(.zero, sent + callTimeout - .now)
+        let delay = max(.zero, sent + callTimeout - loop.now)
         deadlineTimer = loop.schedule(after: delay) { [weak self] in self?.deadlinePassed() }
     }
 
@@ -123,7 +123,7 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
     private func deadlinePassed() {
         deadlineTimer = nil
         guard let callTimeout, inFlightStart < inFlight.count, let sent = inFlight[inFlightStart].sentAt else { return }
-        if ContinuousClock.now - sent >= callTimeout {
+        if loop.now - sent >= callTimeout {
             fail(PGError(.timedOut, detail: "no answer within \(callTimeout)"))
         } else {
             armDeadline()

@@ -154,7 +154,8 @@ public actor PGPool {
 
     /// What the pool holds now.
     public var health: PGPoolHealth {
-        PGPoolHealth(size: size, open: open, idle: idle.count, waiting: waiters.count,
+        PGPoolHealth(size: size, open: open, idle: idle.count { $0.isUsable }, waiting: waiters.count,
+                     sharedOutstanding: shared.reduce(0) { $0 + $1.outstanding },
                      discarded: discarded, failedConnects: failedConnects, isShutDown: isShutDown)
     }
 
@@ -255,10 +256,13 @@ public struct PGPoolHealth: Sendable, Equatable {
     public let size: Int
     /// Connections open or opening now.
     public let open: Int
-    /// Open connections not leased.
+    /// Open connections not leased and still usable (one whose server went away counts
+    /// once the loop has seen its socket close, before the next lease discards it).
     public let idle: Int
     /// Callers waiting for a connection.
     public let waiting: Int
+    /// Statements submitted with `send` on the shared connections and not yet answered.
+    public let sharedOutstanding: Int
     /// Connections thrown away because they broke, since the pool was made.
     public let discarded: Int
     /// Connection attempts that failed, since the pool was made.

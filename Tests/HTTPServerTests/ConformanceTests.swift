@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+import TestSupport
 
 /// HTTP/1.1 conformance over raw sockets: good requests, keep-alive, pipelining, and every
 /// malformed case with its status and close.
@@ -135,19 +136,10 @@ import Testing
         do {
             let client = try await RawClient.connect(port: server.port)
             client.send("GET /sleep?ms=10000 HTTP/1.1\r\nHost: x\r\n\r\n")
-            // Hang up only once the handler runs: on a loaded machine a fixed pause could end
-            // before the request was even read, and a request never handled is never cancelled.
-            let started = ContinuousClock.now + .seconds(10)
-            while server.box.handled.load(ordering: .relaxed) == 0, ContinuousClock.now < started {
-                try await Task.sleep(for: .milliseconds(10))
-            }
-            #expect(server.box.handled.load(ordering: .relaxed) == 1)
+            // Hang up only once the handler runs: a request never handled is never cancelled.
+            try await eventually("the handler runs") { server.box.handled.load(ordering: .relaxed) == 1 }
         }
-        let deadline = ContinuousClock.now + .seconds(9)
-        while server.box.cancelled.load(ordering: .relaxed) == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(server.box.cancelled.load(ordering: .relaxed) == 1)
+        try await eventually("the handler is cancelled", within: .seconds(9)) { server.box.cancelled.load(ordering: .relaxed) == 1 }
         await server.stop()
     }
 

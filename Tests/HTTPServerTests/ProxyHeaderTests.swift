@@ -74,6 +74,7 @@ import Testing
         let server = try TestServer(trustedProxies: TrustedProxies("127.0.0.1"))
         let client = try await RawClient.connect(port: server.port)
         client.send("PROXY TCP4 198.51.100.9 127.0.0.1 4000 80\r")
+        // Real time: the two halves must reach the server as two reads.
         try await Task.sleep(for: .milliseconds(50))
         client.send("\nGET /client HTTP/1.1\r\nHost: x\r\n\r\nGET /client HTTP/1.1\r\nHost: x\r\n\r\n")
         let responses = await client.readResponses(2)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Synchronization
 import Testing
+import TestSupport
 
 /// A WebSocket is a handle on its connection (one object per socket), and the server keeps
 /// its connections in a list through them: handles name their socket, and the counts follow
@@ -33,12 +34,8 @@ import Testing
 
     /// Polls the server's counts until they are `expected` (closing happens on the loop).
     func counts(_ server: HTTPServer, become expected: (Int, Int)) async -> (connections: Int, webSockets: Int) {
-        var counts = await server.connectionCounts()
-        for _ in 0..<100 where counts != expected {
-            try? await Task.sleep(for: .milliseconds(20))
-            counts = await server.connectionCounts()
-        }
-        return counts
+        try? await eventually("the counts become \(expected)", within: .seconds(2)) { await server.connectionCounts() == expected }
+        return await server.connectionCounts()
     }
 
     /// Every event of one socket carries an equal handle, and different sockets' handles differ.

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Loop
 import Synchronization
 
 /// An in-process server for conformance tests, with a few routes.
@@ -7,9 +8,13 @@ final class TestServer: Sendable {
     let server: HTTPServer
     let port: Int
 
-    init(limits: HTTPServerLimits = HTTPServerLimits(), trustedProxies: TrustedProxies = .none) throws {
+    /// The loop the server runs on, when the test chose its clock (else the server's own).
+    let loop: EventLoop?
+
+    init(limits: HTTPServerLimits = HTTPServerLimits(), trustedProxies: TrustedProxies = .none, clock: LoopClock? = nil) throws {
         let box = CounterBox()
-        server = HTTPServer(port: 0, limits: limits, trustedProxies: trustedProxies) { request in
+        loop = try clock.map { try EventLoop.start(name: "test-server", clock: $0) }
+        server = HTTPServer(port: 0, limits: limits, trustedProxies: trustedProxies, loop: loop) { request in
             box.handled.add(1, ordering: .relaxed)
             switch request.path {
             case "/echo":
@@ -17,6 +22,8 @@ final class TestServer: Sendable {
             case "/sleep":
                 let ms = Int(request.queryItem("ms") ?? "0") ?? 0
                 do {
+                    // Real time: a slow handler, which the server must wait for, or cancel
+                    // when its client hangs up.
                     try await Task.sleep(for: .milliseconds(ms))
                 } catch {
                     box.cancelled.add(1, ordering: .relaxed)
@@ -27,6 +34,7 @@ final class TestServer: Sendable {
                 return .streaming(headers: ["Content-Type": "text/event-stream"]) { body in
                     for n in 1...3 {
                         body.write("data: \(n)\n\n")
+                        // Real time: each event leaves in a write of its own, as a slow producer's would.
                         try? await Task.sleep(for: .milliseconds(50))
                     }
                 }
@@ -43,9 +51,9 @@ final class TestServer: Sendable {
                             // "deadline MS CODE REASON" sets the close deadline, "deadline off" clears it.
                             let parts = text.split(separator: " ", maxSplits: 3)
                             if parts.count == 4, let ms = Int(parts[1]), let code = UInt16(parts[2]) {
-                                socket.close(at: .now + .milliseconds(ms), code: code, reason: String(parts[3]))
+                                socket.close(after: .milliseconds(ms), code: code, reason: String(parts[3]))
                             } else {
-                                socket.close(at: nil, code: 1000, reason: "")
+                                socket.close(after: nil, code: 1000, reason: "")
                             }
                             socket.send("ok")
                         case .text(let text) where text.hasPrefix("close "):
@@ -72,6 +80,11 @@ final class TestServer: Sendable {
     }
 
     func stop() async {
-        await server.shutdown(drainTimeout: .seconds(1))
+        guard let loop else { return await server.shutdown(drainTimeout: .seconds(1)) }
+        // On a manual clock the drain deadline passes only when the test moves time.
+        async let stopped: Void = server.shutdown(drainTimeout: .seconds(1))
+        await loop.advance(by: .seconds(1))
+        await stopped
+        loop.stop()
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 import Testing
+import TestSupport
 
 /// A single connection: errors with stable codes, cancellation, transactions, NOTIFY limits.
 @Suite struct ConnectionTests {
@@ -45,7 +46,12 @@ import Testing
         let connection = try await TestDatabase.connect()
         defer { Task { await connection.close() } }
         let task = Task { try await connection.query("select pg_sleep(30)") }
-        try await Task.sleep(for: .milliseconds(200))
+        let observer = try await TestDatabase.connect()
+        defer { Task { await observer.close() } }
+        try await eventually("pg_sleep(30) runs") {
+            try await observer.query("select count(*)::int from pg_stat_activity where query = 'select pg_sleep(30)' and state = 'active'")
+                .scalar(Int.self) == 1
+        }
         let started = ContinuousClock.now
         task.cancel()
         let result = await task.result
@@ -103,7 +109,9 @@ import Testing
         defer { Task { await victim.close(); await killer.close() } }
         let pid = try await victim.query("select pg_backend_pid()").scalar(Int32.self)
         try await killer.query("select pg_terminate_backend($1)", [pid])
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the backend is gone") {
+            try await killer.query("select count(*)::int from pg_stat_activity where pid = $1", [pid]).scalar(Int.self) == 0
+        }
         let error = await #expect(throws: PGError.self) { try await victim.query("select 1") }
         #expect(error?.code == .connectionClosed || error?.sqlState == SQLState.adminShutdown)
         #expect(!victim.isUsable)

@@ -1,5 +1,6 @@
 import Foundation
 import PGBus
+import TestSupport
 
 /// Runs a listener for the duration of a test and reads events with a deadline.
 enum ListenerHarness {
@@ -30,19 +31,12 @@ enum ListenerHarness {
     /// The next event, or `Timeout` after `limit`.
     static func next(_ iterator: PGNotificationSequence.Iterator,
                      within limit: Duration = .seconds(5)) async throws -> PGListenerEvent? {
-        try await withThrowingTaskGroup(of: PGListenerEvent?.self) { group in
-            group.addTask {
-                var iterator = iterator
-                return await iterator.next()
-            }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                throw Timeout()
-            }
-            let first = try await group.next()!
-            group.cancelAll()
-            return first
+        let event = await withTimeout(limit) { () -> PGListenerEvent?? in
+            var iterator = iterator
+            return .some(await iterator.next())
         }
+        guard let event else { throw Timeout() }
+        return event
     }
 
     /// Skips events until a notification arrives; returns it and whether a resync came first.
@@ -56,15 +50,6 @@ enum ListenerHarness {
             case .resync: sawResync = true
             case nil: throw Timeout()
             }
-        }
-    }
-
-    /// Waits until `condition` holds, polling, or throws `Timeout`.
-    static func eventually(within limit: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !condition() {
-            if ContinuousClock.now > deadline { throw Timeout() }
-            try await Task.sleep(for: .milliseconds(20))
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 import Testing
+import TestSupport
 
 /// LISTEN/NOTIFY against the real server: order, scoping, and surviving connection loss.
 @Suite struct ListenerTests {
@@ -41,11 +42,11 @@ import Testing
                     #expect(try await ListenerHarness.nextNotification(firstIterator).0.payload == "both")
                     #expect(try await ListenerHarness.nextNotification(secondIterator).0.payload == "both")
                 }
-                try await ListenerHarness.eventually { listener.listeningChannels == [shared] }
+                try await eventually("listening on the shared channel only") { listener.listeningChannels == [shared] }
                 try await notifier.notify(channel: shared, payload: "still")
                 #expect(try await ListenerHarness.nextNotification(firstIterator).0.payload == "still")
             }
-            try await ListenerHarness.eventually { listener.listeningChannels.isEmpty }
+            try await eventually("listening on nothing") { listener.listeningChannels.isEmpty }
         }
     }
 
@@ -147,7 +148,7 @@ import Testing
                 return count
             }
         }
-        try await ListenerHarness.eventually { listener.state == .listening }
+        try await eventually("the listener listens") { listener.state == .listening }
         listener.shutdown()
         #expect(try await consumer.value >= 1)
         await runner.value

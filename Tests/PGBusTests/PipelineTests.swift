@@ -2,6 +2,7 @@ import Foundation
 import Loop
 import PGBus
 import Testing
+import TestSupport
 
 /// Connections on an event loop: statements of many tasks pipelined on one connection,
 /// each failing alone, prepared once; a connection sharing a loop with its callers; a
@@ -85,9 +86,9 @@ import Testing
         await #expect(throws: CancellationError.self) { try await early.value }
 
         let slow = Task { try await connection.query("select pg_sleep(0.3)") }
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the slow statement is submitted") { connection.outstanding == 1 }
         let behind = Task { try await connection.query("select pg_sleep(5)") }
-        try await Task.sleep(for: .milliseconds(50))
+        try await eventually("the statement behind it is submitted") { connection.outstanding == 2 }
         behind.cancel()
         _ = try await slow.value
         await #expect(throws: CancellationError.self) { try await behind.value }
@@ -117,7 +118,7 @@ import Testing
         defer { Task { await pool.shutdown() } }
         try await pool.send("select 1")
         let sleepers = (0..<3).map { _ in Task { try await pool.send("select pg_sleep(0.5)") } }
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("three statements wait on the shared connection") { await pool.health.sharedOutstanding == 3 }
         let refused = await #expect(throws: PGError.self) { try await pool.send("select 1") }
         #expect(refused?.code == .poolTimeout)
         for sleeper in sleepers { _ = try await sleeper.value }

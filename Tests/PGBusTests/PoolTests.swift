@@ -1,5 +1,6 @@
 import PGBus
 import Testing
+import TestSupport
 
 /// The pool bounds connections, queues callers, times out, and replaces broken connections.
 @Suite struct PoolTests {
@@ -30,7 +31,10 @@ import Testing
     @Test func acquireTimesOutWhenEveryConnectionIsBusy() async throws {
         let pool = PGPool(configuration: TestDatabase.configuration, size: 1, acquireTimeout: .milliseconds(200))
         let holder = Task { try await pool.query("select pg_sleep(1)") }
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the holder leases the one connection") {
+            let health = await pool.health
+            return health.open == 1 && health.idle == 0
+        }
         let error = await #expect(throws: PGError.self) { try await pool.query("select 1") }
         #expect(error?.code == .poolTimeout)
         _ = try await holder.value
@@ -47,7 +51,8 @@ import Testing
         let killer = try await TestDatabase.connect()
         try await killer.query("select pg_terminate_backend($1)", [pid])
         await killer.close()
-        try await Task.sleep(for: .milliseconds(100))
+        try await eventually("the pool notices the loss by itself") { await pool.health.idle == 0 }
+        #expect(await pool.health.discarded == 0, "no caller has tried the dead connection yet")
         let newPID = try await pool.query("select pg_backend_pid()").scalar(Int32.self)
         #expect(newPID != pid)
         #expect(await pool.health.discarded == 1)

@@ -85,13 +85,13 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     private func armCredentialDeadline() {
         let (socket, expiresAt) = state.withLock { ($0.socket, $0.credentialExpiresAt) }
         let left = expiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway
-        socket?.close(at: .now + .milliseconds(Int64(max(0, left) * 1000) + 1), code: DeviceHub.tokenExpiredCode,
+        socket?.close(after: .milliseconds(Int64(max(0, left) * 1000) + 1), code: DeviceHub.tokenExpiredCode,
                       reason: "token_expired")
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {
         state.withLock { $0.socket = socket }
-        socket.close(at: .now + .milliseconds(Int64(DeviceHub.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
+        socket.close(after: .milliseconds(Int64(DeviceHub.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
                      reason: "hello timeout")
         enqueue(.opened)
     }
