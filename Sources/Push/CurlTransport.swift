@@ -56,6 +56,9 @@ public final class CurlTransport: Sendable {
     /// New TCP+TLS connections opened so far, and connection generations started.
     public var statistics: (connections: Int, generations: Int) { counters.withLock { $0 } }
 
+    /// Transfers waiting for the transport's thread to take them.
+    public var queuedCount: Int { shared.withLock { $0.queue.count } }
+
     /// Starts the transport's thread (once).
     public func start() {
         let start = shared.withLock { shared -> Bool in

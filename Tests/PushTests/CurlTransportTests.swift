@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 @testable import Push
 import Testing
+import TestSupport
 
 /// The libcurl multi transport against a real HTTP server (ours, HTTP/1.1 over TCP).
 @Suite struct CurlTransportTests {
@@ -78,7 +79,7 @@ import Testing
         let request = PushHTTPRequest(url: "http://127.0.0.1:\(port)/push", headers: [], body: [1], timeoutMilliseconds: 5000,
                                       requireHTTP2: false)
         let waiting = (0..<3).map { _ in Task { await transport.send(request) } }
-        try await Task.sleep(for: .milliseconds(200))
+        try await eventually("the three transfers wait") { transport.queuedCount == 3 }
         let refused = await transport.send(request)
         #expect(refused.status == nil && refused.curlCode == 81, "CURLE_AGAIN: the queue is full")
         transport.start()

@@ -2,6 +2,7 @@ import Foundation
 import PGBus
 @testable import Relay
 import Testing
+import TestSupport
 
 /// Opens and settles that pile up behind calls in flight reach the real database as one
 /// `relay.open_requests` / `relay.settle_many` call, and every caller gets its own result;
@@ -35,8 +36,8 @@ import Testing
                     }
                 }
             }
-            for _ in 0..<1000 where db.opens.waitingCount < ids.count - RelayDatabase.callsInFlight {
-                try await Task.sleep(for: .milliseconds(5))
+            try await eventually("the opens behind the held ones wait") {
+                db.opens.waitingCount >= ids.count - RelayDatabase.callsInFlight
             }
             #expect(db.opens.waitingCount == ids.count - RelayDatabase.callsInFlight)
             try await admin.query("select pg_advisory_unlock(hashtextextended('whereabot_open_request:' || $1::text, 0))", [ada.user])
@@ -61,8 +62,8 @@ import Testing
                     return (id, try await db.settle(id: id, user: user, device: nil, answer: .denied(reason: .user), instance: instance))
                 }
             }
-            for _ in 0..<1000 where db.settles.waitingCount < ids.count - 1 - RelayDatabase.callsInFlight {
-                try await Task.sleep(for: .milliseconds(5))
+            try await eventually("the settles behind the locked ones wait") {
+                db.settles.waitingCount >= ids.count - 1 - RelayDatabase.callsInFlight
             }
             try await admin.query("commit")
             var results: [UUID: RelayStatus.Settle] = [:]
@@ -101,12 +102,10 @@ extension BatchedCallsTests {
         // Until the single call waits for this test's holder (not for another test's locks), and
         // no longer: a `for … where` would go on querying after the first sight.
         let holderPID = try await holder.query("select pg_backend_pid()").scalar(Int.self)
-        var polls = 0
-        while polls < 400, try await admin.query(
-            "select count(*)::int from pg_stat_activity where $1 = any(pg_blocking_pids(pid)) and query like 'select relay.settle(%'",
-            [holderPID]).scalar(Int.self) == 0 {
-            polls += 1
-            try await Task.sleep(for: .milliseconds(5))
+        try await eventually("the single call waits for the holder") {
+            try await admin.query(
+                "select count(*)::int from pg_stat_activity where $1 = any(pg_blocking_pids(pid)) and query like 'select relay.settle(%'",
+                [holderPID]).scalar(Int.self) > 0
         }
         let others = try await admin.query("select count(*)::int from relay.pending_requests where id = any($1) and outcome = 'denied'", [ids])
         #expect(try others.scalar(Int.self) == 3, "the other elements settled while the locked one waits alone")

@@ -2,6 +2,7 @@ import Foundation
 @testable import Relay
 import Synchronization
 import Testing
+import TestSupport
 
 /// Calls that come while others are in flight go together as one batch when a slot frees;
 /// a lone call goes alone at once; each caller gets its own result.
@@ -58,13 +59,13 @@ import Testing
             group.addTask {
                 do { return (0, .success(try await coalescer.call(0))) } catch { return (0, .failure(error as! Failure)) }
             }
-            for _ in 0..<500 where !calls.singles.withLock({ $0.contains(0) }) { try? await Task.sleep(for: .milliseconds(2)) }
+            try? await eventually("the first call is at the gate") { calls.singles.withLock { $0.contains(0) } }
             for input in inputs {
                 group.addTask {
                     do { return (input, .success(try await coalescer.call(input))) } catch { return (input, .failure(error as! Failure)) }
                 }
             }
-            for _ in 0..<500 where coalescer.waitingCount < inputs.count { try? await Task.sleep(for: .milliseconds(2)) }
+            try? await eventually("every later call waits") { coalescer.waitingCount >= inputs.count }
             gate.open()
             var results: [Int: Result<Int, Failure>] = [:]
             for await (input, result) in group { results[input] = result }
@@ -114,9 +115,9 @@ import Testing
         })
         await withTaskGroup(of: Void.self) { group in
             group.addTask { _ = try? await Logger.$traceparent.withValue("attacker") { try await coalescer.call(0) } }
-            for _ in 0..<500 where !started.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+            try? await eventually("the first call started") { started.withLock { $0 } }
             for input in 1...2 { group.addTask { _ = try? await coalescer.call(input) } }
-            for _ in 0..<500 where coalescer.waitingCount < 2 { try? await Task.sleep(for: .milliseconds(2)) }
+            try? await eventually("both later calls wait") { coalescer.waitingCount >= 2 }
             gate.open()
         }
         #expect(seen.withLock { $0 } == ["single: attacker", "batch: none"])

@@ -2,6 +2,7 @@ import Foundation
 import PGBus
 @testable import Relay
 import Testing
+import TestSupport
 
 /// The waiting side end to end through Postgres: the request is opened, a simulated holder
 /// of the phone on another instance reads the ping from its own channel and settles it
@@ -17,6 +18,18 @@ import Testing
         case answer(PhoneAnswer)
         case ignore
         case absent
+    }
+
+    /// The id of `owner`'s pending request, once its row is there.
+    func pendingRequest(of owner: UUID) async throws -> UUID {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        var id: UUID?
+        try await eventually("the request's row is written", every: .milliseconds(20)) {
+            id = try await admin.query("select id from relay.pending_requests where owner_id = $1", [owner]).first?.decode(0, as: UUID.self)
+            return id != nil
+        }
+        return try #require(id)
     }
 
     /// Runs `body` with a coordinator whose answers arrive over a real LISTEN, and a phone
@@ -126,7 +139,7 @@ import Testing
         let owner = try await user()
         let outcomes = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore, maxWaiting: 1) { coordinator in
             async let first = coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
-            try await Task.sleep(for: .milliseconds(300))
+            _ = try await pendingRequest(of: owner.user)
             let second = try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
             return [try await first, second]
         }
@@ -138,7 +151,7 @@ import Testing
         let owner = try await user()
         let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
             let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
-            try await Task.sleep(for: .milliseconds(500))
+            _ = try await pendingRequest(of: owner.user)
             task.cancel()
             return try await task.value
         }
@@ -160,13 +173,7 @@ import Testing
         let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
-        var id: UUID?
-        for _ in 0..<100 where id == nil {
-            id = try await admin.query("select id from relay.pending_requests where owner_id = $1", [owner.user]).first?
-                .decode(0, as: UUID.self)
-            if id == nil { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        let request = try #require(id)
+        let request = try await pendingRequest(of: owner.user)
         let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               deviceName: "Here", platform: "ios")
         #expect(await coordinator.settlingHere(request, fix: fix))

@@ -2,6 +2,7 @@ import Foundation
 import PGBus
 import Relay
 import Testing
+import TestSupport
 
 /// The races of issue 14 that would leave a connected phone without its ping, each made
 /// deterministic with a real relay and Postgres (race 3, a stale hello, is SQL only:
@@ -17,12 +18,18 @@ import Testing
         let relay = try await RelayHarness.start()  // heartbeat 10 s: no backstop poll within the test
         let lock = "select pg_advisory_lock(hashtextextended('whereabot_open_request:' || $1::text, 0))"
         _ = try await admin.query(lock, [ada.user])
-        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email), awaitingHello: false)
+        let holder = try await admin.query("select pg_backend_pid()").scalar(Int.self)
+        try await eventually("the hello waits for the lock") {
+            try await admin.query("select count(*)::int from pg_stat_activity where $1 = any(pg_blocking_pids(pid))", [holder])
+                .scalar(Int.self) > 0
+        }
         let registered = "select count(*)::int from relay.connections where user_id = $1"
         #expect(try await admin.query(registered, [ada.user]).scalar(Int.self) == 0, "the hello waits for the lock")
         // The request's notification reaches the holder now; its row is gone again, so the
         // hello's pending list cannot hold it.
         let request = UUID()
+        let received = try await relay.metric("whereabot_notifications_received_total")
         _ = try await admin.query("""
             with r as (insert into relay.pending_requests (id, owner_id, client_id, waiter_instance, reply_key, expires_at)
                        values ($1, $2, 'c', 'elsewhere', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')
@@ -30,7 +37,9 @@ import Testing
             select private.notify_instances(array[$3], private.locate_ping(r) || '{"kind":"locate"}') from r
             """, [request, ada.user, relay.instance])
         _ = try await admin.query("delete from relay.pending_requests where id = $1", [request])
-        try await Task.sleep(for: .milliseconds(300))  // the notification is in the hub before the hello returns
+        try await eventually("the notification reached the instance before the hello returns") {
+            try await relay.metric("whereabot_notifications_received_total") > received
+        }
         _ = try await admin.query("select pg_advisory_unlock(hashtextextended('whereabot_open_request:' || $1::text, 0))", [ada.user])
         #expect(await nextMessage(phone, type: "locate", within: 3)?["id"] as? String == request.uuidString.lowercased())
         #expect(try await admin.query(registered, [ada.user]).scalar(Int.self) == 1)
@@ -51,12 +60,9 @@ import Testing
         #expect(try await admin.query(sockets, [relay.instance]).scalar(Int.self) == 1)
         _ = try await admin.query("delete from relay.instances where id = $1", [relay.instance])  // its sockets go with it
         _ = try await relay.phone(RelayHarness.token(user: bob.user, session: bob.session, email: bob.email))
-        var count = 0
-        for _ in 0..<30 where count < 2 {
-            try await Task.sleep(for: .milliseconds(100))
-            count = try await admin.query(sockets, [relay.instance]).scalar(Int.self)
+        try await eventually("both sockets registered again", every: .milliseconds(50)) {
+            try await admin.query(sockets, [relay.instance]).scalar(Int.self) == 2
         }
-        #expect(count == 2, "both sockets registered again")
         #expect(try await admin.query("select count(*)::int from relay.instances where id = $1", [relay.instance])
             .scalar(Int.self) == 1)
         // And the old phone is reachable again.

@@ -2,6 +2,7 @@ import Foundation
 @testable import Relay
 import Synchronization
 import Testing
+import TestSupport
 
 /// Poll bounds (issue 38, finding 5, and the budget of unknown ids): each bound is reached
 /// here, as an agent holding long polls or guessing ids would reach it.
@@ -29,7 +30,7 @@ import Testing
         for (token, binding) in polls {
             group.addTask { _ = await limiter.polling(token, by: binding, wait: .seconds(30)) { await held.poll($0) } }
         }
-        for _ in 0..<1000 where held.granted.withLock({ $0.count }) < before + polls.count { try? await Task.sleep(for: .milliseconds(1)) }
+        try? await eventually("each poll was given its wait") { held.granted.withLock { $0.count } >= before + polls.count }
     }
 
     @Test func onePollPerRequestAndCredentialWaits() async throws {

@@ -6,6 +6,7 @@ import HTTPServer
 import PGBus
 import Relay
 import Testing
+import TestSupport
 
 /// A real relay instance on a real port: a phone over WebSocket, an agent over HTTP.
 @Suite struct RelayEndToEndTests {
@@ -51,7 +52,9 @@ import Testing
                 phone.send(#"{"type":"location","id":"\#(id)","latitude":52.52,"longitude":13.405,"accuracy_m":12,"timestamp_ms":\#(now)}"#)
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        try await eventually("the phone's hello is registered", every: .milliseconds(20)) {
+            try await admin.query("select count(*)::int from relay.connections where user_id = $1", [ada.user]).scalar(Int.self) == 1
+        }
 
         let agentToken = "Bearer " + token(user: ada.user, session: ada.session, email: ada.email, clientID: "6f1d0c1e-5b1a-4c1e-9a55-0a9f3c1e7b21")
         let (status, body, _) = try await post(base + "/v1/locate?timeout_secs=5", authorization: agentToken)

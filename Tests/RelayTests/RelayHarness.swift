@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import PGBus
 import Relay
+import TestSupport
 
 /// A running relay instance for tests, with helpers for phones and agents.
 struct RelayHarness: Sendable {
@@ -15,6 +16,7 @@ struct RelayHarness: Sendable {
 
     let instance: String
 
+    /// Starts an instance and returns once its first full resync is done.
     static func start(heartbeat: Duration = .seconds(10), reapEvery: Int = 6) async throws -> RelayHarness {
         let instance = "harness-\(UUID().uuidString.prefix(6).lowercased())"
         var configuration = RelayService.Configuration(
@@ -24,7 +26,13 @@ struct RelayHarness: Sendable {
         configuration.reapEvery = reapEvery
         configuration.logger = Logger(level: .warning)  // info lines (push disabled, …) are noise in test output
         let relay = try RelayService(configuration)
-        return RelayHarness(relay: relay, port: try await relay.start(), instance: instance)
+        let harness = RelayHarness(relay: relay, port: try await relay.start(), instance: instance)
+        // The LISTEN's first activation re-says every hello; phones connect after it, so
+        // that no test sees a re-registration it did not cause.
+        try await eventually("the instance's first full resync", every: .milliseconds(10)) {
+            try await harness.metric("whereabot_resyncs_total") >= 1
+        }
+        return harness
     }
 
     func stop() async {
@@ -39,12 +47,29 @@ struct RelayHarness: Sendable {
         return TestToken.make(header: ["alg": "HS256", "typ": "JWT"], claims: claims) { TestToken.hmac(Array(secret.utf8), $0) }
     }
 
-    /// A connected phone that has said hello.
-    func phone(_ token: String, device: UUID = UUID(), name: String = "Phone") async throws -> WebSocketClient {
+    /// A connected phone that has said hello, returned once the database holds its socket
+    /// for this instance (`awaitingHello: false`: at once, for a hello the test holds up).
+    func phone(_ token: String, device: UUID = UUID(), name: String = "Phone", awaitingHello: Bool = true) async throws -> WebSocketClient {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let sent = try await admin.query("select extract(epoch from clock_timestamp())::float8").scalar(Double.self)
         let client = try await WebSocketClient.connect("ws://127.0.0.1:\(port)/v1/device", headers: [("Authorization", "Bearer " + token)])
         client.send(#"{"type":"hello","app_version":"1","device_id":"\#(device)","device_name":"\#(name)","platform":"ios"}"#)
-        try await Task.sleep(for: .milliseconds(300))
+        if awaitingHello {
+            try await eventually("the phone's hello is registered", every: .milliseconds(10)) {
+                try await admin.query("""
+                    select exists (select from relay.connections
+                                   where device_id = $1 and instance_id = $2 and extract(epoch from opened_at) >= $3)
+                    """, [device, instance, sent]).scalar(Bool.self)
+            }
+        }
         return client
+    }
+
+    /// A value from this instance's /metrics: an unlabelled series, 0 when absent.
+    func metric(_ name: String) async throws -> Double {
+        let lines = try await request("GET", "/metrics", authorization: nil).body.split(separator: "\n")
+        return lines.first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) } ?? 0
     }
 
     func request(_ method: String, _ path: String, authorization: String?, body: String? = nil,
@@ -74,23 +99,14 @@ struct RelayHarness: Sendable {
 
 /// Reads JSON messages from a phone until one of `type` arrives (or `seconds` pass).
 func nextMessage(_ client: WebSocketClient, type: String, within seconds: Double = 5) async -> [String: Any]? {
-    func parse(_ text: String) -> [String: Any]? {
+    @Sendable func parse(_ text: String) -> [String: Any]? {
         try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
     }
-    let text = await withTaskGroup(of: String?.self) { group in
-        group.addTask {
-            for await message in client.messages {
-                if case .text(let text) = message, parse(text)?["type"] as? String == type { return text }
-            }
-            return nil
+    let text = await withTimeout(.seconds(seconds)) { () -> String? in
+        for await message in client.messages {
+            if case .text(let text) = message, parse(text)?["type"] as? String == type { return text }
         }
-        group.addTask {
-            try? await Task.sleep(for: .seconds(seconds))
-            return nil
-        }
-        let first = await group.next() ?? nil
-        group.cancelAll()
-        return first
+        return nil
     }
     return text.flatMap(parse)
 }

@@ -3,6 +3,7 @@ import HTTPServer
 import PGBus
 import Relay
 import Testing
+import TestSupport
 
 /// Notifications are hints: lost ones, rows lost in a crash and a draining instance must
 /// not lose a request.
@@ -112,15 +113,12 @@ import Testing
             try await db.query("delete from relay.connections where instance_id = $1", [relay.instance])
             try await db.query("delete from relay.instances where id = $1", [relay.instance])
         }
-        var restored = false
-        for _ in 0..<100 where !restored {
-            try await Task.sleep(for: .milliseconds(100))
-            restored = try await admin.query("""
+        try await eventually("the request row and the phone's connection are back", every: .milliseconds(50)) {
+            try await admin.query("""
                 select exists (select from relay.pending_requests where id = $1 and settled_at is null)
                    and exists (select from relay.connections where instance_id = $2)
                 """, [UUID(uuidString: id)!, relay.instance]).scalar(Bool.self)
         }
-        #expect(restored, "the request row and the phone's connection are back")
         phone.send(Self.fix(id))
         let (status, body) = try await located
         #expect(status == 200 && body.contains("\"longitude\":2.35"), "got \(status) \(body)")

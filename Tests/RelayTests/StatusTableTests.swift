@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Relay
 import Testing
+import TestSupport
 
 /// Every row of SPEC §3's status table, over HTTP and as MCP tool results, from a phone
 /// that answers as told through a running relay.
@@ -60,7 +61,9 @@ import Testing
         let waiting = (0..<LocateCoordinator.defaultMaxWaiting).map { _ in
             Task { try await harness.request("POST", "/v1/locate?timeout_secs=3", authorization: agent) }
         }
-        try await Task.sleep(for: .milliseconds(700))
+        try await eventually("every request waits") {
+            try await harness.metric("whereabot_pending_requests") == Double(LocateCoordinator.defaultMaxWaiting)
+        }
         let (status, text) = try await harness.request("POST", "/v1/locate?timeout_secs=1", authorization: agent)
         #expect(status == 429 && text == AgentFailure.tooManyWaiting.agentText)
         let tool = try await mcpCall(harness, agent)

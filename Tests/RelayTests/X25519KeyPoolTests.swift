@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Relay
 import Testing
+import TestSupport
 
 /// Key pairs generated ahead of time: each handed out once, the pool refilled in the
 /// background up to its capacity and never beyond, an empty pool still answering at once.
@@ -14,10 +15,8 @@ import Testing
         }
         #expect(publicKeys.count == 40)
         // Refilled (takes may race the last refills, so anywhere from half to full) and
-        // never beyond the capacity.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while pool.count < 4, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        try await Task.sleep(for: .milliseconds(200))
+        // never beyond the capacity, once the refill has stopped.
+        try await eventually("the pool is refilled") { !pool.isRefilling && pool.count >= 4 }
         #expect((4...8).contains(pool.count))
         #expect(!publicKeys.contains(try pool.take().publicKey))
     }

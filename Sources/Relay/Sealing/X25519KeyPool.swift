@@ -37,6 +37,9 @@ final class X25519KeyPool: Sendable {
     /// Keys waiting now (for tests).
     var count: Int { state.withLock { $0.keys.count } }
 
+    /// Whether a refill is under way (for tests).
+    var isRefilling: Bool { state.withLock { $0.refilling } }
+
     private func startRefill() {
         let thread = Thread { [self] in
             while true {
