@@ -174,6 +174,30 @@ import Testing
         #expect(fixture.state.held.isEmpty && !fixture.state.pings.contains(ping.id))
     }
 
+    /// A locate that comes after its request ended here — its notification behind the
+    /// settle, or a resync after a Postgres crash that reads it again — is not sent again,
+    /// to the phones that had it nor to one that registered since; the ended id is kept
+    /// until the ping would have expired (a fault run once saw 101 pings for 100 requests).
+    @Test func aLateLocateForAnEndedRequestIsNotSentAgain() {
+        var fixture = Fixture()
+        let owner = UUID()
+        let answering = fixture.registered(Phone(user: owner)), other = fixture.registered(Phone(user: owner))
+        let ping = fixture.ping(in: 30), cancelled = fixture.ping(in: 30)
+        fixture.on(.locate(ping, owner: owner))
+        fixture.on(.locate(cancelled, owner: owner))
+        let settle = fixture.on(.received(answering, .answer(id: ping.id, Self.fix))).settles[0]
+        #expect(fixture.on(.settled(settle, .settled)).sent(to: other).count == 1, "the other phone's cancel")
+        #expect(fixture.on(.cancel(cancelled.id)).sent(to: answering).count == 1)
+        #expect(fixture.on(.locate(ping, owner: owner)).isEmpty, "settled here: not sent again")
+        #expect(fixture.on(.locate(cancelled, owner: owner)).isEmpty, "cancelled: not sent again")
+        let late = fixture.registered(Phone(user: owner))
+        #expect(fixture.on(.locate(ping, owner: owner)).sent(to: late).isEmpty, "nor to a phone that came since")
+        #expect(fixture.state.pings.endedCount == 2)
+        fixture.now += 31
+        fixture.on(.resync(reregister: false, maximumBatch: 1))
+        #expect(fixture.state.pings.endedCount == 0, "forgotten once the pings expired")
+    }
+
     /// A held answer is kept through `gone` (its row may wait to be re-created after a
     /// crash) until its ping's expiry, and then forgotten; one the database refused
     /// (`forbidden`) is dropped at once.
