@@ -146,6 +146,21 @@ import TestSupport
         #expect(outcomes == [.failure(.phoneSilent), .failure(.tooManyWaiting)])
     }
 
+    /// A drain's wait ends when the last call ends (an hour's limit would outlast the
+    /// test's own), or at its limit while a call still waits.
+    @Test(.timeLimit(.minutes(1))) func untilIdleEndsWithTheLastCallOrAtItsLimit() async throws {
+        let owner = try await user()
+        try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
+            let call = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1))) }
+            _ = try await pendingRequest(of: owner.user)
+            await coordinator.untilIdle(within: .milliseconds(10))
+            #expect(await coordinator.waitingCount == 1, "the limit came first")
+            await coordinator.untilIdle(within: .seconds(3600))
+            #expect(await coordinator.waitingCount == 0)
+            #expect(try await call.value == .failure(.phoneSilent))
+        }
+    }
+
     /// An agent that hangs up abandons its request: the row is settled as abandoned.
     @Test func cancellationAbandonsTheRequest() async throws {
         let owner = try await user()

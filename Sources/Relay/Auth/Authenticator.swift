@@ -72,7 +72,8 @@ public actor Authenticator {
     ///   - jwks: where ES256/RS256 keys come from.
     ///   - issuer: the expected `iss` (`SUPABASE_URL/auth/v1`), if SUPABASE_URL is set.
     ///   - database: for sessions, agent keys and the agent-key signing secret.
-    ///   - logger: where a failed read of the signing secret is logged.
+    ///   - logger: where a failed read of the signing secret, or a session check the
+    ///     database did not answer, is logged.
     public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
@@ -83,7 +84,7 @@ public actor Authenticator {
         self.audience = audience
         self.jwksSource = jwks
         self.database = database
-        self.sessionChecker = SessionChecker(database: database)
+        self.sessionChecker = SessionChecker(database: database, logger: logger)
         self.sessionCacheTTL = sessionCacheTTL
         self.keyCacheTTL = keyCacheTTL
         self.now = now

@@ -15,12 +15,15 @@ actor SessionChecker {
     }
 
     private let database: RelayDatabase
+    private let logger: Logger?
     private var batcher = CallBatcher<Check>(window: .zero, maximumBatch: RelayDatabase.maxSessionChecks,
                                              maximumInFlight: SessionChecker.maximumInFlight)
 
-    /// Creates a checker over `database`.
-    init(database: RelayDatabase) {
+    /// Creates a checker over `database`; a call that fails is logged to `logger` (its
+    /// callers get nil: "cannot check now").
+    init(database: RelayDatabase, logger: Logger? = nil) {
         self.database = database
+        self.logger = logger
     }
 
     /// The session's state; nil when the database could not be asked.
@@ -36,9 +39,16 @@ actor SessionChecker {
             case .armTimer:  // a zero window arms no timer
                 break
             case .send(let checks):
+                let logger = self.logger
                 Task {
                     await Logger.untraced {
-                        let states = try? await database.sessionStates(checks.map { ($0.session, $0.user) })
+                        let states: [RelayStatus.Session]?
+                        do {
+                            states = try await database.sessionStates(checks.map { ($0.session, $0.user) })
+                        } catch {
+                            logger?.failure("session_check_failed", error, ["sessions": String(checks.count)])
+                            states = nil
+                        }
                         for (index, check) in checks.enumerated() { check.done.resume(returning: states?[index]) }
                         self.sent()
                     }

@@ -46,14 +46,20 @@ struct PhoneAccount: Sendable {
                 return keys(try await database.revokeAgentKey(user: user, id: id))
             }
         } catch let error as PGError where error.isRefusal {
-            if case .listAgentKeys = request {} else if request.isAboutAgentKeys {
-                // No name, the 25-key limit, a key of someone else: refused, list unchanged.
-                let current = (try? await database.agentKeys(user: user)).map(keys) ?? #"{"type":"agent_keys","keys":[]}"#
+            // Refused, list unchanged: the list as it is now, marked refused (no name, the
+            // 25-key limit, a key of someone else; a generic agent id, a requester without a
+            // share). A list that cannot be read now is "try again", never an empty list.
+            do {
+                let current = if request.isAboutAgentKeys {
+                    keys(try await database.agentKeys(user: user))
+                } else {
+                    agents(try await database.alwaysAllowedAgents(user: user))
+                }
                 return String(current.dropLast()) + #","error":"refused"}"#
+            } catch {
+                logger.failure("phone_account_failed", error, ["device": device.uuidString.lowercased()])
+                return #"{"type":"error","reason":"try_again"}"#
             }
-            // A generic agent id, a requester without a share, a limit: refused, list unchanged.
-            let current = (try? await database.alwaysAllowedAgents(user: user)).map(agents) ?? #"{"type":"always_allowed","agents":[]}"#
-            return String(current.dropLast()) + #","error":"refused"}"#
         } catch {
             logger.failure("phone_account_failed", error, ["device": device.uuidString.lowercased()])
             return #"{"type":"error","reason":"try_again"}"#

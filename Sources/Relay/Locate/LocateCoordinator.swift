@@ -108,6 +108,8 @@ public actor LocateCoordinator {
     /// was reading the row (entries live only as long as a poll does).
     var polling: [UUID: Int] = [:]
     var woken: Set<UUID> = []
+    /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
+    private var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
 
     private struct Call {
         let replyKey: ReplyKey
@@ -159,6 +161,22 @@ public actor LocateCoordinator {
 
     /// Requests waiting here now (for /metrics, resync and drain).
     public var waitingCount: Int { state.count }
+
+    /// Returns once no request waits here, or after `limit`: a drain's wait, woken by the
+    /// last call's end rather than polling.
+    public func untilIdle(within limit: Duration) async {
+        guard state.count > 0, limit > .zero else { return }
+        let key = UUID()
+        await withCheckedContinuation { continuation in
+            idleWaiters[key] = (continuation, timers.after(limit) { await self.endIdleWait(key) })
+        }
+    }
+
+    private func endIdleWait(_ key: UUID) {
+        guard let waiter = idleWaiters.removeValue(forKey: key) else { return }
+        waiter.deadline.cancel()
+        waiter.continuation.resume()
+    }
 
     /// An answer for this instance: its notification, or settled here (then with the fix
     /// it sealed, which saves opening it again).
@@ -299,6 +317,7 @@ public actor LocateCoordinator {
         // The queue keeps its storage between drains, unless a burst (a resync) grew it.
         if queue.capacity > 64 { queue = [] } else { queue.removeAll(keepingCapacity: true) }
         performing = false
+        if state.count == 0, !idleWaiters.isEmpty { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs one action that needs no waiting (see `drain`).

@@ -12,12 +12,12 @@ extension MCPHandler {
     func locateTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
         let arguments = params["arguments"]?.object ?? [:]
         if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "reason", "request_id"].contains($0) }) {
-            return Self.toolError(
+            return RelayError.toolResult(
                 "Unknown argument \(unknown.prefix(64)); get_phone_location takes timeout_secs, person, reason and request_id.")
         }
         if let value = arguments["request_id"] {
             guard let text = value.string, let token = RequestToken(parsing: text) else {
-                return Self.toolError(ResumeText.unknownRequestID)
+                return RelayError.toolResult(ResumeText.unknownRequestID)
             }
             return try await resumeTool(token, agent: agent)
         }
@@ -38,19 +38,19 @@ extension MCPHandler {
             guard let number = value.number, number == number.rounded(),
                   (Double(range.lowerBound)...Double(range.upperBound)).contains(number) else {
                 // SEP-1303: input validation errors are tool results the model can read.
-                return Self.toolError("timeout_secs must be a whole number from 1 to \(range.upperBound).")
+                return RelayError.toolResult("timeout_secs must be a whole number from 1 to \(range.upperBound).")
             }
             timeout = Int(number)
         }
         if let person = arguments["person"], person.string == nil {
-            return Self.toolError("person must be a string (a name or an email).")
+            return RelayError.toolResult("person must be a string (a name or an email).")
         }
         var reason: String?
         if let value = arguments["reason"], !value.isNull {
-            guard let text = value.string else { return Self.toolError("reason must be a string.") }
+            guard let text = value.string else { return RelayError.toolResult("reason must be a string.") }
             switch LocateReason.check(text) {
             case .reason(let cleaned): reason = cleaned
-            case .tooLong: return Self.toolError(LocateReason.tooLongText)
+            case .tooLong: return RelayError.toolResult(LocateReason.tooLongText)
             }
         }
         // A task's ttl shorter than its consent window cuts the window: nothing is kept past it.
@@ -64,7 +64,7 @@ extension MCPHandler {
                                               timeoutSeconds: timeout, mode: mode)
         } catch {
             logger.failure("locate_failed", error)
-            return Self.toolError(RelayRoutes.databaseUnreachableText)
+            return RelayError.databaseUnreachable.toolResult
         }
         if case .waiting(let token, let expiresAt, _) = result, legacyTask != nil || modernTask {
             // The ttl granted: the one asked for, at most the deadline plus 10 minutes.
@@ -85,13 +85,13 @@ extension MCPHandler {
             switch try await polls.polling(token, by: .init(agent), wait: waitBound, {
                 try await locator.resume(agent: agent, token: token, wait: $0, namingWhileWaiting: true)
             }) {
-            case .unknown: return Self.toolError(ResumeText.unknownRequestID)
+            case .unknown: return RelayError.toolResult(ResumeText.unknownRequestID)
             case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person))
             case .settled(_, let result): return Self.toolResult(result)
             }
         } catch {
             logger.failure("resume_failed", error, ["request": token.tag])
-            return Self.toolError(RelayRoutes.databaseUnreachableText)
+            return RelayError.databaseUnreachable.toolResult
         }
     }
 
@@ -107,13 +107,9 @@ extension MCPHandler {
             return ["content": [["type": "text", "text": .string(ResumeText.waiting(token, expiresAt: expiresAt, person: person))]],
                     "structuredContent": ResumeText.waitingObject(token, expiresAt: expiresAt), "isError": false]
         case .failure(let failure):
-            return toolError(failure.agentText)
+            return RelayError.locate(failure).toolResult
         case .abandoned:
-            return toolError(ResumeText.cancelled)
+            return RelayError.gone(ResumeText.cancelled).toolResult
         }
-    }
-
-    static func toolError(_ text: String) -> [String: JSONValue] {
-        ["content": [["type": "text", "text": .string(text)]], "isError": true]
     }
 }

@@ -30,7 +30,7 @@ struct MCPHandler: Sendable {
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
-            return .text(403, "Origin not allowed.")
+            return RelayError.forbidden("Origin not allowed.").response
         }
         // GET (no server-initiated stream) and DELETE (no sessions) are 405 (SPEC §3); the
         // route table answers them before this handler, with the same Allow.
@@ -230,14 +230,14 @@ struct MCPHandler: Sendable {
             return try await locateTool(params, agent: agent, revision: revision)
         case "list_people_sharing_with_me":
             if let unknown = arguments.keys.sorted().first {
-                return Self.toolError("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")
+                return RelayError.toolResult("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")
             }
             let people: [Person]
             do {
                 people = try await database.peopleSharing(with: agent.userID)
             } catch {
                 logger.failure("people_sharing_failed", error)
-                return Self.toolError(RelayRoutes.databaseUnreachableText)
+                return RelayError.databaseUnreachable.toolResult
             }
             let list: [JSONValue] = people.map { ["name": .string($0.name), "email": .string($0.email)] }
             let text = people.isEmpty ? "Nobody shares their location with you yet."

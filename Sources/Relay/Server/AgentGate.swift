@@ -17,7 +17,7 @@ struct AgentGate: Sendable {
     func unauthorized(presented: Bool) -> HTTPResponse {
         var challenge = "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\", scope=\"\(Self.scope)\""
         if presented { challenge += ", error=\"invalid_token\"" }
-        return .text(401, AgentFailure.badCredential.agentText, headers: ["WWW-Authenticate": challenge])
+        return RelayError.locate(.badCredential).response(headers: ["WWW-Authenticate": challenge])
     }
 
     func agent(_ request: HTTPRequest) async -> Result<AgentIdentity, Refusal> {
@@ -57,10 +57,10 @@ struct AgentGate: Sendable {
     func refusal(_ error: AuthError, _ request: HTTPRequest) async -> HTTPResponse {
         switch error {
         case .unavailable:
-            return .text(503, Self.cannotCheckText, headers: ["Retry-After": "5"])
+            return RelayError.cannotCheckCredentials.response
         case .rateLimited:
             let seconds = await authenticator.retryAfter(client: request.remoteAddress)
-            return .text(429, Self.rateLimitedText, headers: ["Retry-After": String(seconds)])
+            return RelayError.rateLimited(retryAfter: seconds).response
         case .missing:
             return unauthorized(presented: false)
         default:
@@ -72,9 +72,4 @@ struct AgentGate: Sendable {
     /// Supabase Auth's `openid` and `email` — the relay names the account's email in its
     /// answers. The protected-resource metadata lists the same.
     static let scope = "openid email"
-
-    /// The 503 text when the database cannot be asked about a credential.
-    static let cannotCheckText = "The relay cannot check credentials right now. Retry in a few seconds."
-    /// The 429 text for a client address with too many failed authentications.
-    static let rateLimitedText = "Too many failed authentications from this address. Retry later."
 }

@@ -26,7 +26,7 @@ struct DurableRoutes: Sendable {
                                               mode: .durable(ttl: nil, listed: false))
         } catch {
             logger.failure("locate_failed", error)
-            return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+            return RelayError.databaseUnreachable.response
         }
         guard case .waiting(let token, let expiresAt, _) = result else { return Self.response(result) }
         logger.debug("request_opened", ["request": token.tag])
@@ -38,31 +38,31 @@ struct DurableRoutes: Sendable {
     /// GET (and HEAD) or DELETE /v1/locate/requests/{request_id}.
     func handle(_ request: HTTPRequest, agent: AgentIdentity) async -> HTTPResponse {
         guard let token = RequestToken(parsing: request.path.dropFirst(Self.prefix.count)) else {
-            return .text(400, ResumeText.malformedRequestID)
+            return RelayError.badInput(ResumeText.malformedRequestID).response
         }
         if request.method == "DELETE" {
             do {
                 return try await locator.cancel(agent: agent, token: token, forget: true) == .unknown
-                    ? .text(404, ResumeText.unknownRequest) : HTTPResponse(status: 204)
+                    ? RelayError.notFound(ResumeText.unknownRequest).response : HTTPResponse(status: 204)
             } catch {
                 logger.failure("cancel_failed", error, ["request": token.tag])
-                return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+                return RelayError.databaseUnreachable.response
             }
         }
         var wait = 0
         if let text = request.queryItem("wait_secs") {
-            guard let value = DurableParams.waitSeconds(text) else { return .text(400, ResumeText.waitSeconds) }
+            guard let value = DurableParams.waitSeconds(text) else { return RelayError.badInput(ResumeText.waitSeconds).response }
             wait = value
         }
         if let retry = polls.take(token, by: .init(agent)) {
-            return .text(429, ResumeText.tooManyPolls, headers: ["Retry-After": String(retry)])
+            return RelayError.tooManyPolls(retryAfter: retry).response
         }
         do {
             switch try await polls.polling(token, by: .init(agent), wait: .seconds(wait), {
                 try await locator.resume(agent: agent, token: token, wait: $0)
             }) {
             case .unknown:
-                return .text(404, ResumeText.unknownRequest)
+                return RelayError.notFound(ResumeText.unknownRequest).response
             case .waiting(let state, _):
                 return Self.json(202, ResumeText.waitingObject(token, expiresAt: state.expiresAt),
                                  headers: ["Retry-After": Self.retryAfter])
@@ -71,7 +71,7 @@ struct DurableRoutes: Sendable {
             }
         } catch {
             logger.failure("poll_failed", error, ["request": token.tag])
-            return .text(503, RelayRoutes.databaseUnreachableText, headers: ["Retry-After": "5"])
+            return RelayError.databaseUnreachable.response
         }
     }
 
@@ -81,9 +81,9 @@ struct DurableRoutes: Sendable {
         case .fix(let json, _):
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
         case .failure(let failure):
-            return .text(failure.status, failure.agentText)
+            return RelayError.locate(failure).response
         case .abandoned:
-            return .text(410, ResumeText.cancelled)
+            return RelayError.gone(ResumeText.cancelled).response
         case .waiting(let token, let expiresAt, _):
             return json(202, ResumeText.waitingObject(token, expiresAt: expiresAt), headers: ["Retry-After": retryAfter])
         }

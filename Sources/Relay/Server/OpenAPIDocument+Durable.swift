@@ -70,10 +70,10 @@ extension OpenAPIDocument {
                 ("410", text("The request was cancelled (as an MCP task, or its share ended)", [ResumeText.cancelled])),
                 ("424", text("The phone could not share a location", [AgentFailure.permissionOff.agentText, AgentFailure.noFix.agentText])),
                 ("429", text("More than 2 polls a second of this request, or too many failed authentications",
-                             [ResumeText.tooManyPolls, AgentGate.rateLimitedText], headers: [retryAfter])),
+                             [ResumeText.tooManyPolls, RelayError.rateLimited(retryAfter: 0).text], headers: [retryAfter])),
                 ("503", text("No phone got the request, or the relay cannot serve now",
-                             [AgentFailure.notConnected(email: nil).agentText, RelayRoutes.drainingText,
-                              RelayRoutes.databaseUnreachableText], headers: [retryAfter])),
+                             [AgentFailure.notConnected(email: nil).agentText, RelayError.draining.text,
+                              RelayError.databaseUnreachable.text], headers: [retryAfter])),
                 ("504", text("A phone got the request but nobody answered in time", [AgentFailure.phoneSilent.agentText])),
             ])),
         ])
@@ -89,7 +89,7 @@ extension OpenAPIDocument {
                 ("400", text("A malformed request id", [ResumeText.malformedRequestID])),
                 ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
                 ("404", text("Unknown to this credential", [ResumeText.unknownRequest])),
-                ("503", text("The relay cannot serve now", [RelayRoutes.drainingText, RelayRoutes.databaseUnreachableText],
+                ("503", text("The relay cannot serve now", [RelayError.draining.text, RelayError.databaseUnreachable.text],
                              headers: [retryAfter])),
             ])),
         ])

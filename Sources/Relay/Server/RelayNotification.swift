@@ -18,7 +18,7 @@ enum RelayNotification: Sendable, Equatable {
     /// `whereabot_replay`: send a sealed answer again.
     case replay(UUID)
     /// `whereabot_device`: a device said hello elsewhere or was revoked.
-    case device(UUID, event: String, connection: UUID?)
+    case device(UUID, event: DeviceEvent, connection: UUID?)
     /// `whereabot_key`: an agent key was revoked.
     case key(UUID)
 
@@ -57,7 +57,9 @@ enum RelayNotification: Sendable, Equatable {
         case "whereabot_replay":
             return json["id"]?.uuid.map { .replay($0) }
         case "whereabot_device":
-            guard let device = json["device"]?.uuid, let event = json["event"]?.string else { return nil }
+            guard let device = json["device"]?.uuid, let event = json["event"]?.string.flatMap(DeviceEvent.init(rawValue:)) else {
+                return nil
+            }
             var connection: UUID?
             if let value = json["connection"], !value.isNull {
                 guard let id = value.uuid else { return nil }
@@ -70,4 +72,12 @@ enum RelayNotification: Sendable, Equatable {
             return nil
         }
     }
+}
+
+/// What a `whereabot_device` notification says happened to a device.
+enum DeviceEvent: String, Sendable, Equatable {
+    /// It said hello on a socket (of any instance): older sockets of it are replaced.
+    case hello
+    /// It was removed: its sockets close and its session is revoked.
+    case revoked
 }

@@ -28,9 +28,6 @@ struct RelayRoutes: Sendable {
     static let defaultTimeout = 60
     static let maximumTimeout = 120
 
-    /// What agents and phones get while the database cannot be reached.
-    static let databaseUnreachableText = "The relay cannot reach its database right now. Retry in a few seconds."
-
     /// The texts of the routes besides the agent texts of `AgentFailure`; docs/openapi.yaml
     /// is built from these (`OpenAPIDocument`), so each exists once.
     static let timeoutText = "timeout_secs must be a whole number of seconds from 1 to \(maximumTimeout)."
@@ -43,9 +40,6 @@ struct RelayRoutes: Sendable {
     static let agentCannotAnswerText = "Agent credentials cannot answer."
     static let agentCannotConnectText = "Agent credentials cannot connect as a phone."
     static let deviceRemovedText = "This session was signed out by removing its device. Sign in again."
-
-    /// What agents and phones get from a draining instance.
-    static let drainingText = "This relay instance is restarting. Retry in a few seconds."
 
     /// Every path the relay serves and the one method it answers there (HEAD goes wherever
     /// GET does, the server dropping the body): the route table that decides 404 and 405 for
@@ -106,7 +100,7 @@ struct RelayRoutes: Sendable {
         let path = String(request.path)
         guard let route = Route(path: path) else { return .text(404, "Not Found") }
         guard route.allows(request.method) else { return route.methodNotAllowed }
-        if health.isDraining, route.drains, route != .device { return Self.draining }  // phones: see device(_:)
+        if health.isDraining, route.drains, route != .device { return RelayError.draining.response }  // phones: see device(_:)
         switch route {
         case .app:
             return app.response(method: request.method, path: path)
@@ -127,7 +121,7 @@ struct RelayRoutes: Sendable {
             return await deviceAnswer(request)
         case .readyz:
             let readiness = health.readiness()
-            return readiness.missing.isEmpty ? .text(200, readiness.body) : .text(503, readiness.body, headers: ["Retry-After": "5"])
+            return readiness.missing.isEmpty ? .text(200, readiness.body) : RelayError.notReady(readiness.body).response
         case .metrics:
             return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"],
                                 body: Array(await health.metrics().utf8))
@@ -159,14 +153,14 @@ struct RelayRoutes: Sendable {
         if let text = request.queryItem("timeout_secs") {
             let maximum = async ? DurableRoutes.maximumTimeout : Self.maximumTimeout
             guard let value = Self.timeoutSeconds(text, maximum: maximum) else {
-                return .text(400, async ? Self.asyncTimeoutText : Self.timeoutText)
+                return RelayError.badInput(async ? Self.asyncTimeoutText : Self.timeoutText).response
             }
             timeout = value
         }
         let reason: String?
         switch Self.reasonArgument(request) {
         case .success(let text): reason = text
-        case .failure(let refusal): return .text(400, refusal.text)
+        case .failure(let refusal): return RelayError.badInput(refusal.text).response
         }
         if async {
             return await durable.open(agent: agent, person: request.queryItem("person"), reason: reason, timeoutSeconds: timeout)
@@ -176,7 +170,7 @@ struct RelayRoutes: Sendable {
             result = try await locator.locate(agent: agent, person: request.queryItem("person"), reason: reason, timeoutSeconds: timeout)
         } catch {
             logger.failure("locate_failed", error)
-            return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
+            return RelayError.databaseUnreachable.response
         }
         // Abandoned: the agent hung up, or its key was revoked while it waited (then 401).
         if case .abandoned = result { return await gate.delivering(.text(499, "abandoned"), to: request) }
@@ -226,25 +220,25 @@ struct RelayRoutes: Sendable {
         case .failure(let refusal): return refusal.response
         }
         guard let message = PhoneMessage.parse(String(decoding: request.body, as: UTF8.self)) else {
-            return .text(415, Self.answerNotJSONText)
+            return RelayError.badInput(Self.answerNotJSONText, status: 415).response
         }
         switch message {
         case .hello, .log, .token, .account:
-            return .text(400, Self.answerNotAnswerText)
+            return RelayError.badInput(Self.answerNotAnswerText).response
         case .unknown:
-            return .text(422, Self.answerUnknownText)
+            return RelayError.badInput(Self.answerUnknownText, status: 422).response
         case .answer(let id, let reply):
             do {
                 switch try await settler.settle(id: id, user: phone.userID, device: nil, deviceName: "", platform: "", reply: reply) {
                 case .settled:
                     await hub.cancel(request: id)  // the database does not notify the settling instance
                     return HTTPResponse(status: 204)
-                case .gone: return .text(410, Self.answerGoneText)
-                case .forbidden: return .text(403, Self.answerForbiddenText)
+                case .gone: return RelayError.gone(Self.answerGoneText).response
+                case .forbidden: return RelayError.forbidden(Self.answerForbiddenText).response
                 }
             } catch {
                 logger.failure("device_answer_failed", error, ["request": id.uuidString])
-                return .text(503, Self.databaseUnreachableText, headers: ["Retry-After": "5"])
+                return RelayError.databaseUnreachable.response
             }
         }
     }
@@ -253,12 +247,12 @@ struct RelayRoutes: Sendable {
         // A browser's page may open the socket only from the relay's own origin (or an
         // allowed one): another site cannot use a signed-in page's token.
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
-            return .text(403, "Origin not allowed.")
+            return RelayError.forbidden("Origin not allowed.").response
         }
         let credential = DeviceCredential.from(authorization: request.headers["Authorization"],
                                                protocols: request.headers["Sec-WebSocket-Protocol"])
         guard case .authorization(let authorization, let selectProtocol) = credential else {
-            return .text(400, "Offer one whereabot.bearer.<token> subprotocol together with whereabot.v1.")
+            return RelayError.badInput("Offer one whereabot.bearer.<token> subprotocol together with whereabot.v1.").response
         }
         let response = await admitPhone(request, authorization: authorization, selectProtocol: selectProtocol)
         // "Come back in N s" reaches a phone that speaks whereabot.v1 on the socket (1013).
@@ -272,7 +266,7 @@ struct RelayRoutes: Sendable {
     /// once the token verified locally and before the session check, the database call that
     /// a reconnect storm multiplies — or its session (401, 403, 503).
     private func admitPhone(_ request: HTTPRequest, authorization: String?, selectProtocol: Bool) async -> HTTPResponse {
-        if health.isDraining { return Self.draining }
+        if health.isDraining { return RelayError.draining.response }
         let phone: PhoneIdentity
         switch await phoneIdentity(request, authorization: authorization, agentText: Self.agentCannotConnectText,
                                    checkingSession: false) {
@@ -281,7 +275,7 @@ struct RelayRoutes: Sendable {
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
         guard let ticket = await hub.waitingRoom.admit(account: phone.userID, address: request.remoteAddress) else {
-            return Self.tooManyWaitingForHello
+            return RelayError.tooManyWaitingForHello.response
         }
         do {
             try await authenticator.phoneSession(phone, client: request.remoteAddress)
@@ -291,15 +285,6 @@ struct RelayRoutes: Sendable {
         let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
         return .webSocket(headers: headers, delegate: hub.session(for: phone, waiting: ticket))
     }
-
-    /// What a draining instance answers new agent requests and phone sockets.
-    static let draining = HTTPResponse.text(503, drainingText, headers: ["Retry-After": "2"])
-
-    /// Past the sockets an account may have waiting for their hello, or past the relay's
-    /// queue of them.
-    static let tooManyWaitingForHello = HTTPResponse.text(
-        429, "Too many sockets are waiting for their hello. Say hello on the open ones, then retry.",
-        headers: ["Retry-After": String(HelloWaitingRoom.retryAfterSeconds)])
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's
     /// credential and for a session revoked by removing its device, else as `AgentGate`.
@@ -315,8 +300,8 @@ struct RelayRoutes: Sendable {
 
     private func phoneRefusal(_ error: AuthError, _ request: HTTPRequest, agentText: String) async -> AgentGate.Refusal {
         switch error {
-        case .wrongCredentialKind: AgentGate.Refusal(response: .text(403, agentText))
-        case .deviceRemoved: AgentGate.Refusal(response: .text(403, Self.deviceRemovedText))
+        case .wrongCredentialKind: AgentGate.Refusal(response: RelayError.forbidden(agentText).response)
+        case .deviceRemoved: AgentGate.Refusal(response: RelayError.forbidden(Self.deviceRemovedText).response)
         default: AgentGate.Refusal(response: await gate.refusal(error, request))
         }
     }

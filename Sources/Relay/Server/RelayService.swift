@@ -281,9 +281,7 @@ public final class RelayService: Sendable {
         let deadline = ContinuousClock.now + drainTimeout
         health.startDraining()
         await hub.closeAll()
-        while await coordinator.waitingCount > 0, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(50))
-        }
+        await coordinator.untilIdle(within: deadline - .now)
         await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
                               webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
         await pushes.finishSending()
