@@ -9,12 +9,15 @@ APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgres
                 haproxy nginx-light chromium
 SWIFT_FLAGS ?=
 
-.PHONY: help deps venv run auth auth-stop env db db-stop migrate build test test-fast test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
+.PHONY: help deps apt-deps venv run auth auth-stop env db db-stop migrate build test test-fast test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-deps: ## Install missing Debian packages and the Python test tools (.venv)
+deps: apt-deps ## Install missing Debian packages and the Python test tools (.venv)
+	@$(MAKE) --no-print-directory venv
+
+apt-deps:
 	@missing=$$(for p in $(APT_PACKAGES) $(EXTRA_APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -22,7 +25,6 @@ deps: ## Install missing Debian packages and the Python test tools (.venv)
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@$(MAKE) --no-print-directory venv
 
 venv: $(VENV)/.installed
 
@@ -59,7 +61,7 @@ migrate: ## Apply pending migrations to DATABASE_URL (default: the local databas
 build: ## Build the relay (debug)
 	swift build $(SWIFT_FLAGS)
 
-test: deps ## Run every test: Swift, pgTAP, schemas and acceptance, with a fresh test database
+test: apt-deps ## Run every test: Swift, pgTAP, schemas and acceptance, with a fresh test database
 	@scripts/test.sh
 
 test-fast: deps ## Before every commit (under 2 minutes with a warm build): pgTAP, the schema check, swift test and the fuzz smoke of decoders changed in the working tree
