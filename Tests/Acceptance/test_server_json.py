@@ -49,8 +49,8 @@ def remote():
 
 
 def mcp_route():
-    """The path RelayRoutes registers for MCP (`case mcp = "/mcp"`)."""
-    source = (ROOT / "Sources" / "Relay" / "Server" / "RelayRoutes.swift").read_text()
+    """The path the relay's route table registers for MCP (`case mcp = "/mcp"`)."""
+    source = (ROOT / "Sources" / "Relay" / "Server" / "RelayRoutes+Route.swift").read_text()
     return re.search(r'case mcp = "([^"]+)"', source).group(1)
 
 

@@ -38,7 +38,7 @@ import Testing
             return request
         }
         func reason(_ request: HTTPRequest) -> String?? {
-            if case .success(let text) = RelayRoutes.reasonArgument(request) { return .some(text) }
+            if case .success(let text) = AgentRoutes.reasonArgument(request) { return .some(text) }
             return .none
         }
         #expect(reason(request("/v1/locate?reason=To%20meet%0Ayou")) == .some("To meet you"))
@@ -48,14 +48,14 @@ import Testing
         #expect(reason(request("/v1/locate")) == .some(nil))
         #expect(reason(request("/v1/locate?reason=query", body: #"{"reason": "body"}"#)) == .some("query"))
         for bad in [#"{"reason": 5}"#, #"{"why": "x"}"#, "[]", "not json", #""reason""#] {
-            guard case .failure(let refusal) = RelayRoutes.reasonArgument(request("/v1/locate", body: bad)) else {
+            guard case .failure(let refusal) = AgentRoutes.reasonArgument(request("/v1/locate", body: bad)) else {
                 Issue.record("\(bad) was taken")
                 continue
             }
-            #expect(refusal.text == RelayRoutes.ReasonRefusal.body.text)
+            #expect(refusal.text == AgentRoutes.ReasonRefusal.body.text)
         }
         let long = String(repeating: "x", count: 121)
-        guard case .failure(let refusal) = RelayRoutes.reasonArgument(request("/v1/locate?reason=\(long)")) else {
+        guard case .failure(let refusal) = AgentRoutes.reasonArgument(request("/v1/locate?reason=\(long)")) else {
             Issue.record("a long reason was taken")
             return
         }

@@ -14,7 +14,7 @@ import Testing
             #expect(yaml.contains("\"\(failure.status)\":"), "status \(failure.status)")
             #expect(yaml.contains("\"\(failure.agentText.replacingOccurrences(of: "\"", with: "\\\""))\""), "\(failure)")
         }
-        for text in [RelayRoutes.answerGoneText, RelayRoutes.timeoutText, RelayError.rateLimited(retryAfter: 0).text, RelayError.draining.text] {
+        for text in [PhoneRoutes.answerGoneText, AgentRoutes.timeoutText, RelayError.rateLimited(retryAfter: 0).text, RelayError.draining.text] {
             #expect(yaml.contains("\"\(text)\""), "\(text)")
         }
     }

@@ -3,6 +3,7 @@ import FoundationNetworking
 #endif
 import Foundation
 import HTTPServer
+import Loop
 import PGBus
 import Relay
 import TestSupport
@@ -17,13 +18,14 @@ struct RelayHarness: Sendable {
     let instance: String
 
     /// Starts an instance and returns once its first full resync is done.
-    static func start(heartbeat: Duration = .seconds(10), reapEvery: Int = 6) async throws -> RelayHarness {
+    static func start(heartbeat: Duration = .seconds(10), reapEvery: Int = 6, clock: LoopClock = .continuous) async throws -> RelayHarness {
         let instance = "harness-\(UUID().uuidString.prefix(6).lowercased())"
         var configuration = RelayService.Configuration(
             database: PGConfiguration(TestDatabase.relayURL, applicationName: instance), port: 0, publicURL: "http://relay.test",
             instanceID: instance, jwtSecret: secret)
         configuration.heartbeatInterval = heartbeat
         configuration.reapEvery = reapEvery
+        configuration.clock = clock
         configuration.logger = Logger(level: .warning)  // info lines (push disabled, …) are noise in test output
         let relay = try RelayService(configuration)
         let harness = RelayHarness(relay: relay, port: try await relay.start(), instance: instance)

@@ -52,13 +52,13 @@ import Testing
 
     /// timeout_secs: whole seconds above 0; anything above 120 waits 120, even past Int.
     @Test func timeoutSeconds() {
-        #expect(RelayRoutes.timeoutSeconds("1") == 1 && RelayRoutes.timeoutSeconds("60") == 60)
-        #expect(RelayRoutes.timeoutSeconds("121") == 120 && RelayRoutes.timeoutSeconds("9223372036854775807") == 120)
-        #expect(RelayRoutes.timeoutSeconds("9999999999999999999") == 120)
-        #expect(RelayRoutes.timeoutSeconds(String(repeating: "9", count: 400)) == 120)
-        #expect(RelayRoutes.timeoutSeconds("0005") == 5 && RelayRoutes.timeoutSeconds("+7") == 7)
+        #expect(AgentRoutes.timeoutSeconds("1") == 1 && AgentRoutes.timeoutSeconds("60") == 60)
+        #expect(AgentRoutes.timeoutSeconds("121") == 120 && AgentRoutes.timeoutSeconds("9223372036854775807") == 120)
+        #expect(AgentRoutes.timeoutSeconds("9999999999999999999") == 120)
+        #expect(AgentRoutes.timeoutSeconds(String(repeating: "9", count: 400)) == 120)
+        #expect(AgentRoutes.timeoutSeconds("0005") == 5 && AgentRoutes.timeoutSeconds("+7") == 7)
         for junk in ["", "0", "000", "-1", "-99999999999999999999", "1.5", "1e3", " 5", "5 ", "abc", "+", "١٢", "0x10"] {
-            #expect(RelayRoutes.timeoutSeconds(junk) == nil, "\(junk)")
+            #expect(AgentRoutes.timeoutSeconds(junk) == nil, "\(junk)")
         }
     }
 

@@ -59,6 +59,8 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
                 state.waiting.append(waiting)
                 return false
             }
+            // Owner: the callers in the batch, each awaiting its continuation, which the
+            // task resumes before it ends (the next batch starts from its end).
             if alone { Task { await Logger.untraced { await self.run([waiting]) } } }
         }
     }
@@ -90,6 +92,7 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
             if state.waiting.isEmpty { state.waiting = [] }  // no buffer kept while idle
             return taken
         }
+        // Owner: the waiting callers of `next`, as for the first call.
         if let next { Task { await Logger.untraced { await self.run(next) } } }
     }
 

@@ -214,6 +214,7 @@ public actor DeviceHub {
         case .close(let session, let code, let reason):
             session.close(code: code, reason: reason)
         case .registerHellos(let batch, let batched):
+            // Owner: the hub; the result comes back as the event `hellosRegistered`.
             Task(executorPreference: executor) {
                 await Logger.untraced {
                     let result = await self.helloStatuses(batch)
@@ -228,6 +229,7 @@ public actor DeviceHub {
             _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
         case .sendAlwaysAllowed(let session):
             let account = self.account
+            // Owner: the session; a socket closed meanwhile drops the send.
             Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: session.user) { session.send(list) } }
         case .renewCredential(let session, let expiry):
             session.renewCredential(until: expiry)
@@ -247,6 +249,7 @@ public actor DeviceHub {
     private func call(_ call: State.Call, _ failure: String, _ count: Int,
                       _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
         let database = self.database, logger = self.logger
+        // Owner: the hub; its end is the event `batchSent`, which lets the next batch go.
         Task(executorPreference: executor) {
             await Logger.untraced {
                 do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }

@@ -63,6 +63,7 @@ extension LocateCoordinator {
                 if Task.isCancelled { continuation.resume() } else { watchers[id, default: [:]][key] = continuation }
             }
         } onCancel: {
+            // Owner: the coordinator; it resumes the poll's continuation once, here or at the answer.
             Task { await self.stopWatching(id, key) }
         }
     }

@@ -240,6 +240,7 @@ public actor LocateCoordinator {
                 resume(continuation, with: completion, replyKey: call.replyKey)
             }
         } onCancel: {
+            // Owner: the coordinator; the hang-up is one event, handled once the actor is free.
             Task { await Logger.untraced { await self.handle(.hungUp(id)) } }
         }
     }
@@ -365,6 +366,8 @@ public actor LocateCoordinator {
     /// back as the event `then` makes of it (nil: none).
     private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
                                    then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
+        // Owner: the coordinator, which waits for the event the result becomes (a call
+        // that waits on it is resumed from there, a drain waits in `untilIdle`).
         Task(executorPreference: timers.loop) {
             await Logger.untraced {
                 let result: Result<T, any Error>

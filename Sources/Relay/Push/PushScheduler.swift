@@ -70,6 +70,8 @@ actor PushScheduler {
         case .claim(let stage):
             let database = self.database, instance = self.instance, logger = self.logger, metrics = self.metrics
             let budgets = self.budgets
+            // Owner: the scheduler (weakly: a claim after shutdown does nothing); the claim's
+            // result comes back to it as an event.
             Task { [weak self] in
                 await Logger.untraced {
                     let result: PushPlan.ClaimResult
@@ -93,6 +95,8 @@ actor PushScheduler {
             let previous = sends[id]?.task
             sendNumber += 1
             let number = sendNumber
+            // Owner: the scheduler, which keeps the task in `sends` until it ends or a newer
+            // send of the request replaces it, and waits for them in `finishSending`.
             sends[id] = (number, Task { [weak self] in
                 await Logger.untraced {
                     await previous?.value  // the checking alert never overtakes the wake

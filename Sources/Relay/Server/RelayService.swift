@@ -63,6 +63,10 @@ public final class RelayService: Sendable {
         public var requestIDKey: [UInt8]?
         /// APNs and Web Push (each off unless configured; PUSH.md §6).
         public var push = PushServices.none
+        /// The clock of the instance's event loop, which runs its timers (a call's wait,
+        /// the phones' batch windows, push timing): `.manual` only in tests, which then
+        /// move time with `advance(by:)`.
+        public var clock = LoopClock.continuous
 
         /// Creates a configuration.
         public init(database: PGConfiguration, listenDatabase: PGConfiguration? = nil, host: String = "127.0.0.1",
@@ -84,6 +88,21 @@ public final class RelayService: Sendable {
     /// The one thread of the hot path: HTTP and WebSocket sockets, the database pool's
     /// connections, request handlers and the actors they call.
     private let loop: EventLoop
+
+    /// Moves the instance's manual clock (`Configuration.clock`) on by `duration`; what falls
+    /// due runs before it returns. A statement in flight on the loop's pool then has taken
+    /// that long (and may time out): move time while `databaseIdle`.
+    public func advance(by duration: Duration) async {
+        await loop.advance(by: duration)
+    }
+
+    /// Whether no statement of the pool on the instance's loop waits for Postgres.
+    public var databaseIdle: Bool {
+        get async {
+            let health = await database.pool.health
+            return health.open == health.idle && health.sharedOutstanding == 0
+        }
+    }
     private let server: HTTPServer
     private let listener: PGListener
     private let database: RelayDatabase
@@ -104,7 +123,7 @@ public final class RelayService: Sendable {
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
         let logger = configuration.logger
-        let loop = try EventLoop.start(name: "relay-loop")
+        let loop = try EventLoop.start(name: "relay-loop", clock: configuration.clock)
         self.loop = loop
         let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8, loop: loop,
                                                   sharedConnections: 2))
@@ -164,15 +183,17 @@ public final class RelayService: Sendable {
                                            hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
                                            reapEvery: configuration.reapEvery)
         self.maintenance = maintenance
-        let routes = RelayRoutes(authenticator: authenticator, locator: locator, hub: hub, publicURL: publicURL, mcp: mcp,
-                                 authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
-                                 settler: settler, health: health, gate: gate, logger: logger,
-                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins),
-                                 app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
-                                                supabaseAnonKey: configuration.supabaseAnonKey,
-                                                vapidPublicKey: configuration.push.vapidPublicKey,
-                                                allowForSeconds: configuration.allowForSeconds),
-                                 durable: DurableRoutes(locator: locator, polls: polls, logger: logger))
+        let routes = RelayRoutes(
+            agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
+                                mcp: mcp, logger: logger),
+            phones: PhoneRoutes(authenticator: authenticator, hub: hub, settler: settler, gate: gate, health: health, logger: logger,
+                                allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins)),
+            operations: OperationsRoutes(health: health, publicURL: publicURL,
+                                         authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
+                                         app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
+                                                        supabaseAnonKey: configuration.supabaseAnonKey,
+                                                        vapidPublicKey: configuration.push.vapidPublicKey,
+                                                        allowForSeconds: configuration.allowForSeconds)))
         self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
