@@ -74,7 +74,9 @@ run_acceptance() {
 run_faults() {
   echo "== fault tests (Tests/Faults)"
   build_binaries
-  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
+  # Two workers: the failover tests (a primary and a standby of their own) beside the tests
+  # of the single fault cluster (xdist_group); -rP prints each test's sent / answered / lost.
+  "$ROOT/.venv/bin/python" -m pytest -q -rP -n 2 --dist loadgroup -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
 }
 
 run_swift() {

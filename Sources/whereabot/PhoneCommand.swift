@@ -80,9 +80,9 @@ enum PhoneCommand {
     private static func answer(id: String, ping: JSONValue, mode: Mode, at: [Double]) -> JSONValue? {
         let expires = ping["expires_ms"]?.number ?? 0
         let left = max(0, Int((expires / 1000 - Date().timeIntervalSince1970).rounded()))
-        let agent = ping["client_id"]?.string ?? "an agent"
-        let requester = ping["requester"]?["name"]?.string
-        say("request \(id.prefix(8)) from \(requester.map { "\($0)'s agent " } ?? "agent ")\(agent), \(left)s left")
+        // The agent by the name the ping gives, as the app and the alert push name it.
+        let prompt = PromptText.asking(agentName: ping["agent_name"]?.string, requester: ping["requester"]?["name"]?.string)
+        say("request \(id.prefix(8)): \(prompt), \(left)s left")
         // The agent's own words, quoted; a terminal shows it as text (controls were cleaned by the relay).
         if let reason = ping["reason"]?.string { say("  the agent says: \"\(reason.filter { !$0.isNewline })\"") }
         var chosen = mode

@@ -1,6 +1,7 @@
 """The CLI as a newcomer uses it: `whereabot token`, `whereabot keys`, `whereabot phone`,
 against `whereabot serve`, with curl as the agent and PyJWT checking the tokens."""
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -50,6 +51,9 @@ def test_tokens_keys_and_the_reference_phone(relay):
         time.sleep(0.3)
         status, body = curl_locate(relay.base, agent_token)
         assert status == 200 and '"latitude":48.8584' in body
+        # The terminal phone names the agent as the app and the alert push do (SPEC §14).
+        prompt = phone.stdout.readline()
+        assert re.fullmatch(r"request [0-9a-f]{8}: Your agent CLI agent wants to know your location, \d+s left\n", prompt), prompt
 
         key = cli("keys", "create", "--email", email, "--name", "nightly")
         assert key.startswith("wb_")

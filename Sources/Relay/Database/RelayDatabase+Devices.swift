@@ -4,53 +4,10 @@ import PGBus
 
 extension RelayDatabase {
     /// One socket's hello, as `relay.device_hellos` takes it.
-    public struct SocketHello: Sendable, Equatable {
-        /// The socket (relay.connections.id).
-        public let connection: UUID
-        /// Its verified user and session.
-        public let user: UUID, session: UUID
-        /// What the phone said of itself (no app version: the database keeps its own).
-        public let device: UUID, name: String, platform: String, appVersion: String?
-        /// When the socket opened: of two sockets of one device, the later one wins.
-        public let openedAt: Date
-
-        /// Creates a hello.
-        public init(connection: UUID, user: UUID, session: UUID, device: UUID, name: String, platform: String,
-                    appVersion: String?, openedAt: Date) {
-            self.connection = connection
-            self.user = user
-            self.session = session
-            self.device = device
-            self.name = name
-            self.platform = platform
-            self.appVersion = appVersion
-            self.openedAt = openedAt
-        }
-
-        /// The element of `relay.device_hellos`' argument.
-        var json: String {
-            var object = JSONText()
-            object.string("connection", UUIDText.lowercase(connection))
-            object.string("user", UUIDText.lowercase(user))
-            object.string("session", UUIDText.lowercase(session))
-            object.string("device", UUIDText.lowercase(device))
-            object.string("name", name)
-            object.string("platform", platform)
-            object.string("app_version", appVersion)
-            object.string("opened_at", JSONText.timestamp(milliseconds: Int64((openedAt.timeIntervalSince1970 * 1000).rounded(.down))))
-            return object.object
-        }
-    }
+    public typealias SocketHello = RelayRows.SocketHello
 
     /// What one batch of hellos did.
-    public struct HelloBatch: Sendable {
-        /// Each socket's status by connection.
-        public var statuses: [UUID: RelayStatus.Hello]
-        /// Sockets whose hello the database refused alone (a server error): "try again".
-        public var failed: Set<UUID> = []
-        /// The pings waiting for the users of the registered sockets, oldest first.
-        public let pending: [(owner: UUID, ping: LocateMessage)]
-    }
+    public typealias HelloBatch = RelayRows.HelloBatch
 
     /// Hellos one `deviceHellos` call takes (the function's own limit).
     public static let maxHellosPerBatch = 1000
@@ -95,5 +52,21 @@ extension RelayDatabase {
     @discardableResult
     public func drainConnections(on instance: String) async throws -> Int {
         try await pool.send("select relay.drain_connections($1)", [instance]).scalar(Int.self)
+    }
+}
+
+extension RelayRows.SocketHello {
+    /// The element of `relay.device_hellos`' argument.
+    var json: String {
+        var object = JSONText()
+        object.string("connection", UUIDText.lowercase(connection))
+        object.string("user", UUIDText.lowercase(user))
+        object.string("session", UUIDText.lowercase(session))
+        object.string("device", UUIDText.lowercase(device))
+        object.string("name", name)
+        object.string("platform", platform)
+        object.string("app_version", appVersion)
+        object.string("opened_at", JSONText.timestamp(milliseconds: Int64((openedAt.timeIntervalSince1970 * 1000).rounded(.down))))
+        return object.object
     }
 }

@@ -65,15 +65,7 @@ public struct RelayDatabase: Sendable {
     // MARK: Requests
 
     /// What `openRequest` did.
-    public struct Opened: Sendable, Equatable {
-        /// Whether it opened.
-        public let status: RelayStatus.Open
-        /// Live sockets of the owner now (0: push at once).
-        public let connections: Int?
-        /// The ping for the owner's phones on the calling instance, which the database does
-        /// not notify of its own request; nil when it holds none of them.
-        public let ping: LocateMessage?
-    }
+    public typealias Opened = RelayRows.Opened
 
     /// Opens a locate request; the instances holding the owner's other sockets are notified.
     /// Under load it goes with others in one `relay.open_requests` call; a request on
@@ -145,16 +137,7 @@ public struct RelayDatabase: Sendable {
     }
 
     /// What `finish` found.
-    public struct Finished: Sendable, Equatable {
-        /// Whether this call ended it.
-        public let status: RelayStatus.Finish
-        /// Whether any device got the ping.
-        public let delivered: Bool?
-        /// The recorded outcome.
-        public let outcome: RelayStatus.Outcome?
-        /// The recorded reason.
-        public let reason: String?
-    }
+    public typealias Finished = RelayRows.Finished
 
     /// Ends a request this instance waits for: `expired` at the deadline, `abandoned` when
     /// the agent hung up (NOTIFY whereabot_cancel).
@@ -167,18 +150,7 @@ public struct RelayDatabase: Sendable {
     }
 
     /// The row behind one of a waiter's requests, for resync.
-    public struct RequestState: Sendable, Equatable {
-        /// The request.
-        public let id: UUID
-        /// Whether it was settled (answered, expired or abandoned).
-        public let settled: Bool
-        /// How it ended, when settled.
-        public let outcome: RelayStatus.Outcome?
-        /// The reason, for denied and unavailable.
-        public let reason: String?
-        /// Whether any device got the ping.
-        public let delivered: Bool
-    }
+    public typealias RequestState = RelayRows.RequestState
 
     /// The most ids `requestStates` takes per call (`relay.request_states` refuses more).
     public static let maxRequestStates = 10_000

@@ -12,7 +12,7 @@ extension InstanceState {
         case closed(UUID)
         /// A `relay.device_hellos` call came back (nil: the database could not be
         /// reached); `batched` when it was the hello batcher's call.
-        case hellosRegistered([Hello], RelayDatabase.HelloBatch?, batched: Bool)
+        case hellosRegistered([Hello], RelayRows.HelloBatch?, batched: Bool)
         /// A settle of a phone's answer came back (nil: the database could not be reached).
         case settled(Answer, RelayStatus.Settle?)
         /// A `token` message's token was checked.

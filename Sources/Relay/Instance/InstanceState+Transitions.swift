@@ -55,7 +55,7 @@ extension InstanceState {
     }
 
     /// A hello call came back: each socket's status is acted on.
-    mutating func registered(_ batch: [Hello], _ result: RelayDatabase.HelloBatch?, now: Date, into actions: inout [Action]) {
+    mutating func registered(_ batch: [Hello], _ result: RelayRows.HelloBatch?, now: Date, into actions: inout [Action]) {
         var pending: [UUID: [LocateMessage]] = [:]
         for (owner, ping) in result?.pending ?? [] { pending[owner, default: []].append(ping) }
         for hello in batch {

@@ -43,7 +43,7 @@ struct SocketTable<Handle: PhoneHandle> {
         let appVersion: String?
 
         /// The hello as `relay.device_hellos` takes it.
-        var database: RelayDatabase.SocketHello {
+        var database: RelayRows.SocketHello {
             .init(connection: handle.connection, user: handle.user, session: handle.sessionID, device: device,
                   name: name, platform: platform.text, appVersion: appVersion, openedAt: handle.openedAt)
         }

@@ -140,7 +140,7 @@ extension WaiterState {
     }
 
     /// `finish` at the deadline came back.
-    private mutating func finished(_ id: UUID, _ waiter: Waiter, _ result: Result<RelayDatabase.Finished, any Error>,
+    private mutating func finished(_ id: UUID, _ waiter: Waiter, _ result: Result<RelayRows.Finished, any Error>,
                                    into actions: inout [Action]) {
         let email = waiter.request.email
         guard case .success(let finished) = result else {
@@ -160,7 +160,7 @@ extension WaiterState {
     /// A resync read the rows: answers whose notification was lost are delivered (a sealed
     /// fix is asked for again from the instance that sealed it), requests reaped meanwhile
     /// end their wait, and rows lost in a Postgres crash are opened again.
-    private mutating func resynced(_ states: [RelayDatabase.RequestState], asked: [UUID], at now: Date,
+    private mutating func resynced(_ states: [RelayRows.RequestState], asked: [UUID], at now: Date,
                                    into actions: inout [Action], clock: ContinuousClock.Instant) {
         var replay: [UUID] = []
         for state in states where state.settled {

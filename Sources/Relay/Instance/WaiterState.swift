@@ -16,7 +16,7 @@ struct WaiterState {
     /// One waiting call.
     struct Waiter: Sendable {
         /// The request as the agent asked it.
-        let request: LocateCoordinator.Request
+        let request: LocateRequest
         /// The reply key's public half (the ping carries it).
         let publicKey: [UInt8]
         /// When the phone's answer is due.
@@ -54,7 +54,7 @@ struct WaiterState {
         /// A second after the request settled at the bound (its answer is on its way).
         case settledAtBound
         /// A second after `finish` found it settled (its answer is on its way).
-        case lastMoment(RelayDatabase.Finished)
+        case lastMoment(RelayRows.Finished)
         /// The sealer's replay of a fix this instance never received.
         case replay
 
@@ -80,7 +80,7 @@ struct WaiterState {
         /// A call waits for request `id`: open it.
         case called(UUID, Waiter)
         /// The open came back.
-        case opened(UUID, Result<RelayDatabase.Opened, any Error>)
+        case opened(UUID, Result<RelayRows.Opened, any Error>)
         /// An answer for a request waiting here (its notification, or settled here).
         case answer(AnswerNotification, fix: LocationFix?)
         /// A wait's timer fired.
@@ -92,10 +92,10 @@ struct WaiterState {
         /// `make_durable` came back.
         case madeDurable(UUID, Result<RelayStatus.MakeDurable, any Error>)
         /// `finish` came back.
-        case finished(UUID, Result<RelayDatabase.Finished, any Error>)
+        case finished(UUID, Result<RelayRows.Finished, any Error>)
         /// A resync read these rows of the requests it asked for (`asked`); rows missing
         /// were lost in a Postgres crash.
-        case states([RelayDatabase.RequestState], asked: [UUID], now: Date)
+        case states([RelayRows.RequestState], asked: [UUID], now: Date)
     }
 
     /// What to do.

@@ -1,0 +1,78 @@
+import Foundation
+
+/// What the database answers, as the instance's values take it: the gateway
+/// (`RelayDatabase`) maps its rows into these, so that `InstanceState` and `WaiterState`
+/// depend on no executor or database type.
+public enum RelayRows {
+    /// One socket's hello, as `relay.device_hellos` takes it.
+    public struct SocketHello: Sendable, Equatable {
+        /// The socket (relay.connections.id).
+        public let connection: UUID
+        /// Its verified user and session.
+        public let user: UUID, session: UUID
+        /// What the phone said of itself (no app version: the database keeps its own).
+        public let device: UUID, name: String, platform: String, appVersion: String?
+        /// When the socket opened: of two sockets of one device, the later one wins.
+        public let openedAt: Date
+
+        /// Creates a hello.
+        public init(connection: UUID, user: UUID, session: UUID, device: UUID, name: String, platform: String,
+                    appVersion: String?, openedAt: Date) {
+            self.connection = connection
+            self.user = user
+            self.session = session
+            self.device = device
+            self.name = name
+            self.platform = platform
+            self.appVersion = appVersion
+            self.openedAt = openedAt
+        }
+    }
+
+    /// What one batch of hellos did.
+    public struct HelloBatch: Sendable {
+        /// Each socket's status by connection.
+        public var statuses: [UUID: RelayStatus.Hello]
+        /// Sockets whose hello the database refused alone (a server error): "try again".
+        public var failed: Set<UUID> = []
+        /// The pings waiting for the users of the registered sockets, oldest first.
+        public let pending: [(owner: UUID, ping: LocateMessage)]
+    }
+
+    /// What `openRequest` did.
+    public struct Opened: Sendable, Equatable {
+        /// Whether it opened.
+        public let status: RelayStatus.Open
+        /// Live sockets of the owner now (0: push at once).
+        public let connections: Int?
+        /// The ping for the owner's phones on the calling instance, which the database does
+        /// not notify of its own request; nil when it holds none of them.
+        public let ping: LocateMessage?
+    }
+
+    /// What `finish` found.
+    public struct Finished: Sendable, Equatable {
+        /// Whether this call ended it.
+        public let status: RelayStatus.Finish
+        /// Whether any device got the ping.
+        public let delivered: Bool?
+        /// The recorded outcome.
+        public let outcome: RelayStatus.Outcome?
+        /// The recorded reason.
+        public let reason: String?
+    }
+
+    /// The row behind one of a waiter's requests, for resync.
+    public struct RequestState: Sendable, Equatable {
+        /// The request.
+        public let id: UUID
+        /// Whether it was settled (answered, expired or abandoned).
+        public let settled: Bool
+        /// How it ended, when settled.
+        public let outcome: RelayStatus.Outcome?
+        /// The reason, for denied and unavailable.
+        public let reason: String?
+        /// Whether any device got the ping.
+        public let delivered: Bool
+    }
+}
