@@ -74,9 +74,10 @@ run_acceptance() {
 run_faults() {
   echo "== fault tests (Tests/Faults)"
   build_binaries
-  # Two workers: the failover tests (a primary and a standby of their own) beside the tests
-  # of the single fault cluster (xdist_group); -rP prints each test's sent / answered / lost.
-  "$ROOT/.venv/bin/python" -m pytest -q -rP -n 2 --dist loadgroup -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
+  # One at a time: run in two workers (the failover pair beside the single cluster's tests)
+  # the suite took 4 min instead of 6.5, but the storm test's phones, sharing the cores with
+  # a failover's 2,000 calls, were not all back within its 10 s (issue 40, clean-clone run 4).
+  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
 }
 
 run_swift() {
