@@ -115,7 +115,7 @@ public final class APNsSender: Sendable {
                 return PushDelivery(result: .authError, status: 403, reason: "ExpiredProviderToken (clock skew?)")
             }
         case .retry where notification.deadline.timeIntervalSince(clock()) >= minimumLeft:
-            return await final(notification, token: (try? providerToken.current()) ?? minted)
+            return await final(notification, token: (try? providerToken.current()) ?? minted, ownConnection: true)
         case .retry:
             return APNsResponse.delivery(first, result: .error)
         case .result(let result):
@@ -123,8 +123,8 @@ public final class APNsSender: Sendable {
         }
     }
 
-    private func final(_ notification: Notification, token: APNsProviderToken.Minted) async -> PushDelivery {
-        let response = await attempt(notification, token: token)
+    private func final(_ notification: Notification, token: APNsProviderToken.Minted, ownConnection: Bool = false) async -> PushDelivery {
+        let response = await attempt(notification, token: token, ownConnection: ownConnection)
         let result: PushResult = switch APNsResponse.action(response) {
         case .result(let result): result
         case .expiredProviderToken: .authError
@@ -133,7 +133,7 @@ public final class APNsSender: Sendable {
         return APNsResponse.delivery(response, result: result).afterRetry()
     }
 
-    private func attempt(_ notification: Notification, token: APNsProviderToken.Minted) async -> PushHTTPResponse {
+    private func attempt(_ notification: Notification, token: APNsProviderToken.Minted, ownConnection: Bool = false) async -> PushHTTPResponse {
         var headers: [(String, String)] = [
             ("authorization", "bearer \(token.token)"),
             ("apns-push-type", notification.pushType),
@@ -147,7 +147,7 @@ public final class APNsSender: Sendable {
         let left = notification.deadline.timeIntervalSince(clock())
         return await transport.send(PushHTTPRequest(
             url: "\(configuration.host)/3/device/\(notification.token)", headers: headers, body: notification.payload,
-            timeoutMilliseconds: max(1, min(10_000, Int(left * 1000))), requireHTTP2: true))
+            timeoutMilliseconds: max(1, min(10_000, Int(left * 1000))), requireHTTP2: true, ownConnection: ownConnection))
     }
 
     /// `apns-id` for one (request, stage, target): a version-4-shaped UUID from SHA-256 of

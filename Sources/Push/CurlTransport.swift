@@ -7,7 +7,10 @@ import Synchronization
 /// Every push goes through one libcurl multi handle on a thread of its own (PUSH.md §5):
 /// HTTP/2 with `CURLOPT_PIPEWAIT`, so that concurrent pushes share one connection as
 /// streams; no host-connection cap, so that streams a GOAWAY refused are retried by libcurl
-/// on a new connection.
+/// on a new connection. libcurl moves a refused stream at most five times, to connections
+/// that may be refusing too (measured: 1 push of 30 under repeated GOAWAYs failed so twice,
+/// its retry multiplexed onto such a connection); a request with `ownConnection` (the
+/// senders' one retry) therefore gets a connection no other transfer shares.
 ///
 /// Only the transport's thread touches libcurl handles. Work arrives through a locked queue
 /// and an eventfd that `curl_multi_poll` watches. After a transfer that got no status or a
@@ -169,10 +172,14 @@ public final class CurlTransport: Sendable {
         }
 
         func add(_ job: Job) {
-            guard let generation = current, let easy = curl_easy_init() else {
+            // A transfer that asks for a connection of its own gets a multi handle of its own,
+            // retired (cleaned up) as soon as that transfer ends.
+            let own = job.request.ownConnection ? Generation() : nil
+            guard let generation = own ?? current, let easy = curl_easy_init() else {
                 job.continuation.resume(returning: .failed(Int(CURLE_OUT_OF_MEMORY.rawValue)))
                 return
             }
+            if let own { retiring.append(own) }
             let transfer = Transfer(easy: easy, job: job, generation: generation)
             let request = job.request
             _ = wb_curl_setopt_string(easy, CURLOPT_URL, request.url)

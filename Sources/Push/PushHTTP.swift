@@ -12,14 +12,20 @@ public struct PushHTTPRequest: Sendable {
     public var timeoutMilliseconds: Int
     /// APNs speaks only HTTP/2: a response over HTTP/1.x is an error.
     public var requireHTTP2: Bool
+    /// Sent on a connection of its own that no other transfer shares (a retry whose first
+    /// try's connection was refused or died: not multiplexed onto connections that may be
+    /// going the same way).
+    public var ownConnection: Bool
 
     /// Creates a request.
-    public init(url: String, headers: [(String, String)], body: [UInt8], timeoutMilliseconds: Int, requireHTTP2: Bool) {
+    public init(url: String, headers: [(String, String)], body: [UInt8], timeoutMilliseconds: Int, requireHTTP2: Bool,
+                ownConnection: Bool = false) {
         self.url = url
         self.headers = headers
         self.body = body
         self.timeoutMilliseconds = timeoutMilliseconds
         self.requireHTTP2 = requireHTTP2
+        self.ownConnection = ownConnection
     }
 }
 

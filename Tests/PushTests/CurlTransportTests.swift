@@ -48,6 +48,30 @@ import TestSupport
         await server.shutdown(drainTimeout: .seconds(1))
     }
 
+    /// A request with `ownConnection` (a sender's retry) opens a connection of its own
+    /// although one to the same host waits idle in the cache, and leaves that one to the
+    /// others (without it, a retry multiplexed onto a refusing connection failed again).
+    @Test func aRetryGetsAConnectionOfItsOwn() async throws {
+        let server = HTTPServer(port: 0) { _ in HTTPResponse(status: 200) }
+        let port = try server.start()
+        let transport = try CurlTransport()
+        transport.start()
+        defer { transport.shutdown() }
+        func send(ownConnection: Bool) async -> Int? {
+            await transport.send(PushHTTPRequest(url: "http://127.0.0.1:\(port)/push", headers: [], body: [1],
+                                                 timeoutMilliseconds: 5000, requireHTTP2: false,
+                                                 ownConnection: ownConnection)).status
+        }
+        #expect(await send(ownConnection: false) == 200)
+        #expect(await send(ownConnection: false) == 200)
+        #expect(transport.statistics.connections == 1, "the second reused the first one's connection")
+        #expect(await send(ownConnection: true) == 200)
+        #expect(transport.statistics.connections == 2)
+        #expect(await send(ownConnection: false) == 200)
+        #expect(transport.statistics.connections == 2, "the shared connection is still there")
+        await server.shutdown(drainTimeout: .seconds(1))
+    }
+
     /// No server: the outcome is unknown (no status), within the timeout.
     @Test func connectionRefusedHasNoStatus() async throws {
         let transport = try CurlTransport()

@@ -83,12 +83,16 @@ import TestSupport
         let relay = try await RelayHarness.start(heartbeat: .milliseconds(200), reapEvery: 1)
         let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
         let dead = "dead-\(UUID().uuidString.prefix(6).lowercased())", request = UUID()
-        try await admin.query("insert into relay.instances (id, heartbeat_at) values ($1, now() - interval '1 minute')", [dead])
+        // The instance dies only once its request has been pinged: any live relay (those of
+        // tests running beside this one too) may reap it, and one that reaped it before the
+        // ping left nothing to ping (the CI run of 2026-12-03 failed so).
+        try await admin.query("insert into relay.instances (id, heartbeat_at) values ($1, now())", [dead])
         try await admin.query("set role whereabot_relay")
         _ = try await admin.query("select relay.open_request($1, $2, null, 'c', null, $3, decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')",
                                   [request, ada.user, dead])
         try await admin.query("reset role")
         #expect(await nextMessage(phone, type: "locate")?["id"] as? String == request.uuidString.lowercased())
+        try await admin.query("update relay.instances set heartbeat_at = now() - interval '1 minute' where id = $1", [dead])
         #expect(await nextMessage(phone, type: "cancel")?["id"] as? String == request.uuidString.lowercased())
         let outcome = try await admin.query("select outcome from relay.pending_requests where id = $1", [request]).scalar(String?.self)
         #expect(outcome == "abandoned")
