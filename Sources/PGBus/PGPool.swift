@@ -39,6 +39,7 @@ public actor PGPool {
     private var isShutDown = false
     private var discarded = 0
     private var failedConnects = 0
+    private var refusedAfterShutdown = 0
     private let sharedLimit: Int
     private let maximumOutstanding: Int
     private let connectBackoff: PGBackoff
@@ -107,7 +108,7 @@ public actor PGPool {
     }
 
     private func sharedConnection() async throws -> PGConnection {
-        guard !isShutDown else { throw PGError(.shutDown, detail: "pool shut down") }
+        guard !isShutDown else { throw refuse() }
         let before = shared.count
         shared.removeAll { !$0.isUsable }
         discarded += before - shared.count
@@ -156,7 +157,8 @@ public actor PGPool {
     public var health: PGPoolHealth {
         PGPoolHealth(size: size, open: open, idle: idle.count { $0.isUsable }, waiting: waiters.count,
                      sharedOutstanding: shared.reduce(0) { $0 + $1.outstanding },
-                     discarded: discarded, failedConnects: failedConnects, isShutDown: isShutDown)
+                     discarded: discarded, failedConnects: failedConnects, isShutDown: isShutDown,
+                     refusedAfterShutdown: refusedAfterShutdown)
     }
 
     /// Closes idle connections, fails waiters with `shutDown`, refuses new leases.
@@ -176,8 +178,15 @@ public actor PGPool {
         for connection in closing { await connection.close() }
     }
 
+    /// A statement or lease asked for after `shutdown()`: counted (an owner that stops its
+    /// users before its pool never gets one) and refused.
+    private func refuse() -> PGError {
+        refusedAfterShutdown += 1
+        return PGError(.shutDown, detail: "pool shut down")
+    }
+
     private func acquire() async throws -> PGConnection {
-        guard !isShutDown else { throw PGError(.shutDown, detail: "pool shut down") }
+        guard !isShutDown else { throw refuse() }
         while let connection = idle.popLast() {
             if connection.isUsable { return connection }
             open -= 1
@@ -269,4 +278,6 @@ public struct PGPoolHealth: Sendable, Equatable {
     public let failedConnects: Int
     /// Whether `shutdown()` was called.
     public let isShutDown: Bool
+    /// Statements and leases asked for after `shutdown()` (each refused with `shutDown`).
+    public let refusedAfterShutdown: Int
 }

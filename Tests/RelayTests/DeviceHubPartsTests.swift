@@ -110,6 +110,26 @@ import Testing
         #expect(batcher.sent().isEmpty && batcher.waiting.isEmpty)
     }
 
+    /// A call its owner makes by itself (`CallCoalescer`'s lone call, in the caller's task)
+    /// takes a slot only when one is free and nothing waits: it never overtakes waiting
+    /// items, and its end lets them go as a batch.
+    @Test func aSlotTakenForALoneCallKeepsTheOrder() {
+        var batcher = CallBatcher<Int>(window: .zero, maximumBatch: 8, maximumInFlight: 2)
+        let first = batcher.takeSlotIfFree(), second = batcher.takeSlotIfFree(), third = batcher.takeSlotIfFree()
+        #expect(first && second && !third, "two slots, then none")
+        let one = batcher.add(1), two = batcher.add(2)
+        #expect(one.isEmpty && two.isEmpty)
+        guard case .send([1, 2])? = batcher.sent().first else { Issue.record("the waiting go when a slot frees"); return }
+        let afterBatch = batcher.takeSlotIfFree()
+        #expect(!afterBatch, "no slot: the batch took the one that freed")
+        let idle = batcher.sent()
+        #expect(idle.isEmpty)
+        let three = batcher.add(3)
+        #expect(three.count == 1, "a free slot and nothing waiting: at once")
+        let full = batcher.takeSlotIfFree()
+        #expect(!full)
+    }
+
     /// A storm of 10,000 items costs 10,000 / maximumBatch calls, never more.
     @Test func aStormCostsBatchesNotItems() {
         var batcher = CallBatcher<Int>(window: .milliseconds(5), maximumBatch: 250, maximumInFlight: 2)

@@ -6,6 +6,7 @@ import HTTPServer
 import Loop
 import PGBus
 import Relay
+import Testing
 import TestSupport
 
 /// A running relay instance for tests, with helpers for phones and agents.
@@ -37,9 +38,13 @@ struct RelayHarness: Sendable {
         return harness
     }
 
+    /// Stops the instance gracefully; every test that stops one checks that no database
+    /// call started after the pool had shut down (issue 41: every user of the pool stops
+    /// before it).
     func stop() async {
         await relay.shutdown(drainTimeout: .seconds(1))
         await relay.run()
+        #expect(await relay.databaseCallsAfterShutdown == 0, "a database call after the pool shut down")
     }
 
     static func token(user: UUID, session: UUID, email: String, clientID: String? = nil, secret: String = RelayHarness.secret) -> String {

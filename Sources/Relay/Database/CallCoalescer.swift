@@ -18,13 +18,15 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
         let continuation: CheckedContinuation<Output, any Error>
     }
 
+    /// The decisions are `CallBatcher`'s (a window of zero: what arrives while every slot
+    /// is taken goes together when one frees), the batching that hellos, disconnects,
+    /// delivered marks and session checks use too; the coalescer only makes the calls.
     private struct State {
-        var inFlight = 0
-        var waiting: [Waiting] = []
+        var batcher: CallBatcher<Waiting>
         var batches = 0
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let single: Single
     /// The batched call (tests make it directly).
     let batch: Batch
@@ -40,65 +42,42 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
         self.maximumBatch = max(2, maximumBatch)
         self.single = single
         self.batch = batch
+        state = Mutex(State(batcher: CallBatcher(window: .zero, maximumBatch: max(2, maximumBatch),
+                                                 maximumInFlight: max(1, maximumInFlight))))
     }
 
-    /// Makes the call: at once and alone when a slot is free, else in the next batch.
+    /// Makes the call: at once and alone (in the caller's task) when a slot is free and no
+    /// call waits, else in the next batch.
     func call(_ input: Input) async throws -> Output {
-        if takeSlot() {
-            defer { callEnded() }
+        if state.withLock({ $0.batcher.takeSlotIfFree() }) {
+            defer { start(state.withLock { $0.batcher.sent() }) }
             return try await single(input)
         }
         return try await withCheckedThrowingContinuation { continuation in
-            let waiting = Waiting(input: input, continuation: continuation)
-            // A slot may have come free since the look above: then this call goes alone.
-            let alone = state.withLock { state -> Bool in
-                if state.inFlight < maximumInFlight {
-                    state.inFlight += 1
-                    return true
-                }
-                state.waiting.append(waiting)
-                return false
-            }
-            // Owner: the callers in the batch, each awaiting its continuation, which the
-            // task resumes before it ends (the next batch starts from its end).
-            if alone { Task { await Logger.untraced { await self.run([waiting]) } } }
+            // A slot may have come free since the look above: then this call goes at once.
+            start(state.withLock { $0.batcher.add(Waiting(input: input, continuation: continuation)) })
         }
     }
 
     /// Calls waiting now (for tests and metrics).
-    var waitingCount: Int { state.withLock { $0.waiting.count } }
+    var waitingCount: Int { state.withLock { $0.batcher.waiting.count } }
 
     /// Batched calls made so far (for tests and metrics).
     var batchesMade: Int { state.withLock { $0.batches } }
 
-    private func takeSlot() -> Bool {
-        state.withLock { state in
-            guard state.inFlight < maximumInFlight else { return false }
-            state.inFlight += 1
-            return true
+    /// Starts the calls the batcher decided on (a window of zero arms no timer).
+    private func start(_ actions: [CallBatcher<Waiting>.Action]) {
+        for case .send(let calls) in actions {
+            if calls.count > 1 { state.withLock { $0.batches += 1 } }
+            // Owner: the callers in `calls`, each awaiting its continuation, which the task
+            // resumes before it ends (the next batch starts from its end).
+            Task { await Logger.untraced { await self.run(calls) } }
         }
-    }
-
-    /// A call returned: its slot goes to the calls waiting (as one batch), or is freed.
-    private func callEnded() {
-        let next = state.withLock { state -> [Waiting]? in
-            guard !state.waiting.isEmpty else {
-                state.inFlight -= 1
-                return nil
-            }
-            let taken = Array(state.waiting.prefix(maximumBatch))
-            state.waiting.removeFirst(taken.count)
-            if taken.count > 1 { state.batches += 1 }
-            if state.waiting.isEmpty { state.waiting = [] }  // no buffer kept while idle
-            return taken
-        }
-        // Owner: the waiting callers of `next`, as for the first call.
-        if let next { Task { await Logger.untraced { await self.run(next) } } }
     }
 
     /// Makes one call for `calls` (alone when there is one) and answers each.
     private func run(_ calls: [Waiting]) async {
-        defer { callEnded() }
+        defer { start(state.withLock { $0.batcher.sent() }) }
         if calls.count == 1 {
             do { calls[0].continuation.resume(returning: try await single(calls[0].input)) } catch {
                 calls[0].continuation.resume(throwing: error)

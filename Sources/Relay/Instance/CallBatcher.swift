@@ -39,6 +39,14 @@ struct CallBatcher<Item> {
         return [.armTimer(window)]
     }
 
+    /// Takes a call slot for an item its owner sends at once by itself (without queueing
+    /// it) when one is free and nothing waits; `sent()` gives the slot back as for a batch.
+    mutating func takeSlotIfFree() -> Bool {
+        guard waiting.isEmpty, inFlight < maximumInFlight else { return false }
+        inFlight += 1
+        return true
+    }
+
     /// The window's timer fired: send what waits.
     mutating func windowEnded() -> [Action] {
         timerArmed = false

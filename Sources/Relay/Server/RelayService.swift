@@ -103,6 +103,13 @@ public final class RelayService: Sendable {
             return health.open == health.idle && health.sharedOutstanding == 0
         }
     }
+
+    /// Statements and leases the instance's pool refused because it had shut down: 0 after
+    /// a graceful stop, which stops every user of the pool before the pool.
+    public var databaseCallsAfterShutdown: Int {
+        get async { await database.pool.health.refusedAfterShutdown }
+    }
+
     private let server: HTTPServer
     private let listener: PGListener
     private let database: RelayDatabase
