@@ -40,7 +40,8 @@ create trigger pending_requests_forget_reason_when_settled
 -- -----------------------------------------------------------------------------
 -- status: opened, too_many (max_waiting requests already wait: nothing was opened), exists
 -- (a row with this id exists: nothing changed; re-creating a row lost in a crash inserts it
--- again). The owner's own agents have the cap to themselves, each requester's requests for
+-- again), quiet (the owner is in quiet hours and the agent may not wake them: nothing was
+-- opened; quiet = {until, local (HH:MM, the owner's time), time_zone, name}). The owner's own agents have the cap to themselves, each requester's requests for
 -- one owner have it too, and a requester's waiting requests across all owners are capped
 -- as well, so someone the owner shares with can never keep the owner's own agents out.
 -- connections: how many sockets of the owner are live now (0: push at once). ping: the
@@ -64,6 +65,7 @@ declare
   v_holders text[];
   v_connections int;
   v_ping jsonb;
+  v_quiet jsonb;
   v_reason text := nullif(private.clean_display_text(p_reason, 4000), '');
 begin
   perform private.check_instance_id(p_instance);
@@ -104,6 +106,13 @@ begin
 
   if exists (select from relay.pending_requests where id = p_id) then
     return jsonb_build_object('status', 'exists', 'connections', null, 'ping', null);
+  end if;
+  -- Quiet hours (SPEC §14): nothing is stored, pinged or pushed for an agent that may not
+  -- wake the owner; the agent learns until when (and the owner's name to say so).
+  v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
+  if v_quiet is not null then
+    return jsonb_build_object('status', 'quiet', 'connections', null, 'ping', null,
+      'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name'));
   end if;
   -- The owner's own agents and the people sharing with them count separately, so a viewer
   -- can never keep the owner's own agents out; each requester also has a cap of their own

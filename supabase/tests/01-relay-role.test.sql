@@ -59,6 +59,8 @@ $$, array[
         'relay.open_durable_request(uuid,uuid,uuid,text,text,uuid,text,bytea,timestamp with time zone,timestamp with time zone,boolean,bytea,integer,text)',
         'relay.open_request(uuid,uuid,uuid,text,text,text,bytea,timestamp with time zone,integer,text)',
         'relay.open_requests(text,jsonb)',
+        'relay.may_wake_agents(uuid)', 'relay.quiet_hours(uuid)',
+        'relay.set_may_wake(uuid,text,uuid,boolean)', 'relay.set_quiet_hours(uuid,jsonb)',
         'relay.pending_locates_on(text)', 'relay.people_sharing_with(uuid)',
         'relay.reap(interval,interval)', 'relay.register_instance(text)',
         'relay.remove_device(uuid,uuid)', 'relay.rename_device(uuid,uuid,text)',

@@ -15,16 +15,24 @@ select results_eq($$ select policyname::text collate "C" from pg_policies where 
         'Users can add web push subscriptions from their own session',
         'Users can always-allow agents from their own session',
         'Users can change always-allowed agents from their own session',
+        'Users can change their quiet hours from their own session',
+        'Users can change who may wake them from their own session',
         'Users can delete own web push subscriptions from their session',
         'Users can delete their own push tokens from their own session',
+        'Users can let agents wake them from their own session',
         'Users can read own web push subscriptions from their session',
         'Users can read their own agent keys from their own session',
         'Users can read their own devices from their own session',
         'Users can read their own push tokens from their own session',
+        'Users can read their quiet hours from their own session',
+        'Users can read who may wake them from their own session',
         'Users can register their own devices from their own session',
         'Users can remove always-allowed agents from their own session',
+        'Users can remove their quiet hours from their own session',
         'Users can rename and remove devices from their own session',
+        'Users can set quiet hours from their own session',
         'Users can share their own location from their own session',
+        'Users can stop agents waking them from their own session',
         'Users can update own web push subscriptions from their session',
         'Users can update their own push tokens from their own session'],
   'every policy name is the whole sentence written in its migration');
@@ -39,7 +47,7 @@ select is_empty($$
     and (select count(*) from regexp_matches(expression, '(auth\.(uid|jwt|role)\(\)|current_setting\()', 'g'))
         <> (select count(*) from regexp_matches(expression, 'SELECT (auth\.(uid|jwt|role)\(\)|current_setting\()', 'g')) $$,
   'no policy calls auth.uid(), auth.jwt(), auth.role() or current_setting() outside its own (select ...)');
-select is((select count(*)::int from pg_policies where schemaname = 'public'), 20, 'public has its 20 policies');
+select is((select count(*)::int from pg_policies where schemaname = 'public'), 28, 'public has its 28 policies');
 
 -- ---------------------------------------------------------------- indexes
 select is_empty($$ select i.relname from pg_index x join pg_class i on i.oid = x.indexrelid
