@@ -43,12 +43,17 @@ public struct PGError: Error, Sendable, Equatable, CustomStringConvertible, Cust
     public let sqlState: String?
     /// The server's or libpq's message; may quote data, so only `debugDescription` shows it.
     let detail: String?
+    /// The server's primary message alone (without severity or context): for a function's
+    /// own refusal of a caller's input, the sentence to show that caller. It may quote the
+    /// input, so it goes only back to whoever sent it, never to logs.
+    public let primaryMessage: String?
 
     /// Creates an error; `detail` is kept out of `description`.
-    public init(_ code: Code, sqlState: String? = nil, detail: String? = nil) {
+    public init(_ code: Code, sqlState: String? = nil, detail: String? = nil, primaryMessage: String? = nil) {
         self.code = code
         self.sqlState = sqlState
         self.detail = detail
+        self.primaryMessage = primaryMessage
     }
 
     public var description: String {

@@ -12,8 +12,9 @@ enum PGSocket {
         default:
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
             let message = PQresultErrorMessage(result).map { String(cString: $0) }
+            let primary = PQresultErrorField(result, Int32(UInt8(ascii: "M"))).map { String(cString: $0) }
             return PGError(state == nil ? .connectionClosed : .server, sqlState: state,
-                           detail: message?.trimmingCharacters(in: .whitespacesAndNewlines))
+                           detail: message?.trimmingCharacters(in: .whitespacesAndNewlines), primaryMessage: primary)
         }
     }
 

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every way a locate can fail, with the HTTP status and the exact agent text of SPEC §3.
 ///
 /// The same text is the body of a non-200 `POST /v1/locate` and the content of an MCP tool
@@ -25,6 +27,9 @@ public enum AgentFailure: Equatable, Sendable {
     case ambiguousPerson(String, [Person])
     /// The person asked for declined on their phone.
     case personDeclined(String)
+    /// The owner is in quiet hours and the agent may not wake them (SPEC §14): nothing was
+    /// asked; `local` is the window's end on the owner's clock (HH:MM).
+    case quietHours(name: String, until: Date, local: String)
 
     /// The HTTP status of `POST /v1/locate` for this failure.
     public var status: Int {
@@ -39,7 +44,14 @@ public enum AgentFailure: Equatable, Sendable {
         case .nobodyNamed: 404
         case .ambiguousPerson: 409
         case .personDeclined: 403
+        case .quietHours: 503
         }
+    }
+
+    /// Seconds until asking again can help (`Retry-After`), when that is known.
+    public func retryAfter(now: Date = Date()) -> Int? {
+        guard case .quietHours(_, let until, _) = self else { return nil }
+        return max(1, Int(until.timeIntervalSince(now).rounded(.up)))
     }
 
     /// The agent text, word for word as SPEC §3 gives it.
@@ -71,6 +83,8 @@ public enum AgentFailure: Equatable, Sendable {
                 + ". Ask again with one of their emails."
         case .personDeclined(let name):
             "\(name) declined to share their location."
+        case .quietHours(let name, _, let local):
+            "\(name) is in quiet hours until \(local) (their time). Ask again then."
         }
     }
 }

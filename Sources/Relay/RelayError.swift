@@ -80,7 +80,7 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// A locate's outcome for the agent (SPEC §3's status and text).
     public static func locate(_ failure: AgentFailure) -> RelayError {
-        RelayError(.locate, failure.status, failure.agentText)
+        RelayError(.locate, failure.status, failure.agentText, retryAfter: failure.retryAfter())
     }
 
     /// The database cannot be reached: agents and phones retry in a few seconds.

@@ -1,3 +1,4 @@
+import Foundation
 import Relay
 import Testing
 
@@ -36,5 +37,20 @@ import Testing
         #expect(AgentFailure.ambiguousPerson("al", people).agentText.contains("Al (al@one.example), al (al@two.example)"))
         #expect(AgentFailure.personDeclined("Ada Lovelace").status == 403)
         #expect(AgentFailure.personDeclined("Ada Lovelace").agentText == "Ada Lovelace declined to share their location.")
+    }
+}
+
+/// The quiet-hours text of SPEC §14, and the Retry-After it carries over HTTP and MCP alike.
+@Suite struct QuietHoursTextTests {
+    @Test func aRequestInQuietHoursSaysUntilWhenOnTheOwnersClock() {
+        let now = Date(timeIntervalSince1970: 1_000_000)
+        let failure = AgentFailure.quietHours(name: "Ada", until: now.addingTimeInterval(599.2), local: "07:00")
+        #expect(failure.status == 503)
+        #expect(failure.agentText == "Ada is in quiet hours until 07:00 (their time). Ask again then.")
+        #expect(failure.retryAfter(now: now) == 600, "whole seconds, rounded up")
+        #expect(failure.retryAfter(now: now.addingTimeInterval(700)) == 1, "never 0 or negative")
+        #expect(AgentFailure.notConnected(email: nil).retryAfter(now: now) == nil)
+        let error = RelayError.locate(failure)
+        #expect(error.status == 503 && error.text == failure.agentText && error.retryAfter != nil)
     }
 }

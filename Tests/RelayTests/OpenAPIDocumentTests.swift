@@ -9,7 +9,8 @@ import Testing
         let yaml = OpenAPIDocument.yaml
         let failures: [AgentFailure] = [.badCredential, .declined, .noAnswer, .permissionOff, .noFix, .tooManyWaiting,
                                         .notConnected(email: "ada@example.com"), .phoneSilent, .nobodyNamed("Ada"),
-                                        .personDeclined("Ada")]
+                                        .personDeclined("Ada"),
+                                        .quietHours(name: "Ada", until: Date(timeIntervalSince1970: 0), local: "07:00")]
         for failure in failures {
             #expect(yaml.contains("\"\(failure.status)\":"), "status \(failure.status)")
             #expect(yaml.contains("\"\(failure.agentText.replacingOccurrences(of: "\"", with: "\\\""))\""), "\(failure)")

@@ -377,7 +377,8 @@ begin
   v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
   if v_quiet is not null then
     return jsonb_build_object('status', 'quiet', 'connections', null, 'ping', null,
-      'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name'));
+      'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name',
+        'until_ms', (extract(epoch from (v_quiet ->> 'until')::timestamptz) * 1000)::bigint));
   end if;
   -- The owner's own agents and the people sharing with them count separately, so a viewer
   -- can never keep the owner's own agents out; each requester also has a cap of their own

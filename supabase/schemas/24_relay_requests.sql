@@ -41,7 +41,7 @@ create trigger pending_requests_forget_reason_when_settled
 -- status: opened, too_many (max_waiting requests already wait: nothing was opened), exists
 -- (a row with this id exists: nothing changed; re-creating a row lost in a crash inserts it
 -- again), quiet (the owner is in quiet hours and the agent may not wake them: nothing was
--- opened; quiet = {until, local (HH:MM, the owner's time), time_zone, name}). The owner's own agents have the cap to themselves, each requester's requests for
+-- opened; quiet = {until, until_ms, local (HH:MM, the owner's time), time_zone, name}). The owner's own agents have the cap to themselves, each requester's requests for
 -- one owner have it too, and a requester's waiting requests across all owners are capped
 -- as well, so someone the owner shares with can never keep the owner's own agents out.
 -- connections: how many sockets of the owner are live now (0: push at once). ping: the
@@ -112,7 +112,8 @@ begin
   v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
   if v_quiet is not null then
     return jsonb_build_object('status', 'quiet', 'connections', null, 'ping', null,
-      'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name'));
+      'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name',
+        'until_ms', (extract(epoch from (v_quiet ->> 'until')::timestamptz) * 1000)::bigint));
   end if;
   -- The owner's own agents and the people sharing with them count separately, so a viewer
   -- can never keep the owner's own agents out; each requester also has a cap of their own

@@ -92,7 +92,7 @@ select is((relay.open_request('00000000-0000-4000-8000-0000000000a1', tests.get_
   'relay-q', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds') - 'quiet'),
   '{"status": "quiet", "connections": null, "ping": null}'::jsonb, 'a request in quiet hours opens nothing');
 select is((relay.open_request('00000000-0000-4000-8000-0000000000a2', tests.get_supabase_uid('ada'), null, 'agent-b', 'B',
-  'relay-q', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds') -> 'quiet') - 'until',
+  'relay-q', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds') -> 'quiet') - 'until' - 'until_ms',
   jsonb_build_object('local', to_char(now() at time zone 'UTC' + interval '1 hour', 'HH24:MI'), 'time_zone', 'UTC', 'name', 'Ada'),
   'and says until when, in the owner''s time, and whose quiet hours they are');
 select relay.set_may_wake(tests.get_supabase_uid('ada'), 'agent-b', null, true);

@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 import PGBus
 
 extension RelayDatabase {
@@ -26,6 +27,27 @@ extension RelayDatabase {
                           precision: LocationFix.Precision = .precise, expiresInS: Int? = nil) async throws -> PGJSON {
         try await pool.send("select relay.set_always_allowed($1, $2, $3, $4, $5, $6, $7)",
                              [user, clientID, clientName, requester, allowed, precision.rawValue, expiresInS]).scalar(PGJSON.self)
+    }
+
+    /// `user`'s quiet-hours windows as JSON (`[{days, start, end, time_zone}]`).
+    func quietHours(user: UUID) async throws -> PGJSON {
+        try await pool.send("select relay.quiet_hours($1)", [user]).scalar(PGJSON.self)
+    }
+
+    /// Replaces `user`'s quiet-hours windows; returns them. A bad window is refused (22023)
+    /// with a sentence naming it (`PGError.primaryMessage`), and nothing is stored.
+    func setQuietHours(user: UUID, windows: JSONValue) async throws -> PGJSON {
+        try await pool.send("select relay.set_quiet_hours($1, $2::jsonb)", [user, windows.text]).scalar(PGJSON.self)
+    }
+
+    /// The agents that may wake `user` in quiet hours (`[{client_id, client_name, requester_id}]`).
+    func mayWakeAgents(user: UUID) async throws -> PGJSON {
+        try await pool.send("select relay.may_wake_agents($1)", [user]).scalar(PGJSON.self)
+    }
+
+    /// Marks or unmarks an agent that may wake `user`; returns the list.
+    func setMayWake(user: UUID, clientID: String, requester: UUID?, value: Bool) async throws -> PGJSON {
+        try await pool.send("select relay.set_may_wake($1, $2, $3, $4)", [user, clientID, requester, value]).scalar(PGJSON.self)
     }
 
     /// `user`'s devices as JSON (`[{id, name, platform, app_version, created_at}]`).

@@ -88,7 +88,13 @@ public struct RelayDatabase: Sendable {
             guard let message = LocateMessage(json: value) else { throw Self.malformed(function) }
             ping = message
         }
-        return Opened(status: status, connections: json["connections"]?.integer.map(Int.init), ping: ping)
+        var quiet: RelayRows.QuietHours?
+        if status == .quiet {
+            guard let window = json["quiet"], let untilMs = window["until_ms"]?.integer,
+                  let local = window["local"]?.string, let name = window["name"]?.string else { throw Self.malformed(function) }
+            quiet = RelayRows.QuietHours(name: name, until: Date(timeIntervalSince1970: Double(untilMs) / 1000), local: local)
+        }
+        return Opened(status: status, connections: json["connections"]?.integer.map(Int.init), ping: ping, quiet: quiet)
     }
 
     /// The error for a result of a `relay.*` function that does not have its documented shape.

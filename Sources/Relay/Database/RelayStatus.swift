@@ -43,6 +43,8 @@ public enum RelayStatus {
         case full
         /// A request with that id exists already.
         case exists
+        /// The owner is in quiet hours and the agent may not wake them: nothing was opened.
+        case quiet
     }
 
     /// How a request ended.

@@ -230,7 +230,9 @@ public actor DeviceHub {
         case .sendAlwaysAllowed(let session):
             let account = self.account
             // Owner: the session; a socket closed meanwhile drops the send.
-            Task(executorPreference: executor) { if let list = await account.alwaysAllowed(user: session.user) { session.send(list) } }
+            Task(executorPreference: executor) {
+                for list in await account.lists(user: session.user) ?? [] { session.send(list) }
+            }
         case .renewCredential(let session, let expiry):
             session.renewCredential(until: expiry)
         case .requestReregistration:

@@ -2,9 +2,9 @@ import Foundation
 import JSON
 import PGBus
 
-/// Answers a phone's requests about its own account over its socket (APP.md §A.3): Web
-/// Push subscriptions (the endpoint allow-list is checked in Postgres), always-allowed
-/// agents and the device list. The user and device are the socket's, never the message's.
+/// Answers a phone's requests about its own account over its socket (APP.md §A.3, SPEC
+/// §14): Web Push subscriptions (the endpoint allow-list is checked in Postgres),
+/// always-allowed agents, the device list, agent keys, quiet hours and "may wake me". The user and device are the socket's, never the message's.
 struct PhoneAccount: Sendable {
     let database: RelayDatabase
     /// WEB_PUSH_ALLOWED_ORIGINS (tests): origins allowed besides the known push services.
@@ -44,7 +44,15 @@ struct PhoneAccount: Sendable {
                 return String(keys(list).dropLast()) + #","created":\#(JSONText.quoted(key))}"#
             case .revokeAgentKey(let id):
                 return keys(try await database.revokeAgentKey(user: user, id: id))
+            case .setQuietHours(let windows):
+                return quiet(try await database.setQuietHours(user: user, windows: windows))
+            case .mayWake(let clientID, let requester, let value):
+                return wakers(try await database.setMayWake(user: user, clientID: clientID, requester: requester, value: value))
             }
+        } catch let error as PGError where error.isRefusal && request.isAboutQuietHours {
+            // Nothing stored: the database's sentence names the bad window (the phone's own input).
+            let message = error.sqlState == "22023" ? error.primaryMessage ?? Self.quietRefused : Self.quietRefused
+            return #"{"type":"error","message":\#(JSONText.quoted(message))}"#
         } catch let error as PGError where error.isRefusal {
             // Refused, list unchanged: the list as it is now, marked refused (no name, the
             // 25-key limit, a key of someone else; a generic agent id, a requester without a
@@ -52,6 +60,8 @@ struct PhoneAccount: Sendable {
             do {
                 let current = if request.isAboutAgentKeys {
                     keys(try await database.agentKeys(user: user))
+                } else if case .mayWake = request {
+                    wakers(try await database.mayWakeAgents(user: user))
                 } else {
                     agents(try await database.alwaysAllowedAgents(user: user))
                 }
@@ -66,15 +76,26 @@ struct PhoneAccount: Sendable {
         }
     }
 
-    /// The always-allowed list message sent to a browser phone after its hello.
-    func alwaysAllowed(user: UUID) async -> String? {
-        do { return agents(try await database.alwaysAllowedAgents(user: user)) } catch {
+    /// What a browser phone is sent after its hello: the always-allowed list, the quiet
+    /// hours and the agents that may wake the person (nil when the database cannot say now).
+    func lists(user: UUID) async -> [String]? {
+        do {
+            async let allowed = database.alwaysAllowedAgents(user: user)
+            async let windows = database.quietHours(user: user)
+            async let wakers = database.mayWakeAgents(user: user)
+            return [agents(try await allowed), quiet(try await windows), self.wakers(try await wakers)]
+        } catch {
             logger.failure("phone_account_failed", error, ["user": user.uuidString.lowercased()])
             return nil
         }
     }
 
+    /// What a refused quiet-hours change is answered with when the database gave no sentence.
+    static let quietRefused = "These quiet hours cannot be saved."
+
     private func agents(_ list: PGJSON) -> String { #"{"type":"always_allowed","agents":\#(list.text)}"# }
+    private func quiet(_ list: PGJSON) -> String { #"{"type":"quiet_hours","windows":\#(list.text)}"# }
+    private func wakers(_ list: PGJSON) -> String { #"{"type":"may_wake","agents":\#(list.text)}"# }
     private func devices(_ list: PGJSON) -> String { #"{"type":"devices","devices":\#(list.text)}"# }
     private func keys(_ list: PGJSON) -> String { #"{"type":"agent_keys","keys":\#(list.text)}"# }
 }
@@ -91,5 +112,10 @@ private extension PhoneAccountRequest {
         case .listAgentKeys, .createAgentKey, .revokeAgentKey: true
         default: false
         }
+    }
+
+    var isAboutQuietHours: Bool {
+        if case .setQuietHours = self { return true }
+        return false
     }
 }

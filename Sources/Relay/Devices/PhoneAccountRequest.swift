@@ -1,8 +1,9 @@
 import Foundation
 import JSON
 
-/// What a phone asks of its own account over its socket (APP.md §A.3): its Web Push
-/// subscription, its always-allowed agents, its device list and its agent keys. Only a
+/// What a phone asks of its own account over its socket (APP.md §A.3, SPEC §14): its Web
+/// Push subscription, its always-allowed agents, its device list, its agent keys, its
+/// quiet hours and the agents that may wake it. Only a
 /// phone socket carries these, so an agent's token can never add itself to the
 /// always-allowed list or mint itself a key.
 /// Every field is checked here; the database checks again.
@@ -28,11 +29,18 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     case createAgentKey(name: String)
     /// Revoke one of the user's agent keys.
     case revokeAgentKey(UUID)
+    /// Replace the account's quiet-hours windows (SPEC §14; the database checks each).
+    case setQuietHours(windows: JSONValue)
+    /// Mark (`value`) or unmark `clientID` (for `requesterID`'s requests when set) as an
+    /// agent that may wake the person in quiet hours.
+    case mayWake(clientID: String, requesterID: UUID?, value: Bool)
 
     /// Longest endpoint accepted (the table's limit).
     static let maximumEndpointLength = 2048
     /// How long an always-allow "for a while" may last (relay.set_always_allowed's bounds).
     static let alwaysAllowSeconds = 1...86_400
+    /// Quiet-hours windows an account may have (relay.set_quiet_hours refuses more).
+    static let maximumQuietWindows = 8
 
     /// Decodes the account messages; nil for other types, `.none` results are malformed.
     static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
@@ -94,6 +102,18 @@ public enum PhoneAccountRequest: Sendable, Equatable {
         case "agent_key_revoke":
             guard let id = object["id"]?.uuid else { return .some(nil) }
             return .some(.revokeAgentKey(id))
+        case "quiet_hours":
+            // The list goes to the database, which names any bad window; one far past the
+            // limit is not even sent.
+            guard case .array(let windows)? = object["windows"], windows.count <= 4 * maximumQuietWindows else {
+                return .some(nil)
+            }
+            return .some(.setQuietHours(windows: .array(windows)))
+        case "may_wake":
+            guard let id = clientID(), let requester = requester(), case .bool(let value)? = object["value"] else {
+                return .some(nil)
+            }
+            return .some(.mayWake(clientID: id, requesterID: requester, value: value))
         default:
             return nil
         }

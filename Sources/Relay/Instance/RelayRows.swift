@@ -48,6 +48,25 @@ public enum RelayRows {
         /// The ping for the owner's phones on the calling instance, which the database does
         /// not notify of its own request; nil when it holds none of them.
         public let ping: LocateMessage?
+        /// For `quiet`: whose quiet hours, and until when.
+        public var quiet: QuietHours? = nil
+    }
+
+    /// A quiet-hours window holding when a request was opened (SPEC §14).
+    public struct QuietHours: Sendable, Equatable {
+        /// The owner's display name.
+        public let name: String
+        /// When the window ends.
+        public let until: Date
+        /// That end as the owner's clock shows it (HH:MM).
+        public let local: String
+
+        /// Creates the window's end.
+        public init(name: String, until: Date, local: String) {
+            self.name = name
+            self.until = until
+            self.local = local
+        }
     }
 
     /// What `finish` found.

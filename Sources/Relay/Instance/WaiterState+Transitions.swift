@@ -24,6 +24,9 @@ extension WaiterState {
                 complete(id, .failed(error), into: &actions)
             case .success(let opened) where opened.status == .tooMany || opened.status == .full:
                 complete(id, .outcome(.failure(.tooManyWaiting)), into: &actions)
+            case .success(let opened) where opened.status == .quiet:
+                complete(id, .outcome(opened.quiet.map { .failure(.quietHours(name: $0.name, until: $0.until, local: $0.local)) }
+                                      ?? .failure(.noFix)), into: &actions)
             case .success(let opened):
                 if let ping = opened.ping { actions.append(.ping(id, ping, owner: waiter.request.owner)) }
                 actions.append(.pushesOpened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt))

@@ -153,6 +153,9 @@ public actor LocateCoordinator {
             // A task or an async HTTP request: opened, and nobody waits here.
             let opened = try await open(id, waiter, durable: true)
             if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
+            if opened.status == .quiet, let quiet = opened.quiet {
+                return .failure(.quietHours(name: quiet.name, until: quiet.until, local: quiet.local))  // answered at once
+            }
             if let ping = opened.ping { await pinging(ping, request.owner) }
             await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
             return .waiting(expiresAt: expiresAt)

@@ -49,6 +49,7 @@ struct LocateService: Sendable {
                 case .notConnected: "offline"
                 case .phoneSilent: "timeout"
                 case .nobodyNamed, .ambiguousPerson: "unknown_person"
+                case .quietHours: "quiet_hours"
                 }
             }
         }

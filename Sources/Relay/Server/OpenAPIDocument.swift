@@ -1,3 +1,4 @@
+import Foundation
 /// The OpenAPI 3.1 description of the relay's plain-HTTP routes (SPEC §3, §5), built from
 /// the code's own statuses, limits and texts — `AgentFailure`, `RelayRoutes` and
 /// `AgentGate` — so the texts exist once. Served at `/openapi.yaml`, printed by
@@ -86,8 +87,9 @@ public enum OpenAPIDocument {
                 ("424", text("The phone could not share a location", [AgentFailure.permissionOff.agentText, AgentFailure.noFix.agentText])),
                 ("429", text("Too many requests waiting, or too many failed authentications",
                              [AgentFailure.tooManyWaiting.agentText, RelayError.rateLimited(retryAfter: 0).text], headers: [retryAfter])),
-                ("503", text("No phone connected, or the relay cannot serve now",
+                ("503", text("No phone connected, the person is in quiet hours, or the relay cannot serve now",
                              [AgentFailure.notConnected(email: example.email).agentText, AgentFailure.notConnected(email: nil).agentText,
+                              AgentFailure.quietHours(name: example.name, until: Date(timeIntervalSince1970: 0), local: "07:00").agentText,
                               RelayError.draining.text, RelayError.databaseUnreachable.text, RelayError.cannotCheckCredentials.text],
                              headers: [retryAfter])),
                 ("504", text("A phone got the request but nobody answered in time", [AgentFailure.phoneSilent.agentText])),
