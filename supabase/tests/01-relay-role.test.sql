@@ -71,6 +71,7 @@ $$, array[
         'relay.save_web_push_subscription(uuid,uuid,text,text,text,text[])',
         'relay.session_states(uuid[],uuid[])',
         'relay.set_always_allowed(uuid,text,text,uuid,boolean,text,integer)',
+        'relay.stop_all_sharing(uuid)',
         'relay.settle(uuid,uuid,uuid,text,text,text,text)', 'relay.settle_many(text,jsonb)',
         'relay.user_devices(uuid)',
         -- called by relay.claim_push

@@ -50,6 +50,12 @@ extension RelayDatabase {
         try await pool.send("select relay.set_may_wake($1, $2, $3, $4)", [user, clientID, requester, value]).scalar(PGJSON.self)
     }
 
+    /// Ends every standing permission of `user` (SPEC §14): the counts of what ended
+    /// (`always_allowed`, `shares`, `agent_keys`, `requests`).
+    func stopAllSharing(user: UUID) async throws -> JSONValue {
+        try await pool.send("select relay.stop_all_sharing($1)", [user]).scalar(PGJSON.self).parsed()
+    }
+
     /// `user`'s devices as JSON (`[{id, name, platform, app_version, created_at}]`).
     func userDevices(user: UUID) async throws -> PGJSON {
         try await pool.send("select relay.user_devices($1)", [user]).scalar(PGJSON.self)

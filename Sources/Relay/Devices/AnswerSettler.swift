@@ -18,33 +18,39 @@ struct AnswerSettler: Sendable {
     /// - Parameter replyKey: the waiter's key when the ping carried it; else it is asked for.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
                 reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil) async throws -> RelayStatus.Settle {
-        let answer: PhoneAnswer
-        var sealedFix: LocationFix?
+        let fix: LocationFix
         switch reply {
         case .denied(let reason):
-            answer = .denied(reason: reason)
+            return try await settle(id: id, user: user, device: device, answer: .denied(reason: reason), fix: nil)
         case .unavailable(let reason):
-            answer = .unavailable(reason: reason)
+            return try await settle(id: id, user: user, device: device, answer: .unavailable(reason: reason), fix: nil)
+        case .place(let name, let timestamp):
+            fix = LocationFix(place: name, timestampMs: timestamp, deviceName: deviceName, platform: platform)
         case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading, let precision):
-            let fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
-                                  altitudeM: altitude, speedMps: speed, headingDeg: heading,
-                                  deviceName: deviceName, platform: platform, precision: precision)
-            if await coordinator.settlingHere(id, fix: fix) {
-                answer = .localLocation
-                sealedFix = fix
-                break
-            }
-            var key = replyKey
-            if key == nil { key = try await database.replyKey(request: id, user: user) }
-            guard let key else {
-                // Not a waiting request of this user: let settle say which (gone or forbidden);
-                // it changes nothing in either case.
-                return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error),
-                                                 instance: instance)
-            }
-            answer = .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id))
-            sealedFix = fix
+            fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
+                              altitudeM: altitude, speedMps: speed, headingDeg: heading,
+                              deviceName: deviceName, platform: platform, precision: precision)
         }
+        if await coordinator.settlingHere(id, fix: fix) {
+            return try await settle(id: id, user: user, device: device, answer: .localLocation, fix: fix)
+        }
+        var key = replyKey
+        if key == nil { key = try await database.replyKey(request: id, user: user) }
+        guard let key else {
+            // Not a waiting request of this user: let settle say which (gone or forbidden);
+            // it changes nothing in either case.
+            return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error),
+                                             instance: instance)
+        }
+        return try await settle(id: id, user: user, device: device,
+                                answer: .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id)),
+                                fix: fix)
+    }
+
+    /// Settles `answer` (with the fix it carries, if any) and hands a settled one to the
+    /// waiter here.
+    private func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, fix sealedFix: LocationFix?) async throws
+        -> RelayStatus.Settle {
         let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
         if settled != .settled, answer == .localLocation { await coordinator.settledElsewhere(id) }
         if settled == .settled {

@@ -48,6 +48,13 @@ struct PhoneAccount: Sendable {
                 return quiet(try await database.setQuietHours(user: user, windows: windows))
             case .mayWake(let clientID, let requester, let value):
                 return wakers(try await database.setMayWake(user: user, clientID: clientID, requester: requester, value: value))
+            case .stopAllSharing:
+                let ended = try await database.stopAllSharing(user: user)
+                var reply = JSONText()
+                reply.string("type", "stopped_all_sharing")
+                for key in ["always_allowed", "shares", "agent_keys", "requests"] { reply.integer(key, ended[key]?.integer ?? 0) }
+                logger.info("stopped_all_sharing", ["device": device.uuidString.lowercased()])
+                return reply.object
             }
         } catch let error as PGError where error.isRefusal && request.isAboutQuietHours {
             // Nothing stored: the database's sentence names the bad window (the phone's own input).

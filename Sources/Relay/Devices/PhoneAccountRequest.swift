@@ -34,6 +34,9 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     /// Mark (`value`) or unmark `clientID` (for `requesterID`'s requests when set) as an
     /// agent that may wake the person in quiet hours.
     case mayWake(clientID: String, requesterID: UUID?, value: Bool)
+    /// End every always-allow, share, invitation and agent key and answer every waiting
+    /// request as declined (SPEC §14's Stop all sharing; the page revokes OAuth grants).
+    case stopAllSharing
 
     /// Longest endpoint accepted (the table's limit).
     static let maximumEndpointLength = 2048
@@ -109,6 +112,8 @@ public enum PhoneAccountRequest: Sendable, Equatable {
                 return .some(nil)
             }
             return .some(.setQuietHours(windows: .array(windows)))
+        case "stop_all_sharing":
+            return .some(.stopAllSharing)
         case "may_wake":
             guard let id = clientID(), let requester = requester(), case .bool(let value)? = object["value"] else {
                 return .some(nil)

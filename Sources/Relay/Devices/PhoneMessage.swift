@@ -28,6 +28,8 @@ public enum PhoneMessage: Sendable, Equatable {
         /// when the person chose "Share approximate" (its accuracy is then at least 3 km).
         case location(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
                       altitudeM: Double?, speedMps: Double?, headingDeg: Double?, precision: LocationFix.Precision = .precise)
+        /// The name of the place the phone is in, shared instead of a position (SPEC §14).
+        case place(name: String, timestampMs: Int64)
         /// A denial.
         case denied(PhoneAnswer.DenialReason)
         /// No location.
@@ -78,6 +80,8 @@ public enum PhoneMessage: Sendable, Equatable {
 
     private static func reply(_ object: JSONValue) -> PhoneReply {
         switch object["type"]?.string {
+        case "location" where object["precision"]?.string == LocationFix.Precision.place.rawValue:
+            return place(object) ?? .unavailable(.noFix)
         case "location":
             // A fix that claims to be approximate but is sharper than a grid cell is a bad
             // answer: the agent gets the no-fix text, never a precise fix labelled otherwise.
@@ -91,6 +95,20 @@ public enum PhoneMessage: Sendable, Equatable {
         default:
             return .unavailable(PhoneAnswer.UnavailableReason(rawValue: object["reason"]?.string ?? "error") ?? .error)
         }
+    }
+
+    /// A place answer: its name cleaned (controls and invisible characters removed) and 1 to
+    /// `LocationFix.maximumPlaceLength` characters, a capture time, and no position at all;
+    /// nil (a bad answer: the agent gets the no-fix text) otherwise.
+    private static func place(_ object: JSONValue) -> PhoneReply? {
+        for key in ["latitude", "longitude", "accuracy_m", "altitude_m", "speed_mps", "heading_deg"] {
+            if let value = object[key], !value.isNull { return nil }
+        }
+        guard let raw = object["place"]?.string, raw.utf8.count <= 4 * LocationFix.maximumPlaceLength * 4,
+              let timestamp = object["timestamp_ms"]?.number, timestamp >= 1, timestamp <= latestTimestampMs else { return nil }
+        let name = DisplayText.clean(raw, maximumLength: LocationFix.maximumPlaceLength + 1)
+        guard !name.isEmpty, name.count <= LocationFix.maximumPlaceLength else { return nil }
+        return .place(name: name, timestampMs: Int64(timestamp.rounded(.down)))  // in range: checked above
     }
 
     /// A plausible fix, or nil when any field is missing, not a number or out of range.

@@ -2,7 +2,10 @@ import Foundation
 import JSON
 
 /// A location fix as it travels sealed from the holder of the answering phone to the
-/// waiting instance, and as the agent finally receives it.
+/// waiting instance, and as the agent finally receives it. A *place* answer (SPEC §14: the
+/// phone is inside a place the person shares by its name only) carries the place's name
+/// and no position: its latitude, longitude and accuracy are 0 here and never leave the
+/// relay (`sealedJSON` and `agentJSON` write the name instead).
 public struct LocationFix: Codable, Sendable, Equatable {
     /// Degrees, -90...90.
     public let latitude: Double
@@ -26,6 +29,8 @@ public struct LocationFix: Codable, Sendable, Equatable {
     /// keys (a decoded fix without it is precise): the sealed form writes it only when
     /// approximate, and `init?(sealedJSON:)` reads it.
     public private(set) var precision: Precision = .precise
+    /// The place's name for a place answer (cleaned, 1 to `maximumPlaceLength` characters).
+    public private(set) var place: String?
 
     /// How precisely the person shared a fix (SPEC §13).
     public enum Precision: String, Codable, Sendable {
@@ -34,7 +39,12 @@ public struct LocationFix: Codable, Sendable, Equatable {
         /// The centre of the 0.025° × 0.025° grid cell that holds the fix, with an accuracy
         /// of at least `approximateAccuracyM`.
         case approximate
+        /// Only the name of a place the person defined on the phone (SPEC §14).
+        case place
     }
+
+    /// The longest place name an answer may carry (after cleaning).
+    public static let maximumPlaceLength = 40
 
     /// The least accuracy radius an approximate fix claims (metres).
     public static let approximateAccuracyM: Double = 3000
@@ -71,6 +81,13 @@ public struct LocationFix: Codable, Sendable, Equatable {
         self.platform = platform
     }
 
+    /// A place answer: the name of the place the phone is in, and when it knew.
+    public init(place: String, timestampMs: Int64, deviceName: String, platform: String) {
+        self.init(latitude: 0, longitude: 0, accuracyM: 0, timestampMs: timestampMs, deviceName: deviceName, platform: platform)
+        self.precision = .place
+        self.place = place
+    }
+
     /// The centre of the `cellDegrees` cell that holds `value` (a latitude with `limit` 90,
     /// a longitude with 180), to four decimals; ±`limit` stays in the last cell, and a value
     /// that is not finite stays as it is (`isPlausible` refuses it).
@@ -83,7 +100,11 @@ public struct LocationFix: Codable, Sendable, Equatable {
 
     /// Whether the values are physically possible (else the answer counts as unavailable).
     public var isPlausible: Bool {
-        (-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracyM >= 0 && accuracyM.isFinite
+        if precision == .place {
+            guard let place, !place.isEmpty, place.count <= Self.maximumPlaceLength else { return false }
+            return timestampMs > 0
+        }
+        return place == nil && (-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracyM >= 0 && accuracyM.isFinite
             && timestampMs > 0 && (headingDeg.map { (0..<360).contains($0) } ?? true)
             && (speedMps.map { $0 >= 0 && $0.isFinite } ?? true) && (altitudeM.map(\.isFinite) ?? true)
             && (precision == .precise || accuracyM >= Self.approximateAccuracyM)
@@ -97,6 +118,15 @@ public struct LocationFix: Codable, Sendable, Equatable {
         device.string("name", deviceName)
         device.string("platform", platform)
         var json = JSONText()
+        if let place {
+            json.number("age_s", (age * 10).rounded() / 10)
+            json.string("captured_at", JSONText.timestamp(milliseconds: timestampMs))
+            json.raw("device", device.object)
+            if let person { json.raw("person", Self.card(person)) }
+            json.string("place", place)
+            json.string("precision", precision.rawValue)
+            return json.object
+        }
         json.number("accuracy_m", accuracyM)
         json.number("age_s", (age * 10).rounded() / 10)
         if let altitudeM { json.number("altitude_m", altitudeM) }
@@ -105,20 +135,29 @@ public struct LocationFix: Codable, Sendable, Equatable {
         if let headingDeg { json.number("heading_deg", headingDeg) }
         json.number("latitude", latitude)
         json.number("longitude", longitude)
-        if let person {
-            var card = JSONText()
-            card.string("email", person.email)
-            card.string("name", person.name)
-            json.raw("person", card.object)
-        }
+        if let person { json.raw("person", Self.card(person)) }
         json.string("precision", precision.rawValue)
         if let speedMps { json.number("speed_mps", speedMps) }
         return json.object
     }
 
+    private static func card(_ person: Person) -> String {
+        var card = JSONText()
+        card.string("email", person.email)
+        card.string("name", person.name)
+        return card.object
+    }
+
     /// Decodes the sealed form (`sealedJSON`, or the `Codable` form it matches); nil when
     /// a field is missing or not of its type.
     init?(sealedJSON text: String) {
+        if let json = JSONValue.parse(text), json["precision"]?.string == Precision.place.rawValue {
+            guard let place = json["place"]?.string, let timestamp = json["timestamp_ms"]?.integer,
+                  let deviceName = json["device_name"]?.string, let platform = json["platform"]?.string,
+                  json["latitude"] == nil, json["longitude"] == nil, json["accuracy_m"] == nil else { return nil }
+            self.init(place: place, timestampMs: timestamp, deviceName: deviceName, platform: platform)
+            return
+        }
         guard let json = JSONValue.parse(text), let latitude = json["latitude"]?.number,
               let longitude = json["longitude"]?.number, let accuracy = json["accuracy_m"]?.number,
               let timestamp = json["timestamp_ms"]?.integer, let deviceName = json["device_name"]?.string,
@@ -142,6 +181,14 @@ public struct LocationFix: Codable, Sendable, Equatable {
     /// The fix as it is sealed for the waiter (the `Codable` form, written by hand).
     var sealedJSON: String {
         var json = JSONText()
+        if let place {
+            json.string("place", place)
+            json.string("precision", precision.rawValue)
+            json.integer("timestamp_ms", timestampMs)
+            json.string("device_name", deviceName)
+            json.string("platform", platform)
+            return json.object
+        }
         json.number("latitude", latitude)
         json.number("longitude", longitude)
         json.number("accuracy_m", accuracyM)

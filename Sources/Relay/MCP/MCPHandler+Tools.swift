@@ -29,12 +29,38 @@ extension MCPHandler {
             "altitude_m": ["type": "number"],
             "speed_mps": ["type": "number", "minimum": 0],
             "heading_deg": ["type": "number", "minimum": 0, "exclusiveMaximum": 360],
-            "device": ["type": "object", "additionalProperties": false, "required": ["name", "platform"], "properties": [
-                "name": ["type": "string"], "platform": ["type": "string", "enum": ["ios", "android", "desktop", "web"]],
-            ]],
-            "person": ["type": "object", "additionalProperties": false, "required": ["name", "email"],
-                       "description": "Whose location it is, on requests for someone who shares with the user.",
-                       "properties": ["name": ["type": "string"], "email": ["type": "string"]]],
+            "device": deviceSchema,
+            "person": personSchema,
+        ],
+    ] }
+
+    /// The answering device, in a fix or a place answer.
+    static var deviceSchema: JSONValue { [
+        "type": "object", "additionalProperties": false, "required": ["name", "platform"], "properties": [
+            "name": ["type": "string"], "platform": ["type": "string", "enum": ["ios", "android", "desktop", "web"]],
+        ],
+    ] }
+
+    /// Whose location it is, in a fix or a place answer on a shared request.
+    static var personSchema: JSONValue { [
+        "type": "object", "additionalProperties": false, "required": ["name", "email"],
+        "description": "Whose location it is, on requests for someone who shares with the user.",
+        "properties": ["name": ["type": "string"], "email": ["type": "string"]],
+    ] }
+
+    /// A place answer (SPEC §14): the name of a place the person defined on their phone,
+    /// shared instead of any position.
+    static var placeSchema: JSONValue { [
+        "type": "object", "additionalProperties": false,
+        "required": ["place", "captured_at", "age_s", "device", "precision"],
+        "properties": [
+            "place": ["type": "string", "minLength": 1, "maxLength": 40,
+                      "description": "The name the person gave the place their phone is in; no coordinates are shared."],
+            "precision": ["type": "string", "const": "place"],
+            "captured_at": ["type": "string", "format": "date-time", "description": "When the phone knew it was there."],
+            "age_s": ["type": "number", "minimum": 0, "description": "Seconds between then and the answer."],
+            "device": deviceSchema,
+            "person": personSchema,
         ],
     ] }
 
@@ -49,8 +75,9 @@ extension MCPHandler {
         ],
     ] }
 
-    /// What `get_phone_location` returns as `structuredContent`: the fix, or the waiting shape.
-    static var locateSchema: JSONValue { ["type": "object", "anyOf": [fixSchema, waitingSchema]] }
+    /// What `get_phone_location` returns as `structuredContent`: the fix, a place, or the
+    /// waiting shape.
+    static var locateSchema: JSONValue { ["type": "object", "anyOf": [fixSchema, placeSchema, waitingSchema]] }
 
     /// The people `list_people_sharing_with_me` returns as `structuredContent`.
     static var peopleSchema: JSONValue { [

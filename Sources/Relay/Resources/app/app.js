@@ -7,10 +7,13 @@
 import * as session from "./session.js";
 import { PhoneSocket, sendOnce } from "./socket.js";
 import { History } from "./history.js";
-import { approximate, locateOnce } from "./position.js";
+import { locateOnce } from "./position.js";
 import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
 import { renderKeys, bindKeys, clearKeys } from "./keys.js";
+import { answerFor, bindPlaces, forgetPlaces } from "./places.js";
+import { renderQuiet, quietRefused, keepMayWake, mayWakeToggle, bindQuiet, clearQuiet } from "./quiet.js";
 import { showGrants, clearGrants } from "./grants.js";
+import { bindStopAll, stoppedAll } from "./stop.js";
 
 const $ = (id) => document.getElementById(id);
 const history = new History();
@@ -41,6 +44,7 @@ function claimDevice(account) {
   if (owner && owner !== account.sub) {
     localStorage.removeItem("whereabot.device_id");
     localStorage.removeItem("whereabot.always_allowed");
+    forgetPlaces();
     history.clear();
   }
   localStorage.setItem("whereabot.device_user", account.sub);
@@ -110,7 +114,8 @@ function onLocate(message) {
     answerWithPosition(message, allowed.precision === "approximate").then((outcome) => {
       const shared = outcome.outcome === "shared";
       entry(message, shared ? { ...outcome, outcome: "shared_auto" } : outcome);
-      if (shared) banner(`${message.agent_name || "An agent"} checked your location${outcome.precision === "approximate" ? " (approximately)" : ""}`);
+      const how = { approximate: " (approximately)", place: " (the place's name only)" }[outcome.precision] || "";
+      if (shared) banner(`${message.agent_name || "An agent"} checked your location${how}`);
     });
     return;
   }
@@ -178,9 +183,10 @@ function allowForSeconds() {
 async function answerWithPosition(message, approximately = false) {
   const result = await locateOnce(message.expires_ms);
   if (result.fix) {
-    const fix = approximately ? approximate(result.fix) : result.fix;
-    socket.send({ type: "location", id: message.id, ...fix });
-    return { outcome: "shared", precision: approximately ? "approximate" : "precise" };
+    // Inside a place of this phone's, the place decides how much is shared (places.js).
+    const answer = answerFor(message.id, result.fix, approximately);
+    socket.send(answer.message);
+    return { outcome: "shared", precision: answer.precision };
   }
   socket.send({ type: "unavailable", id: message.id, reason: result.reason });
   return result.reason === "permission" ? "permission" : "no_fix";
@@ -229,7 +235,7 @@ function renderHistory() {
   list.replaceChildren(...history.entries().map((item) => {
     const li = document.createElement("li");
     const text = document.createElement("span");
-    const how = item.precision === "approximate" ? " approximately" : "";
+    const how = item.precision === "approximate" ? " approximately" : item.precision === "place" ? " (the place's name only)" : "";
     const from = item.device ? ` from ${item.device}` : "";
     text.textContent = `${item.requester_name ? item.requester_name + "'s agent " : ""}${item.agent}: ${History.label(item.outcome)}${how}${from}`;
     const time = document.createElement("small");
@@ -258,7 +264,7 @@ function renderAlways(agents) {
     remove.type = "button";
     remove.textContent = "Remove";
     remove.onclick = () => socket.send({ type: "always_allow_remove", client_id: agent.client_id, requester_id: agent.requester_id });
-    li.append(name, remove);
+    li.append(name, mayWakeToggle(agent, (message) => socket && socket.send(message)), remove);
     return li;
   }));
   show("always-empty", agents.length === 0);
@@ -288,6 +294,17 @@ function onMessage(message) {
     case "always_allowed": renderAlways(Array.isArray(message.agents) ? message.agents : []); break;
     case "devices": renderDevices(Array.isArray(message.devices) ? message.devices : []); break;
     case "agent_keys": renderKeys(message, (reply) => socket && socket.send(reply)); break;
+    case "quiet_hours": renderQuiet(message, (reply) => socket && socket.send(reply)); break;
+    case "may_wake":
+      keepMayWake(message);
+      renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+      break;
+    case "error": if (typeof message.message === "string") quietRefused(message.message); break;
+    case "stopped_all_sharing":
+      renderAlways([]);
+      socket.send({ type: "agent_keys" });
+      stoppedAll(message, config, session.load()?.access_token);
+      break;
     case "push_subscription":
       $("push-status").textContent = message.status === "saved" ? "Notifications are on."
         : message.status === "refused" ? `Notifications refused by the relay (${message.reason}).` : "";
@@ -382,6 +399,7 @@ function signOut(text, tellRelay = true) {
         if (phone) phone.close();
         session.clear();
         clearKeys();
+        clearQuiet();
         clearGrants();
         $("push-status").textContent = "";  // the next account's notifications start off
         $("signout").disabled = false;
@@ -563,6 +581,12 @@ async function main() {
     socket.send({ type: "device_rename", device_id: deviceID(), name });
   };
   bindKeys((message) => socket && socket.send(message));
+  bindQuiet((message) => socket && socket.send(message));
+  bindPlaces();
+  bindStopAll(() => ({ always: JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]").length,
+                       keys: document.querySelectorAll("#agent-keys li").length,
+                       grants: document.querySelectorAll("#grants li").length }),
+              (message) => socket && socket.send(message));
   $("enable-push").onclick = async () => {
     const result = await enablePush(config.vapid_public_key);
     $("push-status").textContent = result.text;

@@ -52,6 +52,24 @@ export async function showGrants(config, token) {
   $("grants-empty").hidden = list.length > 0;
 }
 
+/**
+ * Revokes every grant of the signed-in account (Stop all sharing); the number revoked, or
+ * null when the list could not be read or a revoke failed. No project: 0.
+ */
+export async function revokeAllGrants(config, token) {
+  if (!config.supabase_url) return 0;
+  try {
+    const grants = await call(config, token, "GET");
+    const list = Array.isArray(grants) ? grants : [];
+    for (const grant of list) await call(config, token, "DELETE", `?client_id=${encodeURIComponent(grant.client.id)}`);
+    return list.length;
+  } catch {
+    return null;
+  } finally {
+    showGrants(config, token);
+  }
+}
+
 /** Forgets the list (sign-out). */
 export function clearGrants() {
   $("grants").replaceChildren();

@@ -32,7 +32,7 @@ export class History {
   add({ id, agent, client_id, requester_name, reason, outcome, precision = null, device = null }) {
     const item = { id, at: Date.now(), agent: String(agent || ""), client_id, requester_name,
                    reason: typeof reason === "string" ? reason.slice(0, 120) : null, outcome,
-                   precision: precision === "approximate" || precision === "precise" ? precision : null,
+                   precision: ["approximate", "precise", "place"].includes(precision) ? precision : null,
                    device: typeof device === "string" ? device.slice(0, 100) : null };
     const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);
     localStorage.setItem(KEY, JSON.stringify(list));
