@@ -376,3 +376,36 @@ def test_vapid_keys_prints_a_usable_pair():
     derived = ec.derive_private_key(scalar, ec.SECP256R1()).public_key().public_bytes(
         serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
     assert b64url(derived) == public
+
+
+# ------------------------------------------------------------------------------- re-alert
+def test_an_unanswered_request_is_realerted_once_with_the_same_collapse_id(admin, make_user, push):
+    """SPEC §14: REALERT_SECONDS (2 here) after the request opened, an alert nobody answered
+    gets exactly one more — to the same targets, under the same collapse id, so it replaces
+    the first on the device — while at least 20 s of the request remain; a request too
+    short for that gets none."""
+    relay = RelayServer(**push.env, REALERT_SECONDS="2")
+    owner = Owner(admin, make_user, push, tokens=[hex_token()], paths=["/sub/realert"])
+    short = Owner(admin, make_user, push, tokens=[hex_token()])
+    try:
+        # 2 s + 20 s fit in 23 s, not in 21 s. Nobody answers: the calls end at their deadline.
+        calls = [Locate(relay.base, owner.agent, 23).begin(), Locate(relay.base, short.agent, 21).begin()]
+        apns = wait_for(lambda: (lambda p: p if len(p) >= 2 else None)(push.apns_for(owner.tokens)), 10)
+        web = wait_for(lambda: (lambda p: p if len(p) >= 2 else None)(push.web_for(owner.paths)), 10)
+        assert apns and web, "the alert and its re-alert, on APNs and Web Push"
+        first, again = apns
+        assert 1.5 <= again["time"] - first["time"] <= 4, again["time"] - first["time"]
+        assert first["payload"]["request_id"] == again["payload"]["request_id"]
+        assert first["headers"]["apns-collapse-id"] == again["headers"]["apns-collapse-id"] == first["payload"]["request_id"]
+        assert first["headers"]["apns-id"] != again["headers"]["apns-id"], "a second notification, not a retry"
+        assert again["payload"]["aps"]["category"] == "LOCATION_REQUEST"
+        time.sleep(3)
+        assert len(push.apns_for(owner.tokens)) == 2 and len(push.web_for(owner.paths)) == 2, "exactly one re-alert"
+        assert len(push.apns_for(short.tokens)) == 1, "no re-alert without 20 s to spare"
+        for call in calls:
+            call.join()
+        metrics = subprocess.run(["curl", "-s", f"{relay.base}/metrics"], capture_output=True, text=True).stdout
+    finally:
+        relay.stop()
+    assert 'whereabot_push_claims_total{stage="realert",status="claimed"} 1' in metrics
+    assert len(push.apns_for(owner.tokens)) == 2, "and none after it"

@@ -112,8 +112,9 @@ def test_mcp_sdk_locates_a_phone_and_lists_tools(relay, make_user, mode, version
             assert "60 seconds" in tools["get_phone_location"].description
             assert tools["get_phone_location"].annotations.read_only_hint is False
             assert tools["list_people_sharing_with_me"].annotations.read_only_hint is True
-            fix_shape, waiting_shape = tools["get_phone_location"].output_schema["anyOf"]
+            fix_shape, place_shape, waiting_shape = tools["get_phone_location"].output_schema["anyOf"]
             assert fix_shape["required"][:2] == ["latitude", "longitude"]
+            assert place_shape["required"][0] == "place" and "latitude" not in place_shape["properties"]
             assert waiting_shape["required"] == ["status", "request_id", "expires_at"]
             result = await client.call_tool("get_phone_location", {"timeout_secs": 10})
             assert not result.is_error

@@ -5,7 +5,9 @@ import Testing
 /// PushPlan: every transition of PUSH.md §1-2, with no I/O and a hand-set clock.
 @Suite struct PushPlanTests {
     let t0 = Date(timeIntervalSince1970: 1_796_000_000)
-    let timing = PushTiming()
+    /// The wake and checking stages alone; the re-alert has its own tests (`realertTiming`).
+    let timing = PushTiming(realertDelay: nil)
+    let realertTiming = PushTiming()
 
     private func plan(expiresIn seconds: TimeInterval = 60) -> PushPlan {
         PushPlan(expires: t0.addingTimeInterval(seconds), timing: timing)
@@ -138,5 +140,49 @@ import Testing
         #expect(plan.handle(.timerFired(.checking, now: t0 + 2)) == [])
         #expect(plan.handle(.claimResult(.wake, .claimed(.alert), now: t0)) == [])
         #expect(plan.handle(.opened(connections: 0, now: t0)) == [])
+    }
+
+    /// SPEC §14's one re-alert: an alert still unanswered 30 s after the request opened is
+    /// claimed once more while 20 s remain; then the plan is over.
+    @Test func anUnansweredAlertIsRealertedOnce() {
+        var plan = PushPlan(expires: t0.addingTimeInterval(60), timing: realertTiming)
+        _ = plan.handle(.opened(connections: 0, now: t0))
+        _ = plan.handle(.timerFired(.wake, now: t0))
+        #expect(plan.handle(.claimResult(.wake, .claimed(.alert), now: t0)) == [.send(.alert), .arm(.realert, at: t0 + 30)])
+        #expect(plan.handle(.timerFired(.realert, now: t0 + 30)) == [.claim(.realert)])
+        #expect(plan.handle(.claimResult(.realert, .claimed(.alert), now: t0 + 30)) == [.send(.alert), .done])
+        #expect(plan.realertSent && plan.isFinished)
+    }
+
+    /// After a silent wake and its checking alert, the re-alert follows the checking alert.
+    @Test func aCheckingAlertIsRealertedToo() {
+        var plan = PushPlan(expires: t0.addingTimeInterval(120), timing: realertTiming)
+        _ = plan.handle(.opened(connections: 1, now: t0))
+        _ = plan.handle(.timerFired(.wake, now: t0 + 2))
+        _ = plan.handle(.claimResult(.wake, .claimed(.silent), now: t0 + 2))
+        _ = plan.handle(.timerFired(.checking, now: t0 + 10))
+        #expect(plan.handle(.claimResult(.checking, .claimed(.checking), now: t0 + 10)) == [.send(.checking), .arm(.realert, at: t0 + 30)])
+    }
+
+    /// Too little time left for the re-alert (less than 20 s after it), an answer, or a
+    /// refusal (another claim won, or the request settled): no re-alert.
+    @Test func noRealertWithoutTimeOrAfterAnAnswer() {
+        var short = PushPlan(expires: t0.addingTimeInterval(49), timing: realertTiming)
+        _ = short.handle(.opened(connections: 0, now: t0))
+        _ = short.handle(.timerFired(.wake, now: t0))
+        #expect(short.handle(.claimResult(.wake, .claimed(.alert), now: t0)) == [.send(.alert), .done])
+        var answered = PushPlan(expires: t0.addingTimeInterval(60), timing: realertTiming)
+        _ = answered.handle(.opened(connections: 0, now: t0))
+        _ = answered.handle(.timerFired(.wake, now: t0))
+        _ = answered.handle(.claimResult(.wake, .claimed(.alert), now: t0))
+        #expect(answered.handle(.answered) == [.done])
+        #expect(answered.handle(.timerFired(.realert, now: t0 + 30)) == [])
+        var refused = PushPlan(expires: t0.addingTimeInterval(60), timing: realertTiming)
+        _ = refused.handle(.opened(connections: 0, now: t0))
+        _ = refused.handle(.timerFired(.wake, now: t0))
+        _ = refused.handle(.claimResult(.wake, .claimed(.alert), now: t0))
+        _ = refused.handle(.timerFired(.realert, now: t0 + 30))
+        #expect(refused.handle(.claimResult(.realert, .refused(.already), now: t0 + 30)) == [.done])
+        #expect(!refused.realertSent)
     }
 }

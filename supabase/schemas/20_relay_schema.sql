@@ -129,10 +129,12 @@ create unlogged table relay.pending_requests (
   wrapped_secret bytea,
   watcher_instance text check (watcher_instance ~ '^[A-Za-z0-9._:-]{1,64}$'),
   ask_reason text check (char_length(ask_reason) between 1 and 120),
+  realert_claimed_at timestamptz,
   constraint pending_requests_settled_has_outcome check ((settled_at is null) = (outcome is null)),
   constraint pending_requests_requester_is_someone_else check (requester_id is distinct from owner_id),
   constraint pending_requests_wake_kind_with_time check ((wake_kind is null) = (wake_claimed_at is null)),
   constraint pending_requests_checking_after_silent_wake check (checking_claimed_at is null or wake_kind = 'silent'),
+  constraint pending_requests_realert_after_wake check (realert_claimed_at is null or wake_kind is not null),
   constraint pending_requests_resumable_has_ttl check (resumable = (keep_until is not null)),
   constraint pending_requests_durable_is_resumable check (resumable or not durable),
   constraint pending_requests_wrapped_secret_size
@@ -148,6 +150,8 @@ comment on column relay.pending_requests.wake_kind is
 comment on column relay.pending_requests.wake_claimed_at is 'When the wake push stage was claimed.';
 comment on column relay.pending_requests.checking_claimed_at is
   'When the checking alert was claimed (only after a silent wake).';
+comment on column relay.pending_requests.realert_claimed_at is
+  'When the one re-alert of an unanswered request was claimed (SPEC §14).';
 comment on column relay.pending_requests.resumable is
   'The result is kept (a fix sealed in relay.sealed_results) for whoever presents the request_id.';
 comment on column relay.pending_requests.durable is

@@ -249,8 +249,8 @@ begin
   if p_id is null or p_stage is null then
     raise exception 'claim_push needs a request id and a stage' using errcode = '22004';
   end if;
-  if p_stage not in ('wake', 'checking') then
-    raise exception 'stage must be wake or checking' using errcode = '22023';
+  if p_stage not in ('wake', 'checking', 'realert') then
+    raise exception 'stage must be wake, checking or realert' using errcode = '22023';
   end if;
   if p_per_target is null or p_per_target not between 1 and 1000
      or p_per_account is null or p_per_account not between 1 and 10000 then
@@ -280,11 +280,21 @@ begin
     exception when others then
       v_always := false;  -- a failed read counts as "not always allowed"
     end;
-  else
+  elsif p_stage = 'checking' then
     if v_request.wake_kind is distinct from 'silent' then
       return jsonb_build_object('status', 'not_applicable');
     end if;
     if v_request.checking_claimed_at is not null then
+      return jsonb_build_object('status', 'already');
+    end if;
+  else
+    -- One re-alert (SPEC §14) after an alert that went unanswered, while at least 20 s of
+    -- the request remain; never after a silent wake alone (the person was not asked).
+    if v_request.wake_kind is null or (v_request.wake_kind = 'silent' and v_request.checking_claimed_at is null)
+       or v_request.expires_at - now() < interval '20 seconds' then
+      return jsonb_build_object('status', 'not_applicable');
+    end if;
+    if v_request.realert_claimed_at is not null then
       return jsonb_build_object('status', 'already');
     end if;
   end if;
@@ -297,6 +307,9 @@ begin
   if p_stage = 'checking' then
     v_kind := 'checking';
     update relay.pending_requests set checking_claimed_at = now() where id = p_id;
+  elsif p_stage = 'realert' then
+    v_kind := 'alert';
+    update relay.pending_requests set realert_claimed_at = now() where id = p_id;
   else
     if not v_always then
       v_kind := 'alert';

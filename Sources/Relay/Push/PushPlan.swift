@@ -10,14 +10,20 @@ public struct PushTiming: Sendable, Equatable {
     public var minimumLeft: TimeInterval = 3
     /// A claim that failed (database unreachable) is tried again this much later.
     public var claimRetry: TimeInterval = 1
+    /// REALERT_SECONDS: an alert still unanswered this long after the request opened gets
+    /// one more (SPEC §14); nil: none.
+    public var realertDelay: TimeInterval? = 30
+    /// The re-alert goes out only with at least this much of the request left.
+    public var realertMinimumLeft: TimeInterval = 20
 
-    /// The defaults of PUSH.md §1.
+    /// The defaults of PUSH.md §1 and SPEC §14.
     public init(wakeDelay: TimeInterval = 2, checkingDelay: TimeInterval = 8, minimumLeft: TimeInterval = 3,
-                claimRetry: TimeInterval = 1) {
+                claimRetry: TimeInterval = 1, realertDelay: TimeInterval? = 30) {
         self.wakeDelay = wakeDelay
         self.checkingDelay = checkingDelay
         self.minimumLeft = minimumLeft
         self.claimRetry = claimRetry
+        self.realertDelay = realertDelay
     }
 }
 
@@ -26,7 +32,7 @@ public struct PushTiming: Sendable, Equatable {
 /// re-created after a Postgres crash (claims lost) never gets a stage twice.
 struct PushPlan: Sendable {
     /// A push stage.
-    enum Stage: String, Sendable { case wake, checking }
+    enum Stage: String, Sendable { case wake, checking, realert }
 
     /// What a claimed wake turned out to be.
     enum Kind: String, Sendable { case alert, silent, checking }
@@ -76,6 +82,10 @@ struct PushPlan: Sendable {
     private(set) var wakeSent: Kind?
     /// Whether the checking alert was claimed and sent.
     private(set) var checkingSent = false
+    /// Whether the re-alert was claimed and sent.
+    private(set) var realertSent = false
+    /// When the request opened (the re-alert counts from there).
+    private var openedAt: Date?
     /// Whether the wake claim was made again to restore claims a crash erased.
     private var restoring = false
     private var restored = false
@@ -95,6 +105,7 @@ struct PushPlan: Sendable {
         case (_, .answered), (.finished, _):
             return finish()
         case (.new, .opened(let connections, let now)):
+            openedAt = now
             state = .armed(.wake)
             return [.arm(.wake, at: connections == 0 ? now : now.addingTimeInterval(timing.wakeDelay))]
         case (.armed(let armed), .timerFired(let stage, let now)) where armed == stage:
@@ -124,12 +135,15 @@ struct PushPlan: Sendable {
             return [.claim(.checking)]
         case (.wake, .claimed(let kind)):
             wakeSent = kind
-            guard kind == .silent else { return [.send(kind)] + finish() }
+            guard kind == .silent else { return [.send(kind)] + realertOrFinish() }
             state = .armed(.checking)
             return [.send(kind), .arm(.checking, at: now.addingTimeInterval(timing.checkingDelay))]
         case (.checking, .claimed):
             checkingSent = true
-            return [.send(.checking)] + finish()
+            return [.send(.checking)] + realertOrFinish()
+        case (.realert, .claimed):
+            realertSent = true
+            return [.send(.alert)] + finish()
         case (.checking, .refused(.notApplicable)) where wakeSent == .silent && !restored:
             // The row lost its claims (re-created after a Postgres crash): restore the wake
             // claim without sending it again, then claim checking.
@@ -140,6 +154,16 @@ struct PushPlan: Sendable {
         case (_, .refused):
             return finish()
         }
+    }
+
+    /// After an alert: the one re-alert is armed when it can still go out with
+    /// `realertMinimumLeft` to spare; else the plan is over.
+    private mutating func realertOrFinish() -> [Action] {
+        guard let delay = timing.realertDelay, let openedAt else { return finish() }
+        let at = openedAt.addingTimeInterval(delay)
+        guard expires.timeIntervalSince(at) >= timing.realertMinimumLeft else { return finish() }
+        state = .armed(.realert)
+        return [.arm(.realert, at: at)]
     }
 
     private mutating func finish() -> [Action] {

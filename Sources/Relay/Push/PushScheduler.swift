@@ -90,7 +90,8 @@ actor PushScheduler {
             }
         case .send(let kind):
             guard let claim = entries[id]?.claim else { return }
-            let stage: PushPlan.Stage = entries[id]?.plan.checkingSent == true ? .checking : .wake
+            let plan = entries[id]?.plan
+            let stage: PushPlan.Stage = plan?.realertSent == true ? .realert : plan?.checkingSent == true ? .checking : .wake
             let dispatcher = self.dispatcher
             let previous = sends[id]?.task
             sendNumber += 1

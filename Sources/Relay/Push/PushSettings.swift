@@ -20,6 +20,14 @@ public enum PushSettings {
     /// The services the environment configures (each nil when off).
     public static func services(from environment: [String: String], timing: PushTiming = PushTiming()) throws -> PushServices {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }
+        var timing = timing
+        if let text = value("REALERT_SECONDS") {
+            // 0 turns the re-alert off; else at most the longest request (120 s).
+            guard let seconds = Int(text), (0...120).contains(seconds) else {
+                throw Invalid(variable: "REALERT_SECONDS", problem: "must be a whole number from 0 (no re-alert) to 120")
+            }
+            timing.realertDelay = seconds == 0 ? nil : TimeInterval(seconds)
+        }
         let caFile = value("PUSH_CA_FILE")
         if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw Invalid(variable: "PUSH_CA_FILE", problem: "cannot read the file")
