@@ -74,15 +74,10 @@ run_acceptance() {
 run_faults() {
   echo "== fault tests (Tests/Faults)"
   build_binaries
-  # The storm first and alone: its 2,000 phones must all be back within 10 s, which they
-  # were not while a failover's 2,000 calls shared the cores (issue 40, clean-clone run 4).
-  # Then the rest in two workers: the failover pair (a primary and a standby of their own)
-  # beside the tests of the single cluster, which run one at a time (xdist_group).
-  local storm=Tests/Faults/test_field.py::test_a_storm_from_one_address_behind_nginx failed=0
-  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 "$storm" || failed=1
-  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 \
-    -n 2 --dist loadgroup --deselect "$storm" Tests/Faults || failed=1
-  return "$failed"
+  # One at a time: run in two workers (the failover pair beside the single cluster's tests)
+  # the suite took 4 min instead of 6.5, but the storm test's phones, sharing the cores with
+  # a failover's 2,000 calls, were not all back within its 10 s (issue 40, clean-clone run 4).
+  "$ROOT/.venv/bin/python" -m pytest -q -s -p no:cacheprovider --timeout=600 --durations=25 Tests/Faults
 }
 
 run_swift() {

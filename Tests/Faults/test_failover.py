@@ -22,11 +22,6 @@ import pytest
 from faultkit import Haproxy, Phones, Relay, locate_once, wait_until
 from replication import ReplicatedPostgres
 
-
-# The primary and standby of these tests are their own (replication.py's ports): they run
-# on a worker of their own, beside the tests of the single cluster.
-pytestmark = pytest.mark.xdist_group("replicated-pair")
-
 USERS = 10
 PER_USER = 2
 TIMEOUT_SECS = 10

@@ -8,11 +8,6 @@ import pytest
 from faultkit import (Agents, Haproxy, Phones, Postgres, Relay, fetch_durable, locate_once, open_durable, pending, report,
                       wait_until)
 
-
-# The tests that restart and crash the cluster on WHEREABOT_FAULTS_PGPORT run one at a time,
-# on one worker; the failover tests' own primary and standby run beside them.
-pytestmark = pytest.mark.xdist_group("cluster-54341")
-
 USERS = 25        # one phone each
 PER_USER = 4      # under the cap of 5 waiting requests per user: 100 in flight
 SENT = USERS * PER_USER

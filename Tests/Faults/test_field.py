@@ -25,11 +25,6 @@ from faultkit import LOGS, PORT, Postgres, Relay, free_port, open_durable, wait_
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "Acceptance"))
 from front_proxy import Proxy  # noqa: E402
 
-
-# The tests that restart and crash the cluster on WHEREABOT_FAULTS_PGPORT run one at a time,
-# on one worker; the failover tests' own primary and standby run beside them.
-pytestmark = pytest.mark.xdist_group("cluster-54341")
-
 CANNOT_CHECK = "The relay cannot check credentials right now. Retry in a few seconds."
 NOT_CONNECTED = "The user's phone is not connected."
 STORM_PHONES = 2000

@@ -14,11 +14,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "Acceptance
 from faultkit import Postgres, Relay, wait_until  # noqa: E402
 from push_kit import Locate, Push, hex_token, wait_for  # noqa: E402
 
-
-# The tests that restart and crash the cluster on WHEREABOT_FAULTS_PGPORT run one at a time,
-# on one worker; the failover tests' own primary and standby run beside them.
-pytestmark = pytest.mark.xdist_group("cluster-54341")
-
 OWNERS = 3
 
 
