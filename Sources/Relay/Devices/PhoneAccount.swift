@@ -4,7 +4,8 @@ import PGBus
 
 /// Answers a phone's requests about its own account over its socket (APP.md §A.3, SPEC
 /// §14): Web Push subscriptions (the endpoint allow-list is checked in Postgres),
-/// always-allowed agents, the device list, agent keys, quiet hours and "may wake me". The user and device are the socket's, never the message's.
+/// always-allowed agents, the device list, agent keys, quiet hours, "may wake me" and
+/// Stop all sharing. The user and device are the socket's, never the message's.
 struct PhoneAccount: Sendable {
     let database: RelayDatabase
     /// WEB_PUSH_ALLOWED_ORIGINS (tests): origins allowed besides the known push services.
