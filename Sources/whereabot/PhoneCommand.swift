@@ -19,7 +19,10 @@ enum PhoneCommand {
     static let usage = """
         whereabot phone --relay URL --token T [--device-id ID] [--device-name N] [--platform P]
                         --answer allow|approximate|always|deny|ignore|unavailable|ask [--at LAT,LON[,ACC]]
-                        [--apns-token HEX [--apns-environment production|sandbox]]
+                        [--apns-token HEX [--apns-environment production|sandbox]] [--settings FILE]
+        --settings reads places (matched here, never sent: inside one shared by name only, an
+        allow answers with its name and no position) and quiet-hours windows (set at the
+        relay after each hello) from a JSON file (PhoneSettings.swift shows its shape).
         --apns-token stores an APNs device token for this device (development, with the fake
         APNs): it needs ADMIN_DATABASE_URL and writes as the token's user, under RLS.
         """
@@ -30,6 +33,7 @@ enum PhoneCommand {
         let device = options["device-id"].flatMap(UUID.init(uuidString:)) ?? UUID()
         let at = (options["at"] ?? "52.520008,13.404954,12").split(separator: ",").compactMap { Double($0) }
         guard at.count >= 2 else { throw CommandError.usage("--at is LAT,LON[,ACC]") }
+        let settings = try options["settings"].map(PhoneSettings.load) ?? .empty
         let url = relay.replacingOccurrences(of: "http://", with: "ws://").trimmingCharacters(in: CharacterSet(charactersIn: "/")) + "/v1/device"
         var delay = 1.0
         while true {
@@ -42,6 +46,10 @@ enum PhoneCommand {
                                         "platform": .string(options["platform"] ?? "desktop")]
                 socket.send(hello.text)
                 say("connected as device \(device.uuidString.lowercased()); answering: \(mode.rawValue)")
+                if let windows = settings.quietHours {
+                    let message: JSONValue = ["type": "quiet_hours", "windows": windows]
+                    socket.send(message.text)
+                }
                 if let apnsToken = options["apns-token"] {
                     try await registerAPNsToken(apnsToken, environment: options["apns-environment"] ?? "production",
                                                 device: device, token: token, settings: environment)
@@ -49,11 +57,13 @@ enum PhoneCommand {
                 }
                 for await message in socket.messages {
                     guard case .text(let text) = message,
-                          let object = JSONValue.parse(text),
-                          let type = object["type"]?.string, let id = object["id"]?.string else { continue }
+                          let object = JSONValue.parse(text), let type = object["type"]?.string else { continue }
+                    if type == "quiet_hours" { say("quiet hours at the relay: \(QuietText.describe(object["windows"]))"); continue }
+                    if type == "error", let sentence = object["message"]?.string { say("the relay refused: \(sentence)"); continue }
+                    guard let id = object["id"]?.string else { continue }
                     if type == "cancel" { say("request \(id.prefix(8)) cancelled (answered elsewhere or timed out)"); continue }
                     guard type == "locate" else { continue }
-                    if let reply = answer(id: id, ping: object, mode: mode, at: at) { socket.send(reply.text) }
+                    if let reply = answer(id: id, ping: object, mode: mode, at: at, settings: settings) { socket.send(reply.text) }
                 }
                 say("disconnected: \(socket.closeCode ?? 1006) \(socket.closeReason)")
                 if socket.closeCode == 4000 { return }  // replaced or revoked: do not reconnect
@@ -77,7 +87,7 @@ enum PhoneCommand {
         }
     }
 
-    private static func answer(id: String, ping: JSONValue, mode: Mode, at: [Double]) -> JSONValue? {
+    private static func answer(id: String, ping: JSONValue, mode: Mode, at: [Double], settings: PhoneSettings) -> JSONValue? {
         let expires = ping["expires_ms"]?.number ?? 0
         let left = max(0, Int((expires / 1000 - Date().timeIntervalSince1970).rounded()))
         // The agent by the name the ping gives, as the app and the alert push name it.
@@ -94,6 +104,16 @@ enum PhoneCommand {
             case "d": chosen = .deny
             default: chosen = .ignore
             }
+        }
+        // Inside a place of the settings, the place decides how much is shared.
+        let place = chosen == .allow || chosen == .always || chosen == .approximate ? settings.place(at: at[0], at[1]) : nil
+        switch place?.share {
+        case .name?:
+            say("  inside \(place!.name): sharing the place's name only")
+            return ["type": "location", "id": .string(id), "precision": "place", "place": .string(place!.name),
+                    "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
+        case .approximate?: chosen = .approximate
+        case .precise?, nil: break
         }
         switch chosen {
         case .allow, .always:

@@ -1,5 +1,6 @@
 """The CLI as a newcomer uses it: `whereabot token`, `whereabot keys`, `whereabot phone`,
 against `whereabot serve`, with curl as the agent and PyJWT checking the tokens."""
+import json
 import os
 import re
 import subprocess
@@ -102,3 +103,49 @@ def test_the_reference_phone_obeys_retry_after(relay):
             socket.close()
         phone.terminate()
         phone.wait(timeout=10)
+
+
+def test_the_reference_phone_keeps_places_and_sets_quiet_hours_from_a_settings_file(relay, tmp_path):
+    """SPEC §14 on the terminal phone (issue 42, part 6): places from `--settings` are
+    matched on the phone (inside one shared by name only, the agent gets the name and no
+    position), quiet hours are set at the relay after the hello, and a bad window is refused
+    with the relay's sentence."""
+    email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
+    phone_token = cli("token", "--email", email, "--name", "Cli User")
+    agent_token = cli("token", "--email", email, "--agent", "CLI agent")
+    later = time.gmtime(time.time() + 3 * 3600)  # a window that does not hold now
+    settings = tmp_path / "phone.json"
+
+    def run_phone(quiet):
+        settings.write_text(json.dumps({
+            "places": [{"name": "Home \u202e", "latitude": 48.8584, "longitude": 2.2945, "radius_m": 250, "share": "name"}],
+            "quiet_hours": quiet}))
+        return subprocess.Popen([str(BINARY), "phone", "--relay", relay.base, "--token", phone_token, "--answer", "allow",
+                                 "--at", "48.8590,2.2950,7", "--settings", str(settings)], env=ENV, stdout=subprocess.PIPE,
+                                text=True)
+
+    window = {"days": [1, 2, 3, 4, 5, 6, 7], "start": time.strftime("%H:00", later),
+              "end": time.strftime("%H:30", later), "time_zone": "UTC"}
+    phone = run_phone([window])
+    try:
+        assert "connected" in phone.stdout.readline()
+        assert phone.stdout.readline() == f"quiet hours at the relay: {window['start']}-{window['end']} UTC (days 1,2,3,4,5,6,7)\n"
+        status, body = curl_locate(relay.base, agent_token)
+        assert status == 200, body
+        answer = json.loads(body)
+        assert (answer["place"], answer["precision"]) == ("Home", "place") and "latitude" not in answer
+        assert "request" in phone.stdout.readline()
+        assert phone.stdout.readline() == "  inside Home: sharing the place's name only\n"
+    finally:
+        phone.terminate()
+        phone.wait(timeout=10)
+    phone = run_phone([{**window, "time_zone": "Mars/Olympus"}])
+    try:
+        assert "connected" in phone.stdout.readline()
+        assert phone.stdout.readline() == \
+            "the relay refused: window 1: unknown time zone (use an IANA name such as Europe/Berlin)\n"
+    finally:
+        phone.terminate()
+        phone.wait(timeout=10)
+    relay.stop()
+    assert "Home" not in relay.logs and "48.859" not in relay.logs
