@@ -374,7 +374,10 @@ begin
   end if;
   -- Quiet hours (SPEC §14): nothing is stored, pinged or pushed for an agent that may not
   -- wake the owner; the agent learns until when (and the owner's name to say so).
-  v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
+  -- The common case (no windows at all) is one probe of an index, without the call.
+  if exists (select from public.quiet_hours where user_id = p_owner) then
+    v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
+  end if;
   if v_quiet is not null then
     return jsonb_build_object('status', 'quiet', 'connections', null, 'ping', null,
       'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name',
