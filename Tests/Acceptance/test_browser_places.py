@@ -49,5 +49,13 @@ def test_a_place_shares_its_name_only_from_inside_and_the_fix_from_outside(brows
         page.click("#places li button")
         expect(page.locator("#places-empty")).to_be_visible()
         assert page.evaluate("localStorage.getItem('whereabot.places')") == "[]"
+
+        # At most 50 places: the 51st is refused with a sentence and nothing is stored.
+        page.evaluate("localStorage.setItem('whereabot.places', JSON.stringify(Array.from({length: 50}, (_, i) =>"
+                      " ({name: 'P' + i, latitude: 10, longitude: 10, radius_m: 100, share: 'name'}))))")
+        page.fill("#place-name", "One too many")
+        page.click("#place-form button[type=submit]")
+        expect(page.locator("#place-error")).to_have_text("This phone keeps at most 50 places: remove one first.")
+        assert page.evaluate("JSON.parse(localStorage.getItem('whereabot.places')).length") == 50
     finally:
         context.close()

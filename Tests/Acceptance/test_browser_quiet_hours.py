@@ -24,6 +24,15 @@ def window_around_now(page, zone="UTC"):
     return end
 
 
+def always_allow(page, relay, person):
+    """The person's agent asks and the person taps Always allow in the prompt."""
+    call = Locate(relay.base, person.agent, 20).begin()
+    expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+    page.click("#always")
+    call.join()
+    assert call.status == 200, call.body
+
+
 def test_quiet_hours_set_in_the_page_hold_agents_back_until_they_end(browser, admin, make_user, relay):
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
@@ -60,11 +69,7 @@ def test_an_always_allowed_agent_marked_may_wake_me_is_answered_in_quiet_hours(b
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20).begin()
-        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
-        page.click("#always")
-        call.join()
-        assert call.status == 200
+        always_allow(page, relay, person)
         window_around_now(page)
         expect(page.locator("#quiet-now")).to_be_visible(timeout=10000)
         refused = Locate(relay.base, person.agent, 10).begin()
@@ -88,10 +93,7 @@ def test_stop_all_sharing_names_what_ends_then_ends_it(browser, admin, make_user
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
-        call = Locate(relay.base, person.agent, 20).begin()
-        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
-        page.click("#always")
-        call.join()
+        always_allow(page, relay, person)
         page.fill("#key-name", "nightly")
         page.click("#key-form button[type=submit]")
         key = page.locator("#new-key-value")

@@ -17,8 +17,8 @@ import pytest
 import websockets
 
 from conftest import ADMIN_URL, through_the_api
-from relay_server import RelayServer, instance_channel, token
-from test_relay_two_instances import BROADCAST, LATITUDE, LONGITUDE
+from relay_server import RelayServer, token
+from test_relay_two_instances import LATITUDE, LONGITUDE, EveryNotification
 
 UNKNOWN = "No location request with this id is waiting for you."
 
@@ -228,17 +228,8 @@ def test_no_plaintext_anywhere_and_the_sealed_result_is_gone_after_its_ttl(make_
     every log line: no coordinate; the sealed result row disappears at its TTL."""
     servers = [RelayServer(LOG_LEVEL="debug"), RelayServer(LOG_LEVEL="debug")]
     a, b = servers
-    notes, stop = [], threading.Event()
-
-    def listen():
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            for channel in [instance_channel(s.instance) for s in servers] + BROADCAST:
-                conn.execute(f'listen "{channel}"')
-            while not stop.is_set():
-                notes.extend(n.payload for n in conn.notifies(timeout=0.2))
-
-    listener = threading.Thread(target=listen)
-    listener.start()
+    listener = EveryNotification(servers)
+    notes = listener.start()
     ada = make_user("Ada", with_session=True)
     agent = token(*ada, client_id=str(uuid.uuid4()))
     phone = Phone(b.base, token(*ada), delay=1.0)
@@ -269,8 +260,7 @@ def test_no_plaintext_anywhere_and_the_sealed_result_is_gone_after_its_ttl(make_
                                 " (select from relay.pending_requests r where r.id = s.request_id)").fetchone()[0] == 0
     finally:
         phone.stop()
-        stop.set()
-        listener.join()
+        listener.close()
         for server in servers:
             server.stop()
     assert any('"sealed": "' in note for note in notes)

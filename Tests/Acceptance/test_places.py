@@ -7,19 +7,17 @@ notification, table, log line or metric holds it."""
 import asyncio
 import json
 import subprocess
-import threading
 import time
 import uuid
 
-import psycopg
 import pytest
 import websockets
 
 from conftest import ADMIN_URL
-from relay_server import RelayServer, instance_channel, token
+from relay_server import RelayServer, token
 from test_durable_requests import curl
 from test_relay_mcp import sdk_client
-from test_relay_two_instances import BROADCAST
+from test_relay_two_instances import EveryNotification
 
 NO_FIX = "The phone could not get a location fix. Try again in a moment."
 PLACE = "Grandma's Garden Flat"
@@ -107,34 +105,22 @@ def test_a_place_answer_with_a_position_or_a_bad_name_is_no_fix(relay, make_user
 def test_the_place_name_is_in_no_notification_table_log_or_metric(make_user):
     servers = [RelayServer(LOG_LEVEL="debug"), RelayServer(LOG_LEVEL="debug")]
     waiter, holder = servers
-    notes, stop = [], threading.Event()
-
-    def listen():
-        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
-            for channel in [instance_channel(s.instance) for s in servers] + BROADCAST:
-                conn.execute(f'listen "{channel}"')
-            while not stop.is_set():
-                notes.extend(n.payload for n in conn.notifies(timeout=0.2))
-
-    listener = threading.Thread(target=listen)
-    listener.start()
     who = make_user("Pia", with_session=True)
     agent = token(*who, client_id=str(uuid.uuid4()))
     try:
-        async def scenario():
-            phone = asyncio.create_task(place_phone(holder.base, token(*who), [{"place": PLACE}]))
-            await asyncio.sleep(0.5)
-            result = await asyncio.to_thread(curl, "POST", f"{waiter.base}/v1/locate?timeout_secs=10", agent)
-            await asyncio.wait_for(phone, 20)
-            return result
+        with EveryNotification(servers) as notes:
+            async def scenario():
+                phone = asyncio.create_task(place_phone(holder.base, token(*who), [{"place": PLACE}]))
+                await asyncio.sleep(0.5)
+                result = await asyncio.to_thread(curl, "POST", f"{waiter.base}/v1/locate?timeout_secs=10", agent)
+                await asyncio.wait_for(phone, 20)
+                return result
 
-        status, _, body = asyncio.run(scenario())
-        assert status == 200 and json.loads(body)["place"] == PLACE, "answered on the other instance, opened here"
-        dump = subprocess.run(["pg_dump", "--data-only", ADMIN_URL], capture_output=True, text=True).stdout
-        metrics = [curl("GET", f"{s.base}/metrics", agent)[2] for s in servers]
+            status, _, body = asyncio.run(scenario())
+            assert status == 200 and json.loads(body)["place"] == PLACE, "answered on the other instance, opened here"
+            dump = subprocess.run(["pg_dump", "--data-only", ADMIN_URL], capture_output=True, text=True).stdout
+            metrics = [curl("GET", f"{s.base}/metrics", agent)[2] for s in servers]
     finally:
-        stop.set()
-        listener.join()
         for server in servers:
             server.stop()
     assert any('"sealed": "' in note for note in notes), "the answer crossed sealed"

@@ -15,6 +15,37 @@ from conftest import ADMIN_URL
 from relay_server import RelayServer, instance_channel, token
 
 BROADCAST = ["whereabot_device", "whereabot_key", "whereabot_replay"]
+
+
+class EveryNotification:
+    """Collects the payload of every notification on the instances' own channels and the
+    broadcast ones while the `with` block runs (privacy tests read them all)."""
+
+    def __init__(self, servers):
+        self.channels = [instance_channel(s.instance) for s in servers] + BROADCAST
+        self.payloads, self.stop = [], threading.Event()
+        self.thread = threading.Thread(target=self.listen)
+
+    def listen(self):
+        with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+            for channel in self.channels:
+                conn.execute(f'listen "{channel}"')
+            while not self.stop.is_set():
+                self.payloads.extend(n.payload for n in conn.notifies(timeout=0.2))
+
+    def start(self):
+        self.thread.start()
+        return self.payloads
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *_):
+        self.close()
 # Distinctive coordinates, so that any plaintext copy is found by a plain text search.
 LATITUDE, LONGITUDE = "47.3768866", "8.5416940"
 

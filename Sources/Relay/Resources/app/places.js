@@ -12,6 +12,8 @@ export const MAX_NAME = 40;
 /** Radii a place may have, in metres. */
 export const MIN_RADIUS_M = 100;
 export const MAX_RADIUS_M = 5000;
+/** Places one phone keeps (matching walks them all at every answer). */
+export const MAX_PLACES = 50;
 const SHARES = { name: "name only", approximate: "approximately", precise: "precisely" };
 
 /** Controls and invisible format characters removed, trimmed, cut (as the relay cleans names). */
@@ -22,7 +24,7 @@ export function cleanName(text) {
 export function loadPlaces() {
   try {
     const list = JSON.parse(localStorage.getItem(KEY) || "[]");
-    return Array.isArray(list) ? list.filter(valid) : [];
+    return Array.isArray(list) ? list.filter(valid).slice(0, MAX_PLACES) : [];
   } catch {
     return [];
   }
@@ -106,6 +108,11 @@ export function bindPlaces() {
     const place = { name: cleanName($("place-name").value), latitude: Number($("place-latitude").value),
                     longitude: Number($("place-longitude").value), radius_m: Number($("place-radius").value),
                     share: $("place-share").value };
+    if (loadPlaces().length >= MAX_PLACES) {
+      $("place-error").textContent = `This phone keeps at most ${MAX_PLACES} places: remove one first.`;
+      $("place-error").hidden = false;
+      return;
+    }
     if (!valid(place)) {
       $("place-error").textContent = `A place needs a name (at most ${MAX_NAME} characters), a centre, and a radius of ${MIN_RADIUS_M} to ${MAX_RADIUS_M} m.`;
       $("place-error").hidden = false;
