@@ -24,7 +24,10 @@ import websockets
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BINARY = ROOT / ".build" / "debug" / "whereabot"
 SECRET = "fault-tests-jwt-secret-with-at-least-32-characters"
-PORT = int(os.environ.get("WHEREABOT_FAULTS_PGPORT", "54341"))
+# Below the kernel's ephemeral range (32768-60999): a cluster that restarts on a port in it
+# can find the port taken by some client's outgoing connection (issue 40: the failover
+# pair's 54342 was, by the storm's phones, and `pg_ctl start` failed).
+PORT = int(os.environ.get("WHEREABOT_FAULTS_PGPORT", "25341"))
 DATA = pathlib.Path(os.environ.get("WHEREABOT_FAULTS_PGDATA", "/var/tmp/whereabot-faults/pgdata"))
 DB = "whereabot_faults"
 PG_BIN = sorted(pathlib.Path("/usr/lib/postgresql").glob("*/bin"))[-1]

@@ -98,7 +98,7 @@ class Node:
 class ReplicatedPostgres:
     """Two nodes; `primary` and `standby` swap roles at each `rebuild_standby` after a promote."""
 
-    def __init__(self, ports=(54342, 54343)):
+    def __init__(self, ports=(25342, 25343)):
         self.nodes = [Node("a", ports[0]), Node("b", ports[1])]
         self.primary, self.standby = self.nodes
 
