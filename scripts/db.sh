@@ -53,6 +53,12 @@ case "${1:-}" in
       if pg_isready -q -h "$PGHOST_LOCAL" -p "$PGPORT_LOCAL"; then
         die "another server already listens on $PGHOST_LOCAL:$PGPORT_LOCAL; stop it or set PGPORT_LOCAL"
       fi
+      # A cluster made for another port (by an older checkout) listens where it is asked to
+      # now, also when it is restarted with pg_ctl alone: the last `port` line wins.
+      conf="$PGDATA_LOCAL/postgresql.conf"
+      if [ "$(grep -E '^port = ' "$conf" | tail -n 1)" != "port = $PGPORT_LOCAL" ]; then
+        echo "port = $PGPORT_LOCAL" >>"$conf"
+      fi
       as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_LOCAL" -l "$PG_LOG" -w -t 60 start >/dev/null \
         || { tail -n 20 "$PG_LOG" >&2; die "the server did not start (log above)"; }
       state=started
