@@ -105,7 +105,7 @@ run_check() {
 # Deliberate changes, one per kind of fact the catalog holds; each must be found.
 SELF_CHECKS=(
   "function body|create or replace function private.epoch_ms(p_time timestamptz) returns bigint language sql immutable set search_path = '' as \$\$ select (extract(epoch from p_time) * 1000)::bigint  \$\$"
-  "function comment|comment on function relay.settle(uuid, uuid, uuid, text, text, text, text) is 'x'"
+  "function comment|comment on function relay.settle(uuid, uuid, uuid, text, text, text, text, int) is 'x'"
   "function setting|alter function relay.heartbeat(text) set enable_seqscan = off"
   "function volatility|alter function relay.reply_key(uuid, uuid) volatile"
   "function security|alter function relay.user_devices(uuid) security invoker"

@@ -54,6 +54,18 @@ enum ServeCommand {
             }
             configuration.allowForSeconds = number
         }
+        if let days = value("GRANT_REMINDER_DAYS") {
+            guard let number = Int(days), (0...365).contains(number) else {
+                throw CommandError.usage("GRANT_REMINDER_DAYS must be a whole number from 0 (no reminders) to 365")
+            }
+            configuration.grantReminderSeconds = number == 0 ? nil : number * 86_400
+        }
+        if let seconds = value("GRANT_REMINDER_SECONDS") {  // tests: the same in seconds
+            guard let number = Int(seconds), (1...31_536_000).contains(number) else {
+                throw CommandError.usage("GRANT_REMINDER_SECONDS must be a whole number from 1 to 31536000")
+            }
+            configuration.grantReminderSeconds = number
+        }
         if let seconds = value("MCP_PROGRESS_SECONDS") {
             guard let number = Int(seconds), (1...60).contains(number) else {
                 throw CommandError.usage("MCP_PROGRESS_SECONDS must be a whole number from 1 to 60")

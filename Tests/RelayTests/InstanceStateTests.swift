@@ -101,6 +101,20 @@ import Testing
         #expect(fixture.on(.locate(ping, owner: phone.user)).isEmpty, "each id once per socket")
     }
 
+    /// A reminder (SPEC §14) goes to every registered phone of its owner here, and to no
+    /// other account's phone or socket still waiting for its hello.
+    @Test func aReminderReachesEveryRegisteredPhoneOfItsOwner() {
+        var fixture = Fixture()
+        let user = UUID()
+        let first = fixture.registered(Phone(user: user)), second = fixture.registered(Phone(user: user))
+        let waiting = Phone(user: user), other = fixture.registered()
+        _ = fixture.hello(waiting)
+        let reminder = GrantReminder(clientID: "agent", agentName: "Helper", requesterID: nil).phoneJSON
+        let actions = fixture.on(.tell(reminder, owner: user))
+        #expect(actions.sent(to: first) == [reminder] && actions.sent(to: second) == [reminder])
+        #expect(actions.sent(to: waiting).isEmpty && actions.sent(to: other).isEmpty && actions.count == 2)
+    }
+
     /// A reaped instance: hellos that find its row gone leave their sockets unregistered
     /// and ask for one re-registration however many there are; the re-registration says
     /// every socket's hello again (registered and unregistered), after which pings reach

@@ -8,7 +8,8 @@
 -- whose agent this is (location sharing: always-allow is per owner, agent and requester).
 -- precision says how the phone answers the agent; expires_at ends a choice made "for 1
 -- hour": every function reads an expired row as absent (it stays until it is replaced or
--- removed, or the user's next change deletes it).
+-- removed, or the user's next change deletes it). last_used_at and reminded_at serve the
+-- reminders of SPEC §14 (34_relay_grant_reminders.sql).
 
 create table public.always_allowed_agents (
   id uuid primary key default gen_random_uuid(),
@@ -19,6 +20,8 @@ create table public.always_allowed_agents (
   created_at timestamptz not null default now(),
   precision text not null default 'precise' check (precision in ('precise', 'approximate')),
   expires_at timestamptz,
+  last_used_at timestamptz,
+  reminded_at timestamptz,
   constraint always_allowed_agents_client_id_names_one_agent
     check (client_id not in ('unknown', 'agent-key') and char_length(client_id) between 1 and 255),
   constraint always_allowed_agents_requester_is_someone_else
@@ -32,6 +35,10 @@ comment on column public.always_allowed_agents.precision is
   'precise, or approximate: the phone answers this agent with the centre of a 0.025° grid cell, never a precise fix.';
 comment on column public.always_allowed_agents.expires_at is
   'Until when the agent is allowed ("Allow for 1 hour"); null for always. An expired row counts as absent everywhere.';
+comment on column public.always_allowed_agents.last_used_at is
+  'When the agent last got a location under this row (relay.settle): the app shows it. Never where.';
+comment on column public.always_allowed_agents.reminded_at is
+  'When the person was last reminded of this for-good row, or kept it (SPEC §14 reminders); null: never.';
 
 -- always_allowed_agents_once (user_id, client_id, requester_id) serves every lookup by user_id.
 create index always_allowed_agents_requester_id_idx on public.always_allowed_agents (requester_id);

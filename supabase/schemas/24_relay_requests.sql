@@ -211,10 +211,12 @@ comment on function relay.mark_delivered(uuid[]) is
 -- keep_until cut to at most 10 minutes from now.
 --
 -- The waiting row is found and settled by one UPDATE ... RETURNING; only a refused answer
--- reads it again to say why.
+-- reads it again to say why. A location marks the use of the owner's always-allow of the
+-- agent, if any, and may claim its reminder (p_remind_after_s: the relay's
+-- GRANT_REMINDER_DAYS in seconds; null: no reminders): private.note_always_allowed_use.
 create or replace function relay.settle(
   p_id uuid, p_user uuid, p_device uuid, p_outcome text, p_reason text, p_sealed text,
-  p_instance text default null)
+  p_instance text default null, p_remind_after_s int default null)
 returns text
 language plpgsql
 security definer
@@ -227,9 +229,14 @@ declare
   v_holders text[];
   v_resumable boolean;
   v_watcher text;
+  v_client_id text;
+  v_requester uuid;
 begin
   if p_id is null or p_user is null then
     raise exception 'settle needs a request id and a user id' using errcode = '22004';
+  end if;
+  if p_remind_after_s is not null and p_remind_after_s not between 1 and 31536000 then
+    raise exception 'remind_after_s must be from 1 to 31536000 seconds' using errcode = '22023';
   end if;
   if p_instance is not null and p_instance !~ '^[A-Za-z0-9._:-]{1,64}$' then
     raise exception 'an instance id is 1 to 64 letters, digits or ._:-' using errcode = '22023';
@@ -263,7 +270,8 @@ begin
       keep_until = case when resumable then least(keep_until, now() + interval '10 minutes') end
   where id = p_id and owner_id = p_user and settled_at is null
     and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
-  returning waiter_instance, owner_id, resumable, watcher_instance into v_waiter, v_owner, v_resumable, v_watcher;
+  returning waiter_instance, owner_id, resumable, watcher_instance, client_id, requester_id
+    into v_waiter, v_owner, v_resumable, v_watcher, v_client_id, v_requester;
   if not found then
     select * into v_request from relay.pending_requests where id = p_id;
     if not found then
@@ -282,6 +290,9 @@ begin
     -- The agent may come back for it from any instance: the answer is kept (sealed) until
     -- the request's TTL, cut above to at most 10 minutes from now.
     insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
+  end if;
+  if p_outcome = 'location' then
+    perform private.note_always_allowed_use(v_owner, v_client_id, v_requester, p_remind_after_s);
   end if;
 
   select coalesce(array_agg(distinct c.instance_id), '{}') into v_holders
@@ -303,8 +314,8 @@ begin
   return 'settled';
 end;
 $$;
-comment on function relay.settle(uuid, uuid, uuid, text, text, text, text) is
-  'First answer wins: records it, sends the answer to the waiter''s channel and the cancel to the holders'' (never to p_instance, the caller). A location comes sealed unless p_instance is the waiter''s.';
+comment on function relay.settle(uuid, uuid, uuid, text, text, text, text, int) is
+  'First answer wins: records it, sends the answer to the waiter''s channel and the cancel to the holders'' (never to p_instance, the caller). A location comes sealed unless p_instance is the waiter''s, and marks the use of the agent''s always-allow (a reminder after REMIND_AFTER_S).';
 
 -- -----------------------------------------------------------------------------
 -- relay.finish(id, instance, outcome) → {status, delivered, outcome, reason}
@@ -403,7 +414,7 @@ comment on function relay.reply_key(uuid, uuid) is
 revoke execute on function
   relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int, text),
   relay.mark_delivered(uuid[]),
-  relay.settle(uuid, uuid, uuid, text, text, text, text),
+  relay.settle(uuid, uuid, uuid, text, text, text, text, int),
   relay.finish(uuid, text, text),
   relay.request_states(uuid[]),
   relay.reply_key(uuid, uuid)
@@ -411,7 +422,7 @@ revoke execute on function
 grant execute on function
   relay.open_request(uuid, uuid, uuid, text, text, text, bytea, timestamptz, int, text),
   relay.mark_delivered(uuid[]),
-  relay.settle(uuid, uuid, uuid, text, text, text, text),
+  relay.settle(uuid, uuid, uuid, text, text, text, text, int),
   relay.finish(uuid, text, text),
   relay.request_states(uuid[]),
   relay.reply_key(uuid, uuid)

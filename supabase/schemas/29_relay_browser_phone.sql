@@ -98,18 +98,20 @@ begin
   return coalesce((
     select jsonb_agg(jsonb_build_object('client_id', a.client_id, 'client_name', a.client_name,
                                         'requester_id', a.requester_id, 'precision', a.precision,
-                                        'expires_ms', (extract(epoch from a.expires_at) * 1000)::bigint) order by a.created_at)
+                                        'expires_ms', (extract(epoch from a.expires_at) * 1000)::bigint,
+                                        'last_used_ms', (extract(epoch from a.last_used_at) * 1000)::bigint) order by a.created_at)
     from public.always_allowed_agents a
     where a.user_id = p_user and (a.expires_at is null or a.expires_at > now())), '[]');
 end;
 $$;
 comment on function relay.always_allowed_agents(uuid) is
-  'USER''s always-allowed agents, none expired, as [{client_id, client_name, requester_id, precision, expires_ms}].';
+  'USER''s always-allowed agents, none expired, as [{client_id, client_name, requester_id, precision, expires_ms, last_used_ms}].';
 
 -- p_allowed true adds (or renames) the row, false removes it. Generic ids (unknown,
 -- agent-key) are refused by the table (23514); a requester must share with USER.
 -- p_precision: how the phone answers the agent; p_expires_in_s: "Allow for 1 hour" (a
--- second to a day; null: always). A new choice replaces the old one's precision and expiry.
+-- second to a day; null: always). A new choice replaces the old one's precision and expiry
+-- and counts as kept (its reminder comes GRANT_REMINDER_DAYS after it).
 create or replace function relay.set_always_allowed(
   p_user uuid, p_client_id text, p_client_name text, p_requester uuid, p_allowed boolean,
   p_precision text default 'precise', p_expires_in_s int default null)
@@ -139,7 +141,8 @@ begin
     values (p_user, p_client_id, coalesce(private.clean_display_text(p_client_name, 200), ''), nullif(p_requester, p_user),
             p_precision, now() + make_interval(secs => p_expires_in_s))
     on conflict on constraint always_allowed_agents_once do update
-      set client_name = excluded.client_name, precision = excluded.precision, expires_at = excluded.expires_at;
+      set client_name = excluded.client_name, precision = excluded.precision, expires_at = excluded.expires_at,
+          reminded_at = now();
   else
     delete from public.always_allowed_agents
     where user_id = p_user and client_id = p_client_id and requester_id is not distinct from nullif(p_requester, p_user);

@@ -86,7 +86,7 @@ comment on function relay.open_requests(text, jsonb) is
 -- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
 -- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
 -- costs only that element a second call; no batch holds up another's answers for long.
-create or replace function relay.settle_many(p_instance text, p_answers jsonb)
+create or replace function relay.settle_many(p_instance text, p_answers jsonb, p_remind_after_s int default null)
 returns jsonb
 language plpgsql
 security definer
@@ -115,7 +115,7 @@ begin
       v_results[v_element.ord] := jsonb_build_object('status', relay.settle(
         (v_element.value ->> 'id')::uuid, (v_element.value ->> 'user')::uuid,
         (v_element.value ->> 'device')::uuid, v_element.value ->> 'outcome', v_element.value ->> 'reason',
-        v_element.value ->> 'sealed', p_instance));
+        v_element.value ->> 'sealed', p_instance, p_remind_after_s));
     exception when others then
       v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
     end;
@@ -123,9 +123,9 @@ begin
   return to_jsonb(v_results);
 end;
 $$;
-comment on function relay.settle_many(text, jsonb) is
-  'relay.settle for 1 to 32 answers in one call: a result per element, in order; a refused element is {"status": "error", "code": SQLSTATE} alone.';
+comment on function relay.settle_many(text, jsonb, int) is
+  'relay.settle for 1 to 32 answers in one call (REMIND_AFTER_S as relay.settle''s): a result per element, in order; a refused element is {"status": "error", "code": SQLSTATE} alone.';
 
-revoke execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb)
+revoke execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb, int)
   from public, anon, authenticated, service_role;
-grant execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb) to whereabot_relay;
+grant execute on function relay.open_requests(text, jsonb), relay.settle_many(text, jsonb, int) to whereabot_relay;

@@ -46,7 +46,7 @@ select set_eq($$
 $$, array[
         -- called by the relay
         'relay.agent_key_owner(text)', 'relay.agent_key_secret()', 'relay.agent_keys(uuid)',
-        'relay.always_allowed_agents(uuid)', 'relay.cancel_durable(uuid,uuid,text,uuid,boolean)',
+        'relay.always_allowed_agents(uuid)', 'relay.keep_always_allowed(uuid,text,uuid)', 'relay.cancel_durable(uuid,uuid,text,uuid,boolean)',
         'relay.claim_push(uuid,text,text,integer,integer)', 'relay.client_name(text)',
         'relay.create_agent_key(uuid,text)', 'relay.delete_web_push_subscriptions(uuid,uuid)',
         'relay.device_disconnects(uuid[])', 'relay.device_hellos(text,jsonb,integer)',
@@ -72,7 +72,7 @@ $$, array[
         'relay.session_states(uuid[],uuid[])',
         'relay.set_always_allowed(uuid,text,text,uuid,boolean,text,integer)',
         'relay.stop_all_sharing(uuid)',
-        'relay.settle(uuid,uuid,uuid,text,text,text,text)', 'relay.settle_many(text,jsonb)',
+        'relay.settle(uuid,uuid,uuid,text,text,text,text,integer)', 'relay.settle_many(text,jsonb,integer)',
         'relay.user_devices(uuid)',
         -- called by relay.claim_push
         'relay.apns_tokens(uuid)', 'relay.is_always_allowed(uuid,text,uuid)',

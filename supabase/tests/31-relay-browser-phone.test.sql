@@ -65,7 +65,7 @@ select throws_ok($$ select relay.delete_web_push_subscriptions(null, null) $$, '
 -- ---------------------------------------------------------------- always allowed
 select is(relay.set_always_allowed(tests.get_supabase_uid('ada'), 'claude', E'Claude\n', null, true),
   jsonb_build_array(jsonb_build_object('client_id', 'claude', 'client_name', 'Claude', 'requester_id', null,
-    'precision', 'precise', 'expires_ms', null)),
+    'precision', 'precise', 'expires_ms', null, 'last_used_ms', null)),
   'set_always_allowed adds the agent (name cleaned) and returns the list');
 select is(jsonb_array_length(relay.set_always_allowed(tests.get_supabase_uid('ada'), 'claude', 'Claude 2', null, true)), 1,
   'adding it again keeps one row');

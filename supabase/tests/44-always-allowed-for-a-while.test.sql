@@ -12,8 +12,9 @@ select tests.authenticate_as_relay();
 insert into t values ('hour', relay.set_always_allowed(tests.get_supabase_uid('ada'), 'agent-hour', 'Hourly', null, true,
   'approximate', 3600));
 select is((select (v -> 0) - 'expires_ms' from t where k = 'hour'),
-  '{"client_id": "agent-hour", "client_name": "Hourly", "requester_id": null, "precision": "approximate"}'::jsonb,
-  'the list carries the precision');
+  '{"client_id": "agent-hour", "client_name": "Hourly", "requester_id": null, "precision": "approximate",
+    "last_used_ms": null}'::jsonb,
+  'the list carries the precision (and no use yet)');
 select ok((select (v -> 0 ->> 'expires_ms')::bigint between (extract(epoch from now() + interval '3599 seconds') * 1000)::bigint
   and (extract(epoch from now() + interval '3601 seconds') * 1000)::bigint from t where k = 'hour'),
   'and when an hour from now it ends');

@@ -16,7 +16,8 @@ extension RelayDatabase {
         try await pool.send("select relay.delete_web_push_subscriptions($1, $2)", [user, device]).scalar(Int.self)
     }
 
-    /// `user`'s always-allowed agents as JSON (`[{client_id, client_name, requester_id}]`).
+    /// `user`'s always-allowed agents as JSON (`[{client_id, client_name, requester_id,
+    /// precision, expires_ms, last_used_ms}]`).
     func alwaysAllowedAgents(user: UUID) async throws -> PGJSON {
         try await pool.send("select relay.always_allowed_agents($1)", [user]).scalar(PGJSON.self)
     }
@@ -27,6 +28,12 @@ extension RelayDatabase {
                           precision: LocationFix.Precision = .precise, expiresInS: Int? = nil) async throws -> PGJSON {
         try await pool.send("select relay.set_always_allowed($1, $2, $3, $4, $5, $6, $7)",
                              [user, clientID, clientName, requester, allowed, precision.rawValue, expiresInS]).scalar(PGJSON.self)
+    }
+
+    /// Keeps a for-good always-allow (a reminder's Keep): its next reminder comes a whole
+    /// interval from now; returns the list. An agent not always allowed for good: P0002.
+    func keepAlwaysAllowed(user: UUID, clientID: String, requester: UUID?) async throws -> PGJSON {
+        try await pool.send("select relay.keep_always_allowed($1, $2, $3)", [user, clientID, requester]).scalar(PGJSON.self)
     }
 
     /// `user`'s quiet-hours windows as JSON (`[{days, start, end, time_zone}]`).

@@ -59,17 +59,18 @@ extension RelayDatabase {
         })
     }
 
-    static func settleCoalescer(_ pool: PGPool) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
+    static func settleCoalescer(_ pool: PGPool, remindAfter: Int?) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
+        let remind: (any PGEncodable)? = remindAfter
         let single: CallCoalescer<SettleCall, RelayStatus.Settle>.Single = { call in
-            let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7)",
+            let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7, $8)",
                                               [call.id, call.user, call.device, call.answer.outcome.rawValue,
-                                               call.answer.reason, call.answer.sealed, call.instance]).scalar(String.self)
+                                               call.answer.reason, call.answer.sealed, call.instance, remind]).scalar(String.self)
             return try Self.status(status, from: "settle")
         }
         return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
-                let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb)", instance,
-                                                  calls.map(\.json), function: "settle_many")
+                let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb, $3)", instance,
+                                                  calls.map(\.json), extra: .some(remind), function: "settle_many")
                 return try await alone(calls, results, single) { try Self.status($0, "status", from: "settle_many") }
             }
         })
@@ -125,9 +126,12 @@ extension RelayDatabase {
     /// A batched function's results: each element's JSON, or the server error it was
     /// refused with alone (`{"status": "error", "code": SQLSTATE}`).
     private static func batchCall(_ pool: PGPool, _ sql: String, _ instance: String, _ elements: [String],
+                                  extra: (any PGEncodable)?? = .none,
                                   function: String) async throws -> [Result<JSONValue, any Error>] {
         let argument = "[" + elements.joined(separator: ",") + "]"
-        let json = try await pool.send(sql, [instance, argument]).scalar(PGJSON.self).parsed()
+        // `extra`, when given (even as null), is the third argument.
+        let parameters: [(any PGEncodable)?] = if case .some(let value) = extra { [instance, argument, value] } else { [instance, argument] }
+        let json = try await pool.send(sql, parameters).scalar(PGJSON.self).parsed()
         guard case .array(let results) = json, results.count == elements.count else { throw malformed(function) }
         return results.map { result in
             guard result["status"]?.string == "error" else { return .success(result) }

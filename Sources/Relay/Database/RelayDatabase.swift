@@ -10,11 +10,13 @@ public struct RelayDatabase: Sendable {
     let opens: CallCoalescer<OpenCall, Opened>
     let settles: CallCoalescer<SettleCall, RelayStatus.Settle>
 
-    /// Creates a gateway over a pool connected as `whereabot_relay`.
-    public init(pool: PGPool) {
+    /// Creates a gateway over a pool connected as `whereabot_relay`. A location settled
+    /// under a for-good always-allow standing `grantReminderSeconds` since it was made or
+    /// kept sends its reminder (SPEC §14; nil: no reminders).
+    public init(pool: PGPool, grantReminderSeconds: Int? = nil) {
         self.pool = pool
         self.opens = Self.openCoalescer(pool)
-        self.settles = Self.settleCoalescer(pool)
+        self.settles = Self.settleCoalescer(pool, remindAfter: grantReminderSeconds)
     }
 
     // MARK: Instances

@@ -121,6 +121,11 @@ public actor DeviceHub {
         await handle(.cancel(request))
     }
 
+    /// Sends `text` to every phone of `owner` connected here that said hello (a reminder).
+    func tell(owner: UUID, _ text: String) async {
+        await handle(.tell(text, owner: owner))
+    }
+
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     func deviceEvent(device: UUID, event: DeviceEvent, connection: UUID?) async {

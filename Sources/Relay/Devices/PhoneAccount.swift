@@ -32,6 +32,8 @@ struct PhoneAccount: Sendable {
             case .alwaysAllowRemove(let clientID, let requester):
                 return try await agents(database.setAlwaysAllowed(user: user, clientID: clientID, clientName: nil,
                                                                   requester: requester, allowed: false))
+            case .alwaysAllowKeep(let clientID, let requester):
+                return try await agents(database.keepAlwaysAllowed(user: user, clientID: clientID, requester: requester))
             case .listDevices:
                 return devices(try await database.userDevices(user: user))
             case .renameDevice(let id, let name):

@@ -2,7 +2,7 @@ import Foundation
 import JSON
 
 /// What a phone asks of its own account over its socket (APP.md §A.3, SPEC §14): its Web
-/// Push subscription, its always-allowed agents, its device list, its agent keys, its
+/// Push subscription, its always-allowed agents (and a reminder's Keep), its device list, its agent keys, its
 /// quiet hours and the agents that may wake it. Only a
 /// phone socket carries these, so an agent's token can never add itself to the
 /// always-allowed list or mint itself a key.
@@ -17,6 +17,9 @@ public enum PhoneAccountRequest: Sendable, Equatable {
                      precision: LocationFix.Precision = .precise, expiresInS: Int? = nil)
     /// Stop always allowing it.
     case alwaysAllowRemove(clientID: String, requesterID: UUID?)
+    /// Keep always allowing it (a reminder's Keep, SPEC §14): the next reminder comes
+    /// GRANT_REMINDER_DAYS from now.
+    case alwaysAllowKeep(clientID: String, requesterID: UUID?)
     /// Send the device list.
     case listDevices
     /// Rename one of the user's devices.
@@ -86,6 +89,9 @@ public enum PhoneAccountRequest: Sendable, Equatable {
         case "always_allow_remove":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
             return .some(.alwaysAllowRemove(clientID: id, requesterID: requester))
+        case "always_allow_keep":
+            guard let id = clientID(), let requester = requester() else { return .some(nil) }
+            return .some(.alwaysAllowKeep(clientID: id, requesterID: requester))
         case "devices":
             return .some(.listDevices)
         case "device_rename":

@@ -21,6 +21,8 @@ extension InstanceState {
         case locate(LocateMessage, owner: UUID)
         /// A request ended: its cancel notification, or an answer settled through HTTP here.
         case cancel(UUID)
+        /// A message for every phone of `owner` here that said hello (a reminder).
+        case tell(String, owner: UUID)
         /// A `whereabot_device` notification: a device said hello on another socket
         /// (`except`), or it was removed (`revoked`).
         case device(UUID, revoked: Bool, except: UUID?)

@@ -98,6 +98,10 @@ struct InstanceState<Handle: PhoneHandle> {
             }
         case .cancel(let request):
             cancel(request, into: &actions)
+        case .tell(let text, let owner):
+            for connection in sockets.connections(ofUser: owner) ?? .many([]) {
+                if let record = sockets.record(connection) { actions.append(.send(record.handle, text)) }
+            }
         case .device(let device, let revoked, let except):
             for connection in sockets.connections(ofDevice: device) ?? .many([]) where connection != except {
                 guard let handle = sockets.record(connection)?.handle else { continue }

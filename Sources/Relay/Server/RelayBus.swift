@@ -45,6 +45,7 @@ struct RelayBus: Sendable {
             if cancel { await hub.cancel(request: answer.id) }
         case .locate(let ping, let owner): await hub.locate(ping, owner: owner)
         case .cancel(let id): await hub.cancel(request: id)
+        case .reminder(let reminder, let owner): await hub.tell(owner: owner, reminder.phoneJSON)
         case .replay(let id): await settler.replay(id)
         case .device(let device, let kind, let connection): await hub.deviceEvent(device: device, event: kind, connection: connection)
         case .key(let id):

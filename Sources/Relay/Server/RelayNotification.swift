@@ -4,7 +4,7 @@ import JSON
 /// One notification of the relay's channels, decoded from its JSON payload; nil for a
 /// channel the relay does not know or a payload that does not fit its channel.
 ///
-/// Locates, answers and cancels come on the instance's own channel (`channel(of:)`),
+/// Locates, answers, cancels and reminders come on the instance's own channel (`channel(of:)`),
 /// addressed by the database to the instances concerned; device, key and replay events are
 /// broadcast on channels every instance hears.
 enum RelayNotification: Sendable, Equatable {
@@ -15,6 +15,8 @@ enum RelayNotification: Sendable, Equatable {
     case locate(LocateMessage, owner: UUID)
     /// The request was settled or expired: cancel the pings sent from here.
     case cancel(UUID)
+    /// A reminder of a standing grant for the owner's phones here (SPEC §14).
+    case reminder(GrantReminder, owner: UUID)
     /// `whereabot_replay`: send a sealed answer again.
     case replay(UUID)
     /// `whereabot_device`: a device said hello elsewhere or was revoked.
@@ -49,6 +51,9 @@ enum RelayNotification: Sendable, Equatable {
                 return .locate(ping, owner: owner)
             case "cancel"?:
                 return json["id"]?.uuid.map { .cancel($0) }
+            case "reminder"?:
+                guard let reminder = GrantReminder(json: json), let owner = json["owner"]?.uuid else { return nil }
+                return .reminder(reminder, owner: owner)
             default:
                 return nil
             }

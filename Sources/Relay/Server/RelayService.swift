@@ -63,6 +63,9 @@ public final class RelayService: Sendable {
         public var requestIDKey: [UInt8]?
         /// APNs and Web Push (each off unless configured; PUSH.md §6).
         public var push = PushServices.none
+        /// GRANT_REMINDER_DAYS in seconds (SPEC §14): a for-good always-allow used this long
+        /// after it was made or kept reminds the person at its next use; nil: never.
+        public var grantReminderSeconds: Int? = 30 * 86_400
         /// The clock of the instance's event loop, which runs its timers (a call's wait,
         /// the phones' batch windows, push timing): `.manual` only in tests, which then
         /// move time with `advance(by:)`.
@@ -133,7 +136,8 @@ public final class RelayService: Sendable {
         let loop = try EventLoop.start(name: "relay-loop", clock: configuration.clock)
         self.loop = loop
         let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8, loop: loop,
-                                                  sharedConnections: 2))
+                                                  sharedConnections: 2),
+                                     grantReminderSeconds: configuration.grantReminderSeconds)
         self.database = database
         // The heartbeat has a connection of its own: no flood on the shared pool can delay
         // it long enough for the other instances to reap this one.

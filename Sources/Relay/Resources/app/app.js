@@ -14,6 +14,7 @@ import { answerFor, bindPlaces, forgetPlaces } from "./places.js";
 import { renderQuiet, quietRefused, keepMayWake, mayWakeToggle, bindQuiet, clearQuiet } from "./quiet.js";
 import { showGrants, clearGrants } from "./grants.js";
 import { bindStopAll, stoppedAll } from "./stop.js";
+import { showReminder, renderReminders, answerReminder, forgetReminders } from "./reminders.js";
 
 const $ = (id) => document.getElementById(id);
 const history = new History();
@@ -45,6 +46,7 @@ function claimDevice(account) {
     localStorage.removeItem("whereabot.device_id");
     localStorage.removeItem("whereabot.always_allowed");
     forgetPlaces();
+    forgetReminders();
     history.clear();
   }
   localStorage.setItem("whereabot.device_user", account.sub);
@@ -115,7 +117,10 @@ function onLocate(message) {
       const shared = outcome.outcome === "shared";
       entry(message, shared ? { ...outcome, outcome: "shared_auto" } : outcome);
       const how = { approximate: " (approximately)", place: " (the place's name only)" }[outcome.precision] || "";
-      if (shared) banner(`${message.agent_name || "An agent"} checked your location${how}`);
+      if (shared) {
+        banner(`${message.agent_name || "An agent"} checked your location${how}`);
+        markUsed(message);
+      }
     });
     return;
   }
@@ -204,6 +209,11 @@ function onCancel(message) {
   if (index >= 0) entry(queue.splice(index, 1)[0], "other_device");
 }
 
+/** Sends `message` on the phone socket, if there is one now. */
+function send(message) {
+  if (socket) socket.send(message);
+}
+
 function banner(text) {
   $("banner").textContent = text;
   show("banner", true);
@@ -252,6 +262,19 @@ function renderHistory() {
   show("history-empty", history.entries().length === 0);
 }
 
+/**
+ * An automatic answer just went to `message`'s agent: its row in the list says so now (the
+ * relay's list, with every device's last use, comes at the next hello or change).
+ */
+function markUsed(message) {
+  const agents = JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]");
+  const requester = (message.requester && message.requester.user_id) || null;
+  const row = agents.find((agent) => agent.client_id === message.client_id && (agent.requester_id || null) === requester);
+  if (!row) return;
+  row.last_used_ms = Date.now();
+  renderAlways(agents);
+}
+
 function renderAlways(agents) {
   localStorage.setItem("whereabot.always_allowed", JSON.stringify(agents));
   $("always-list").replaceChildren(...agents.map((agent) => {
@@ -259,12 +282,14 @@ function renderAlways(agents) {
     const name = document.createElement("span");
     const until = agent.expires_ms
       ? `, until ${new Date(agent.expires_ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}` : "";
-    name.textContent = `${agent.client_name || agent.client_id} (${agent.precision === "approximate" ? "approximate" : "precise"}${until})`;
+    const used = agent.last_used_ms
+      ? `last used ${new Date(agent.last_used_ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}` : "not used yet";
+    name.textContent = `${agent.client_name || agent.client_id} (${agent.precision === "approximate" ? "approximate" : "precise"}${until}; ${used})`;
     const remove = document.createElement("button");
     remove.type = "button";
     remove.textContent = "Remove";
     remove.onclick = () => socket.send({ type: "always_allow_remove", client_id: agent.client_id, requester_id: agent.requester_id });
-    li.append(name, mayWakeToggle(agent, (message) => socket && socket.send(message)), remove);
+    li.append(name, mayWakeToggle(agent, send), remove);
     return li;
   }));
   show("always-empty", agents.length === 0);
@@ -291,10 +316,11 @@ function onMessage(message) {
   switch (message.type) {
     case "locate": onLocate(message); break;
     case "cancel": onCancel(message); break;
+    case "reminder": showReminder(message, send); break;
     case "always_allowed": renderAlways(Array.isArray(message.agents) ? message.agents : []); break;
     case "devices": renderDevices(Array.isArray(message.devices) ? message.devices : []); break;
-    case "agent_keys": renderKeys(message, (reply) => socket && socket.send(reply)); break;
-    case "quiet_hours": renderQuiet(message, (reply) => socket && socket.send(reply)); break;
+    case "agent_keys": renderKeys(message, send); break;
+    case "quiet_hours": renderQuiet(message, send); break;
     case "may_wake":
       keepMayWake(message);
       renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
@@ -401,6 +427,7 @@ function signOut(text, tellRelay = true) {
         clearKeys();
         clearQuiet();
         clearGrants();
+        forgetReminders();
         $("push-status").textContent = "";  // the next account's notifications start off
         $("signout").disabled = false;
         leaving = null;
@@ -580,13 +607,13 @@ async function main() {
     localStorage.setItem("whereabot.device_name", name);
     socket.send({ type: "device_rename", device_id: deviceID(), name });
   };
-  bindKeys((message) => socket && socket.send(message));
-  bindQuiet((message) => socket && socket.send(message));
+  bindKeys(send);
+  bindQuiet(send);
   bindPlaces();
   bindStopAll(() => ({ always: JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]").length,
                        keys: document.querySelectorAll("#agent-keys li").length,
                        grants: document.querySelectorAll("#grants li").length }),
-              (message) => socket && socket.send(message));
+              send);
   $("enable-push").onclick = async () => {
     const result = await enablePush(config.vapid_public_key);
     $("push-status").textContent = result.text;
@@ -594,8 +621,13 @@ async function main() {
   };
   if ("serviceWorker" in navigator) {
     navigator.serviceWorker.register("/app/sw.js", { scope: "/app/" }).catch(() => {});
-    navigator.serviceWorker.addEventListener("message", () => socket && socket.soon(0));
+    navigator.serviceWorker.addEventListener("message", (event) => {
+      // Keep or Remove tapped on a reminder's notification; anything else: reconnect now.
+      if (event.data && event.data.type === "reminder_answer") answerReminder(event.data.reminder, event.data.choice, send);
+      else if (socket) socket.soon(0);
+    });
   }
+  renderReminders(send);
   start();
 }
 

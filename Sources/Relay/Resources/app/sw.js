@@ -82,9 +82,24 @@ function keepAlive(event, work) {
   try { event.waitUntil(work); } catch { /* not trusted: the work runs anyway */ }
 }
 
+/** Keep or Remove on a reminder's notification (reminders.js): the page answers over its socket. */
+async function answerReminderFromNotification(reminder, choice) {
+  const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+  const open = windows.find((client) => new URL(client.url).pathname.startsWith("/app/"));
+  if (open) {
+    open.postMessage({ type: "reminder_answer", reminder, choice });
+  } else {
+    await self.clients.openWindow("/app/");  // the reminder waits there as a card
+  }
+}
+
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
   const data = event.notification.data || {};
+  if (data.reminder) {
+    keepAlive(event, answerReminderFromNotification(data.reminder, event.action === "keep" || event.action === "remove" ? event.action : null));
+    return;
+  }
   if (event.action === "reject" && data.request_id) {
     keepAlive(event, rejectFromNotification(data).then((done) => (done ? null : self.clients.openWindow(data.url || "/app/"))));
     return;

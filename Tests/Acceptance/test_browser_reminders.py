@@ -1,0 +1,90 @@
+"""Reminders of standing grants in the browser phone (SPEC §14, issue 42 part 4), in Debian's
+real Chromium driven by Playwright, against a real `whereabot serve` with
+GRANT_REMINDER_SECONDS=2; the agent is curl. An agent always allowed answers automatically;
+the list shows its last use; once the grant has stood the interval, the next automatic
+answer is followed by a card and a notification "Claude can still check your location
+without asking" with Keep and Remove: Keep keeps it (and the interval starts again), Remove
+from the notification ends it (the agent is asked again)."""
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from conftest import ROOT
+from push_kit import Locate, wait_for
+from relay_server import RelayServer
+from test_browser_phone import Person, browser, push, signed_in  # noqa: F401 (fixtures)
+from test_browser_quiet_hours import always_allow
+
+INTERVAL = 2
+TEXT = "Claude can still check your location without asking."
+
+
+@pytest.fixture(scope="module")
+def relay(push):
+    server = RelayServer(**push.env, GRANT_REMINDER_SECONDS=str(INTERVAL))
+    yield server
+    if server.process.poll() is None:
+        server.stop()
+
+
+def located(relay, person):
+    call = Locate(relay.base, person.agent, 20).begin()
+    call.join()
+    assert call.status == 200, call.body
+
+
+def reminded_at(admin, person):
+    return admin.execute("select reminded_at from public.always_allowed_agents where user_id = %s",
+                         (person.user,)).fetchone()[0]
+
+
+def test_a_reminder_card_and_notification_keep_or_remove_the_grant(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        always_allow(page, relay, person)
+        expect(page.locator("#always-list li")).to_have_count(1, timeout=10000)
+        time.sleep(INTERVAL + 0.3)
+        located(relay, person)  # answered by the page itself, then the reminder
+        card = page.locator("#reminders li")
+        expect(card).to_have_count(1, timeout=10000)
+        expect(card.locator("span")).to_have_text(TEXT)
+        expect(page.locator("#always-list li")).to_contain_text("last used", timeout=10000)
+        page.screenshot(path=str(ROOT / "docs" / "app-reminder.png"))
+        first = reminded_at(admin, person)
+        assert first is not None, "the reminder was claimed in the database"
+
+        card.get_by_role("button", name="Keep").click()
+        expect(card).to_have_count(0)
+        wait_for(lambda: reminded_at(admin, person) > first, 10)
+        assert reminded_at(admin, person) > first, "Keep starts the interval again"
+        expect(page.locator("#always-list li")).to_have_count(1)
+
+        time.sleep(INTERVAL + 0.3)
+        located(relay, person)
+        expect(card).to_have_count(1, timeout=10000)
+        worker = wait_for(lambda: next((w for w in context.service_workers if w.url.endswith("/app/sw.js")), None), 10)
+        assert worker, "the page's service worker runs"
+        tag = f"reminder:{person.client_id}:"
+        actions = wait_for(lambda: worker.evaluate("""async (tag) => {
+            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
+            return n ? [n.body, ...n.actions.map((a) => a.action)] : null;
+        }""", tag), 10)
+        assert actions == [TEXT, "keep", "remove"], "the notification says it, with both actions"
+        worker.evaluate("""async (tag) => {
+            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
+            self.dispatchEvent(new NotificationEvent("notificationclick", { notification: n, action: "remove" }));
+        }""", tag)
+        expect(page.locator("#always-list li")).to_have_count(0, timeout=10000)
+        expect(card).to_have_count(0)
+        assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
+                             (person.user,)).fetchone() == (0,), "Remove from the notification ended it"
+
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)  # asked again
+        page.click("#reject")
+        call.join()
+        assert call.status == 403
+    finally:
+        context.close()

@@ -1,0 +1,68 @@
+-- Reminders of standing grants (SPEC §14, issue 42 part 4): a location under an always-allow
+-- marks its last use; the first use of a for-good always-allow standing the relay's interval
+-- since it was made or kept claims one reminder; Keep starts the interval again; a refusal
+-- is no use; a grant for a while is never reminded of; only the relay calls any of it.
+begin;
+select plan(17);
+
+select tests.create_supabase_user('ada');
+create function pg_temp.allow(p_client text, p_age interval, p_expires interval default null) returns void
+language sql as $$
+  insert into public.always_allowed_agents (user_id, client_id, client_name, created_at, expires_at)
+  values (tests.get_supabase_uid('ada'), p_client, 'Agent ' || p_client, now() - p_age, now() + p_expires)
+$$;
+select pg_temp.allow('agent-old', '40 days');
+select pg_temp.allow('agent-new', '1 hour');
+select pg_temp.allow('agent-hour', '40 days', '1 hour');
+select pg_temp.allow('agent-settled', '40 days');
+select pg_temp.allow('agent-denied', '40 days');
+select pg_temp.allow('agent-kept', '40 days');
+select pg_temp.allow('agent-off', '40 days');
+create function pg_temp.note(p_client text, p_after int default 2592000) returns boolean language sql as $$
+  select private.note_always_allowed_use(tests.get_supabase_uid('ada'), p_client, null, p_after)
+$$;
+create function pg_temp.row(p_client text) returns public.always_allowed_agents language sql as $$
+  select * from public.always_allowed_agents where user_id = tests.get_supabase_uid('ada') and client_id = p_client
+$$;
+
+select is(pg_temp.note('agent-old'), true, 'standing 40 days of a 30-day interval, its next use claims the reminder');
+select is(pg_temp.note('agent-old'), false, 'once: the next use (here in the same batch) does not remind again');
+select is(pg_temp.note('agent-new'), false, 'a grant made an hour ago is not due');
+select is(pg_temp.note('agent-hour'), false, 'a grant for a while is never reminded of');
+select is((pg_temp.row('agent-hour')).last_used_at, now(), 'but its use is marked');
+select is(pg_temp.note('agent-off', null), false, 'no interval (the relay sends none): no reminder');
+select is(pg_temp.note('agent-nobody'), false, 'an agent not allowed: nothing to mark or remind');
+
+select tests.authenticate_as_relay();
+select relay.register_instance('relay-g');
+select relay.open_request(('00000000-0000-4000-8000-0000000000e' || n)::uuid, tests.get_supabase_uid('ada'), null, client,
+  'A', 'relay-g', decode(repeat('ab', 32), 'hex'), now() + interval '60 seconds')
+from (values (1, 'agent-settled'), (2, 'agent-denied'), (3, 'agent-kept'), (4, 'agent-kept')) r(n, client);
+select is(relay.settle('00000000-0000-4000-8000-0000000000e1', tests.get_supabase_uid('ada'), null, 'location', null, null,
+  'relay-g', 2592000), 'settled', 'a location settles as before');
+select is(relay.settle('00000000-0000-4000-8000-0000000000e2', tests.get_supabase_uid('ada'), null, 'denied', 'user', null,
+  'relay-g', 2592000), 'settled', 'a refusal settles as before');
+select is((select a ->> 'last_used_ms' from jsonb_array_elements(relay.always_allowed_agents(tests.get_supabase_uid('ada'))) a
+           where a ->> 'client_id' = 'agent-settled'), ((extract(epoch from now()) * 1000)::bigint)::text,
+  'the list the phone gets shows the last use');
+select ok(relay.keep_always_allowed(tests.get_supabase_uid('ada'), 'agent-kept', null) @> '[{"client_id": "agent-kept"}]',
+  'Keep answers with the list');
+select throws_ok($$ select relay.keep_always_allowed(tests.get_supabase_uid('ada'), 'agent-hour', null) $$, 'P0002', null,
+  'Keep is for a for-good grant that exists');
+select throws_ok($$ select relay.settle('00000000-0000-4000-8000-0000000000e3', tests.get_supabase_uid('ada'), null,
+  'location', null, null, 'relay-g', 0) $$, '22023', null, 'an interval is at least a second');
+reset role;
+
+select is(array[(pg_temp.row('agent-settled')).reminded_at, (pg_temp.row('agent-settled')).last_used_at], array[now(), now()],
+  'the settled location marked the use and claimed the due reminder');
+select is(array[(pg_temp.row('agent-denied')).reminded_at, (pg_temp.row('agent-denied')).last_used_at], array[null, null]::timestamptz[],
+  'a refusal is no use');
+select is(pg_temp.note('agent-kept'), false, 'after Keep the interval starts again');
+
+select tests.authenticate_as('ada');
+select throws_ok($$ select relay.keep_always_allowed(tests.get_supabase_uid('ada'), 'agent-old', null) $$, '42501', null,
+  'only the relay calls Keep (for the phone socket)');
+select tests.clear_authentication();
+
+select * from finish();
+rollback;
