@@ -47,6 +47,11 @@ enable_relay_login() {
 case "${1:-}" in
   start)
     [ -f "$PGDATA_LOCAL/PG_VERSION" ] || init_cluster
+    # A server of this cluster started for another port (by an older checkout) is stopped
+    # and started again below where it is asked to listen (postmaster.pid's 4th line).
+    if running && [ "$(sed -n 4p "$PGDATA_LOCAL/postmaster.pid" 2>/dev/null)" != "$PGPORT_LOCAL" ]; then
+      as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_LOCAL" -m fast -w stop >/dev/null
+    fi
     if running; then
       state=running
     else

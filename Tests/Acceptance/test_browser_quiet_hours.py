@@ -2,8 +2,9 @@
 Debian's real Chromium driven by Playwright, against a real `whereabot serve`; the agent is
 curl. The person sets a window through the page; during it the agent gets 503 with the
 window's end and no prompt appears; a bad window is refused with the relay's sentence and
-nothing changes; "May wake me" on an always-allowed agent lets that agent through. Stop all
-sharing names what ends, then ends it."""
+nothing changes; "May wake me" on an always-allowed agent, or from the prompt's agent menu,
+lets that agent through (the prompt says why it came in quiet hours). Stop all sharing names
+what ends, then ends it."""
 import datetime
 import re
 
@@ -83,6 +84,37 @@ def test_an_always_allowed_agent_marked_may_wake_me_is_answered_in_quiet_hours(b
         answered = Locate(relay.base, person.agent, 20).begin()
         answered.join()
         assert answered.status == 200, "answered without a prompt, in quiet hours"
+    finally:
+        context.close()
+
+
+def test_may_wake_me_from_the_prompts_agent_menu_lets_the_agent_ask_in_quiet_hours(browser, admin, make_user, relay):
+    person = Person(admin, make_user, relay)
+    context, page = signed_in(browser, person)
+    try:
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)
+        expect(page.locator("#prompt-quiet")).to_be_hidden()
+        page.click("#prompt-menu summary")
+        page.check("#prompt-wake input[type=checkbox]")
+        assert wait_for(lambda: admin.execute("select client_id from public.may_wake_agents where user_id = %s",
+                                              (person.user,)).fetchall() == [(person.client_id,)], 10)
+        expect(page.locator("#prompt-wake")).to_contain_text("Let Claude wake me in quiet hours")
+        page.click("#reject")
+        call.join()
+        assert call.status == 403
+
+        end = window_around_now(page)
+        expect(page.locator("#quiet-now")).to_be_visible(timeout=10000)
+        call = Locate(relay.base, person.agent, 20).begin()
+        expect(page.locator("#prompt")).to_be_visible(timeout=10000)  # it may wake the person: asked
+        expect(page.locator("#prompt-quiet")).to_have_text(f"Quiet hours now, until {end} (UTC): Claude may wake you.")
+        expect(page.locator("#prompt-wake input[type=checkbox]")).to_be_checked()
+        page.evaluate("window.scrollTo(0, 0)")  # the form left the page scrolled down
+        page.screenshot(path=str(ROOT / "docs" / "app-prompt-quiet.png"))
+        page.click("#allow")
+        call.join()
+        assert call.status == 200, call.body
     finally:
         context.close()
 

@@ -59,6 +59,12 @@ public actor DeviceHub {
     /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
     nonisolated let reregistrationRequests: AsyncStream<Void>
     private nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
+    /// Batched calls (hellos, disconnects, delivered marks) running now, and who waits for
+    /// there to be none (`finish()`).
+    private var callsInFlight = 0
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
+    private var finished = false
 
     /// Creates the hub of relay instance `instance`.
     init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
@@ -176,6 +182,28 @@ public actor DeviceHub {
         await handle(.drain)
     }
 
+    /// The last step before the database pool shuts down: no batched call starts from now
+    /// on (a batch window that ends later, a socket's late close), and this returns when
+    /// the calls already running have ended.
+    func finish() async {
+        finished = true
+        while callsInFlight > 0 { await withCheckedContinuation { idleWaiters.append($0) } }
+    }
+
+    /// A batched call may start (false once finished); counted until `callEnded()`.
+    private func callStarting() -> Bool {
+        guard !finished else { return false }
+        callsInFlight += 1
+        return true
+    }
+
+    private func callEnded() {
+        callsInFlight -= 1
+        guard callsInFlight == 0 else { return }
+        for waiter in idleWaiters { waiter.resume() }
+        idleWaiters = []
+    }
+
     // MARK: Actions
 
     /// Handles `event` and performs its actions in order. Those that need no waiting (most
@@ -219,11 +247,14 @@ public actor DeviceHub {
         case .close(let session, let code, let reason):
             session.close(code: code, reason: reason)
         case .registerHellos(let batch, let batched):
-            // Owner: the hub; the result comes back as the event `hellosRegistered`.
+            guard callStarting() else { break }
+            // Owner: the hub (`finish()` waits for it); the result comes back as the event
+            // `hellosRegistered`.
             Task(executorPreference: executor) {
                 await Logger.untraced {
                     let result = await self.helloStatuses(batch)
                     await self.handle(.hellosRegistered(batch, result, batched: batched))
+                    await self.callEnded()
                 }
             }
         case .disconnect(let batch):
@@ -255,12 +286,15 @@ public actor DeviceHub {
     /// One disconnects or delivered-marks call in a task of its own; its end is an event.
     private func call(_ call: State.Call, _ failure: String, _ count: Int,
                       _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
+        guard callStarting() else { return }
         let database = self.database, logger = self.logger
-        // Owner: the hub; its end is the event `batchSent`, which lets the next batch go.
+        // Owner: the hub (`finish()` waits for it); its end is the event `batchSent`, which
+        // lets the next batch go.
         Task(executorPreference: executor) {
             await Logger.untraced {
                 do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
                 await self.handle(.batchSent(call))
+                await self.callEnded()
             }
         }
     }

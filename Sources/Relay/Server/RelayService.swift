@@ -322,6 +322,7 @@ public final class RelayService: Sendable {
         listener.shutdown()
         busTask.withLock { $0 }?.cancel()
         await busTask.withLock { $0 }?.value
+        await hub.finish()  // the phones' batched calls end, and no more start
         await database.pool.shutdown()
         loop.stop()
     }

@@ -11,7 +11,7 @@ import { locateOnce } from "./position.js";
 import { enablePush, storedSubscription, hasSubscription, unsubscribe, closeNotifications } from "./push.js";
 import { renderKeys, bindKeys, clearKeys } from "./keys.js";
 import { answerFor, bindPlaces, forgetPlaces } from "./places.js";
-import { renderQuiet, quietRefused, keepMayWake, mayWakeToggle, bindQuiet, clearQuiet } from "./quiet.js";
+import { renderQuiet, quietRefused, keepMayWake, mayWakeToggle, quietNow, bindQuiet, clearQuiet } from "./quiet.js";
 import { showGrants, clearGrants } from "./grants.js";
 import { bindStopAll, stoppedAll } from "./stop.js";
 import { showReminder, renderReminders, answerReminder, forgetReminders } from "./reminders.js";
@@ -139,6 +139,7 @@ function next() {
   const reason = typeof message.reason === "string" && message.reason ? message.reason : null;
   $("prompt-reason").textContent = reason ? `“${reason}”, says ${message.agent_name || "the agent"}` : "";
   show("prompt-reason", Boolean(reason));
+  renderPromptMenu(message);
   const tick = () => {
     const left = Math.ceil((message.expires_ms - Date.now()) / 1000);
     $("prompt-countdown").textContent = left > 0 ? `${left} s left` : "";
@@ -150,6 +151,20 @@ function next() {
   };
   tick();
   countdown = setInterval(tick, 250);
+}
+
+/**
+ * The prompt's agent menu (SPEC §14): whether quiet hours hold now (then only an agent the
+ * person lets wake them gets here) and the "May wake me" mark for this agent.
+ */
+function renderPromptMenu(message) {
+  const quiet = quietNow();
+  const name = message.agent_name || "This agent";
+  $("prompt-quiet").textContent = quiet ? `Quiet hours now, until ${quiet.end} (${quiet.zone}): ${name} may wake you.` : "";
+  show("prompt-quiet", Boolean(quiet));
+  if (quiet) $("prompt-menu").open = true;  // why this prompt came in quiet hours
+  const agent = { client_id: message.client_id, requester_id: (message.requester && message.requester.user_id) || null };
+  $("prompt-wake").replaceChildren(mayWakeToggle(agent, send, `Let ${name} wake me in quiet hours`));
 }
 
 async function choose(choice) {
@@ -172,7 +187,9 @@ async function choose(choice) {
                   ...(choice === "hour" ? { expires_in_s: allowForSeconds() } : {}) });
   }
   $("approximately").checked = false;
-  entry(message, await answerWithPosition(message, approximately));
+  const outcome = await answerWithPosition(message, approximately);
+  entry(message, outcome);
+  if ((choice === "always" || choice === "hour") && outcome.outcome === "shared") markUsed(message);
 }
 
 /** How long "Allow for 1 hour" allows an agent (the relay's ALLOW_FOR_SECONDS). */
@@ -282,9 +299,12 @@ function renderAlways(agents) {
     const name = document.createElement("span");
     const until = agent.expires_ms
       ? `, until ${new Date(agent.expires_ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })}` : "";
-    const used = agent.last_used_ms
-      ? `last used ${new Date(agent.last_used_ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}` : "not used yet";
-    name.textContent = `${agent.client_name || agent.client_id} (${agent.precision === "approximate" ? "approximate" : "precise"}${until}; ${used})`;
+    name.textContent = `${agent.client_name || agent.client_id} (${agent.precision === "approximate" ? "approximate" : "precise"}${until})`;
+    const used = document.createElement("small");
+    used.className = "last-used";
+    used.textContent = agent.last_used_ms
+      ? ` last used ${new Date(agent.last_used_ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" })}` : " not used yet";
+    name.append(used);
     const remove = document.createElement("button");
     remove.type = "button";
     remove.textContent = "Remove";
@@ -324,6 +344,7 @@ function onMessage(message) {
     case "may_wake":
       keepMayWake(message);
       renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+      if (current) renderPromptMenu(current);
       break;
     case "error": if (typeof message.message === "string") quietRefused(message.message); break;
     case "stopped_all_sharing":

@@ -80,15 +80,15 @@ export function mayWake(agent) {
   return wakers.some((waker) => waker.client_id === agent.client_id && (waker.requester_id ?? null) === (agent.requester_id ?? null));
 }
 
-/** A "May wake me" checkbox for `agent`, sending the person's choice when it changes. */
-export function mayWakeToggle(agent, send) {
+/** A "May wake me" checkbox for `agent` (labelled `text`), sending the person's choice when it changes. */
+export function mayWakeToggle(agent, send, text = "May wake me") {
   const label = document.createElement("label");
   const box = document.createElement("input");
   box.type = "checkbox";
   box.checked = mayWake(agent);
   box.onchange = () => send({ type: "may_wake", client_id: agent.client_id, requester_id: agent.requester_id ?? null,
     value: box.checked });
-  label.append(box, " May wake me");
+  label.append(box, ` ${text}`);
   return label;
 }
 
