@@ -5,8 +5,9 @@
 #                                 and run pgTAP and the schema check; then the fault tests
 #                                 (two parts, each on clusters of its own) beside the
 #                                 acceptance tests in TEST_WORKERS (4) pytest-xdist workers
-#                                 with a database each, swift test and the fuzz smoke; the
-#                                 fault tests' storm alone at the end; stop what it started
+#                                 with a database each and swift test, the fuzz smoke beside
+#                                 them; the fault tests' storm alone at the end; stop what it
+#                                 started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
 #                                 applied (a branch project): pgTAP and the tests' helpers
@@ -150,20 +151,21 @@ case "${1:-all}" in
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
-    # Four acceptance workers, and the fuzz smoke after them (its instrumented build beside
-    # four workers made load-sensitive tests fail, until they stopped asserting timings:
-    # issue 40's note).
+    # Four acceptance workers, then swift test; beside them the fuzz smoke (its instrumented
+    # build and its runs: no test asserts a timing any more) and the fault tests, which
+    # restart and crash clusters of their own. Their output comes at the end, and the
+    # storm last, alone.
     export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
-    # The fault tests restart and crash clusters of their own, so they run beside the
-    # rest; their output comes at the end.
-    failover_log=$(mktemp) single_log=$(mktemp)
+    failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp)
     start_faults "$failover_log" "$single_log"
+    (run_fuzz_smoke >"$fuzz_log" 2>&1) &
+    fuzz=$!
     run_acceptance || failed="$failed acceptance"
     run_swift || failed="$failed swift"
-    run_fuzz_smoke || failed="$failed fuzz"
+    wait "$fuzz" || failed="$failed fuzz"
     wait "$failover" || failed="$failed faults(failover)"
     wait "$single" || failed="$failed faults"
-    cat "$failover_log" "$single_log"; rm -f "$failover_log" "$single_log"
+    cat "$fuzz_log" "$failover_log" "$single_log"; rm -f "$fuzz_log" "$failover_log" "$single_log"
     run_storm || failed="$failed faults(storm)"
     [ -z "$failed" ] || die "failed:$failed"
     echo "make test: every suite passed"
