@@ -7,7 +7,7 @@ PYTHON      := $(VENV)/bin/python
 APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv \
                 haproxy nginx-light chromium
-SWIFT_FLAGS ?=
+SWIFT_FLAGS ?= -Xswiftc -gnone  # scripts/lib.sh's SWIFT_DEBUG_FLAGS: no debug info
 
 .PHONY: help deps apt-deps venv run auth auth-stop env db db-stop migrate build test test-fast test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
 

@@ -7,7 +7,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 eval "$(PORT=8080 scripts/env.sh)"
-swift build --product whereabot >/dev/null
+swift build "${SWIFT_DEBUG_FLAGS[@]}" --product whereabot >/dev/null
 bin=.build/debug/whereabot
 mkdir -p .local/cluster
 pids=()

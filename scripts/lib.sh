@@ -11,6 +11,11 @@ ADMIN_PASSWORD=${ADMIN_PASSWORD:-postgres}
 RELAY_PASSWORD=${RELAY_PASSWORD:-whereabot-relay-dev}
 LOCAL_DB=${LOCAL_DB:-postgres}
 TEST_DB=${TEST_DB:-whereabot_test}
+# Debug builds by the scripts and the Makefile carry no debug info: a clean build of the
+# package and its tests takes 78 s of wall time and 146 s of CPU on two cores instead of
+# 121 s and about twice the CPU (issue 40). Failures still name their file and line, and
+# crash backtraces their functions; for lldb, build without it (a full build of its own).
+SWIFT_DEBUG_FLAGS=(-Xswiftc -gnone)
 
 # The bootstrap superuser (as on Supabase), the migration role, and the relay's role.
 admin_url() { echo "postgresql://supabase_admin:$ADMIN_PASSWORD@$PGHOST_LOCAL:$PGPORT_LOCAL/${1:-$LOCAL_DB}"; }

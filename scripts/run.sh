@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 eval "$(scripts/env.sh)"
-swift build --product whereabot >/dev/null
+swift build "${SWIFT_DEBUG_FLAGS[@]}" --product whereabot >/dev/null
 bin=.build/debug/whereabot
 link=$("$bin" token --email you@example.com --app-link --relay "$PUBLIC_URL")
 cat <<HELP

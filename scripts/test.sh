@@ -53,8 +53,8 @@ run_schemas() {
 # The relay and the echo server, unless the whole run built everything first (BUILT=1).
 build_binaries() {
   [ "${BUILT:-}" = 1 ] && return
-  swift build --product http-echo-server >/dev/null
-  swift build --product whereabot >/dev/null
+  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product http-echo-server >/dev/null
+  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product whereabot >/dev/null
 }
 
 # pytest over Tests/Acceptance; with TEST_WORKERS > 1, in that many pytest-xdist workers,
@@ -105,7 +105,7 @@ run_storm() {
 
 run_swift() {
   echo "== Swift (swift test)"
-  if [ "${BUILT:-}" = 1 ]; then swift test --skip-build; else swift test; fi
+  if [ "${BUILT:-}" = 1 ]; then swift test --skip-build; else swift test "${SWIFT_DEBUG_FLAGS[@]}"; fi
 }
 
 run_fuzz_smoke() {
@@ -136,10 +136,10 @@ case "${1:-all}" in
     # The build goes first and the rest of the set-up beside it: the Python test tools,
     # the cluster and the test database, then pgTAP and the schema check, which need no
     # build. Everything else waits for it.
-    echo "== build (swift build --build-tests), beside the venv, the database, pgTAP and the schema check"
+    echo "== build (swift build --build-tests -Xswiftc -gnone), beside the venv, the database, pgTAP and the schema check"
     started=$SECONDS
     build_log=$(mktemp)
-    swift build --build-tests >"$build_log" 2>&1 &
+    swift build --build-tests "${SWIFT_DEBUG_FLAGS[@]}" >"$build_log" 2>&1 &
     build=$!
     make --no-print-directory venv
     state=$(scripts/db.sh start)
@@ -151,14 +151,15 @@ case "${1:-all}" in
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
-    # Four acceptance workers, then swift test; beside them the fuzz smoke (its instrumented
-    # build and its runs: no test asserts a timing any more) and the fault tests, which
-    # restart and crash clusters of their own. Their output comes at the end, and the
-    # storm last, alone.
+    # Four acceptance workers, then swift test; beside them the fault tests, which restart
+    # and crash clusters of their own, and the fuzz smoke at the lowest priority (it takes
+    # the cores the tests leave idle: at normal priority its instrumented build slowed the
+    # acceptance tests by as much as it saved, clean-clone run 11). Their output comes at
+    # the end, and the storm last, alone.
     export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
     failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp)
     start_faults "$failover_log" "$single_log"
-    (run_fuzz_smoke >"$fuzz_log" 2>&1) &
+    (renice -n 19 -p $BASHPID >/dev/null; run_fuzz_smoke >"$fuzz_log" 2>&1) &
     fuzz=$!
     run_acceptance || failed="$failed acceptance"
     run_swift || failed="$failed swift"

@@ -12,7 +12,7 @@ class EchoServer:
 
     def __init__(self, **environment):
         if not BINARY.exists():
-            subprocess.run(["swift", "build", "--product", "http-echo-server"], cwd=ROOT, check=True)
+            subprocess.run(["swift", "build", "-Xswiftc", "-gnone", "--product", "http-echo-server"], cwd=ROOT, check=True)
         env = {**os.environ, "PORT": "0", **{k: str(v) for k, v in environment.items()}}
         self.process = subprocess.Popen([str(BINARY)], env=env, stdout=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()

@@ -42,7 +42,7 @@ class RelayServer:
 
     def __init__(self, preexec_fn=None, **environment):
         if not BINARY.exists():
-            subprocess.run(["swift", "build", "--product", "whereabot"], cwd=ROOT, check=True)
+            subprocess.run(["swift", "build", "-Xswiftc", "-gnone", "--product", "whereabot"], cwd=ROOT, check=True)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.instance = environment.get("INSTANCE_ID", "acceptance-" + uuid.uuid4().hex[:6])
