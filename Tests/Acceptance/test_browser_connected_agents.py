@@ -134,3 +134,35 @@ def test_the_browser_phone_signs_in_by_magic_link_from_the_mailbox(browser, stan
         expect(other.locator("#status")).to_have_text("Connected", timeout=10000)
     finally:
         context.close()
+
+
+def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, relays, make_user):
+    """SPEC §14's Stop all sharing ends the OAuth grants too, through Supabase Auth's grants
+    API (here the stand-in): both approved agents are named in the confirmation and refused
+    on both instances within 5 s of the result."""
+    user, session, email = make_user(with_session=True)
+    bearer = user_token(user, session, email, iss=standin.issuer)
+    agents = [oauth_agent(standin, bearer, "Claude"), oauth_agent(standin, bearer, "Cursor")]
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('whereabot.session', "
+                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
+    page = context.new_page()
+    try:
+        page.goto(relays[0].base + "/app/")
+        expect(page.locator("#grants li")).to_have_count(2, timeout=10000)
+        expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        page.click("#stop-all")
+        expect(page.locator("#stop-all-ends li").nth(3)).to_have_text("2 connected agents")
+        page.click("#stop-all-yes")
+        expect(page.locator("#stop-all-result")).to_have_text(
+            "Stopped: 0 always-allowed agents, 0 shares and invitations, 0 agent keys, 2 connected agents, 0 waiting requests.",
+            timeout=10000)
+        stopped_at = time.monotonic()
+        while time.monotonic() - stopped_at < 5 and any(locate_status(relay, agent) != 401
+                                                         for relay in relays for agent in agents):
+            time.sleep(0.1)
+        assert [locate_status(relay, agent) for relay in relays for agent in agents] == [401] * 4, \
+            "every grant ended, on every instance, within 5 s"
+        expect(page.locator("#grants li")).to_have_count(0, timeout=10000)
+    finally:
+        context.close()

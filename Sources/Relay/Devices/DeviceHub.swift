@@ -59,8 +59,8 @@ public actor DeviceHub {
     /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
     nonisolated let reregistrationRequests: AsyncStream<Void>
     private nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
-    /// Batched calls (hellos, disconnects, delivered marks) running now, and who waits for
-    /// there to be none (`finish()`).
+    /// The hub's database calls in tasks of their own (hellos, disconnects, delivered marks,
+    /// a browser phone's lists) running now, and who waits for there to be none (`finish()`).
     private var callsInFlight = 0
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
@@ -182,15 +182,15 @@ public actor DeviceHub {
         await handle(.drain)
     }
 
-    /// The last step before the database pool shuts down: no batched call starts from now
-    /// on (a batch window that ends later, a socket's late close), and this returns when
-    /// the calls already running have ended.
+    /// The last step before the database pool shuts down: no call in a task of its own
+    /// starts from now on (a batch window that ends later, a socket's late close), and this
+    /// returns when those already running have ended.
     func finish() async {
         finished = true
         while callsInFlight > 0 { await withCheckedContinuation { idleWaiters.append($0) } }
     }
 
-    /// A batched call may start (false once finished); counted until `callEnded()`.
+    /// A call in a task of its own may start (false once finished); counted until `callEnded()`.
     private func callStarting() -> Bool {
         guard !finished else { return false }
         callsInFlight += 1
@@ -264,10 +264,12 @@ public actor DeviceHub {
         case .armWindow(let call, let delay):
             _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
         case .sendAlwaysAllowed(let session):
+            guard callStarting() else { break }
             let account = self.account
-            // Owner: the session; a socket closed meanwhile drops the send.
+            // Owner: the hub (`finish()` waits for it); a socket closed meanwhile drops the send.
             Task(executorPreference: executor) {
                 for list in await account.lists(user: session.user) ?? [] { session.send(list) }
+                await self.callEnded()
             }
         case .renewCredential(let session, let expiry):
             session.renewCredential(until: expiry)
