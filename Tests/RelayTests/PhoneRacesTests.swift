@@ -46,6 +46,44 @@ import TestSupport
         await relay.stop()
     }
 
+    /// Race 3: a message sent while the hello is in the database is handled by the hello's
+    /// task once it returns, and one sent after by the socket's own; the second waits for the
+    /// first (SPEC §5: in order). Here the first (a key's creation) waits for the per-account
+    /// insert lock the test holds, and the second (the key list) comes meanwhile: the phone
+    /// gets the creation's answer first, and a list that holds the key (clean-clone run 14
+    /// of issue 40 saw the list first, empty, in the browser phone).
+    @Test func messagesAcrossTheHelloAreAnsweredInOrder() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let relay = try await RelayHarness.start()
+        let helloLock = "hashtextextended('whereabot_open_request:' || $1::text, 0)"
+        let insertLock = "'public.agent_keys'::regclass::int, hashtext($1::text)"
+        _ = try await admin.query("select pg_advisory_lock(\(helloLock))", [ada.user])
+        _ = try await admin.query("select pg_advisory_lock(\(insertLock))", [ada.user])
+        let phone = try await relay.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email), awaitingHello: false)
+        let holder = try await admin.query("select pg_backend_pid()").scalar(Int.self)
+        let blocked = "select count(*)::int from pg_stat_activity where $1 = any(pg_blocking_pids(pid))"
+        try await eventually("the hello waits for the lock") { try await admin.query(blocked, [holder]).scalar(Int.self) > 0 }
+        phone.send(#"{"type":"agent_key_create","name":"first"}"#)
+        try await Task.sleep(for: .milliseconds(200))  // real time: the message must reach the relay while the hello waits
+        _ = try await admin.query("select pg_advisory_unlock(\(helloLock))", [ada.user])
+        let registered = "select count(*)::int from relay.connections where user_id = $1"
+        try await eventually("registered, and the creation waits for the insert lock") {
+            let sockets = try await admin.query(registered, [ada.user]).scalar(Int.self)
+            let waiting = try await admin.query(blocked, [holder]).scalar(Int.self)
+            return sockets == 1 && waiting > 0
+        }
+        phone.send(#"{"type":"agent_keys"}"#)
+        try await Task.sleep(for: .milliseconds(300))  // real time: the list must reach the relay while the creation waits
+        _ = try await admin.query("select pg_advisory_unlock(\(insertLock))", [ada.user])
+        let first = try #require(await nextMessage(phone, type: "agent_keys", within: 10))
+        let second = try #require(await nextMessage(phone, type: "agent_keys", within: 10))
+        #expect(first["created"] is String, "the creation is answered first")
+        #expect((second["keys"] as? [Any])?.count == 1, "then the list, which holds the key")
+        await relay.stop()
+    }
+
     /// Race 2: the instance's row vanished (reaped while it was stalled, or lost in a
     /// crash). The next hello does not re-create it: it is refused as unregistered, the
     /// instance beats at once (re-creating the row) and says hello again for every socket —

@@ -65,6 +65,12 @@ public actor DeviceHub {
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
     private var finished = false
+    /// Sockets whose messages sent while their hello was in the database are being handled
+    /// by the hello's task, and the socket events waiting for that to end: a socket's
+    /// messages are handled in the order it sent them (SPEC §5), also across its
+    /// registration (clean-clone run 14 of issue 40: a key list asked for before the hello
+    /// was answered after a key created after it, and emptied the page's list).
+    private var replaying: [UUID: [CheckedContinuation<Void, Never>]] = [:]
 
     /// Creates the hub of relay instance `instance`.
     init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
@@ -99,6 +105,9 @@ public actor DeviceHub {
 
     /// A socket's event, in the socket's order (its next one comes after this returns).
     func handle(_ event: DeviceSession.Event, from session: DeviceSession) async {
+        while replaying[session.connection] != nil {
+            await withCheckedContinuation { replaying[session.connection]?.append($0) }
+        }
         let stateEvent: State.Event
         switch event {
         case .opened:
@@ -216,7 +225,19 @@ public actor DeviceHub {
         let rest = next < scratch.count ? Array(scratch[next...]) : []
         // The buffer keeps its storage between events, unless a burst (a drain, a resync) grew it.
         if scratch.capacity > 64 { scratch = [] } else { scratch.removeAll(keepingCapacity: true) }
-        if !rest.isEmpty { await perform(rest) }
+        guard !rest.isEmpty else { return }
+        guard case .hellosRegistered = event else {
+            await perform(rest)
+            return
+        }
+        // The sockets' queued messages are handled here, not by their own events: each
+        // socket's next event waits until they are (see `replaying`).
+        let sockets = Set(rest.compactMap(\.socket))
+        for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
+        await perform(rest)
+        for connection in sockets {
+            for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
+        }
     }
 
     /// Performs actions in order. What a socket asked for (an account request, a token
@@ -370,4 +391,15 @@ public actor DeviceHub {
 enum DeviceHubError: Error {
     case reregistrationFailed
     case settleFailed
+}
+
+private extension InstanceState.Action {
+    /// The socket whose own message this awaited action answers; nil for the others.
+    var socket: UUID? {
+        switch self {
+        case .settle(let answer): answer.record.handle.connection
+        case .checkToken(let handle, _), .account(let handle, _, _): handle.connection
+        default: nil
+        }
+    }
 }

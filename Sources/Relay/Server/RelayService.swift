@@ -10,7 +10,10 @@ import Synchronization
 /// until `shutdown()` has drained it: /readyz turns 503, new agent requests and phones get
 /// 503 with Retry-After, device sockets close 1012 "restart" (the phones reconnect to
 /// another instance), and requests already waiting here keep waiting until settled or
-/// past their deadline.
+/// past their deadline. Then the parts stop in reverse order of their start — server,
+/// pushes, maintenance, listener and bus, the phones' calls in tasks of their own
+/// (`DeviceHub.finish()`) — and only then the database pool, so that no call starts on a
+/// shut pool (`databaseCallsAfterShutdown`, which the tests' every stop checks).
 public final class RelayService: Sendable {
     /// What an instance needs.
     public struct Configuration: Sendable {
