@@ -70,18 +70,24 @@ def oauth_agent(standin, user_bearer, name):
     return tokens["access_token"]
 
 
+def app_page(browser, relay, bearer):
+    """The browser phone on `relay`, signed in with the stand-in's `bearer` (a new context)."""
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('whereabot.session', "
+                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
+    page = context.new_page()
+    page.goto(relay.base + "/app/")
+    return context, page
+
+
 def test_connected_agents_are_listed_and_revoked(browser, standin, relays, make_user):
     user, session, email = make_user(with_session=True)
     bearer = user_token(user, session, email, iss=standin.issuer)
     agent = oauth_agent(standin, bearer, "Claude <b>Desktop</b>")
     other = oauth_agent(standin, bearer, "Cursor")
     assert [locate_status(relay, agent) for relay in relays] == [503, 503]  # authenticated; no phone
-    context = browser.new_context()
-    context.add_init_script("localStorage.setItem('whereabot.session', "
-                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
-    page = context.new_page()
+    context, page = app_page(browser, relays[0], bearer)
     try:
-        page.goto(relays[0].base + "/app/")
         rows = page.locator("#grants li")
         expect(rows).to_have_count(2, timeout=10000)
         expect(page.locator("#grants")).to_contain_text("Claude <b>Desktop</b> — connected")
@@ -143,12 +149,8 @@ def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, re
     user, session, email = make_user(with_session=True)
     bearer = user_token(user, session, email, iss=standin.issuer)
     agents = [oauth_agent(standin, bearer, "Claude"), oauth_agent(standin, bearer, "Cursor")]
-    context = browser.new_context()
-    context.add_init_script("localStorage.setItem('whereabot.session', "
-                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
-    page = context.new_page()
+    context, page = app_page(browser, relays[0], bearer)
     try:
-        page.goto(relays[0].base + "/app/")
         expect(page.locator("#grants li")).to_have_count(2, timeout=10000)
         expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
         page.click("#stop-all")
