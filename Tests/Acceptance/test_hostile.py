@@ -241,11 +241,14 @@ def test_a_random_key_flood_gets_429_and_costs_nobody_else(relay, admin):
     """Before: 200 clients with random `wb_` keys made every request wait on the database."""
     ada = user(admin)
     stop = threading.Event()
-    statuses = []
+    statuses, retry_afters = [], []
 
     def flood():
         while not stop.is_set():
-            statuses.append(http(relay.base, "POST", "/v1/locate", "wb_" + secrets.token_hex(32), timeout=10)[0])
+            status, _, headers = http(relay.base, "POST", "/v1/locate", "wb_" + secrets.token_hex(32), timeout=10)
+            statuses.append(status)
+            if status == 429:
+                retry_afters.append(int(headers["Retry-After"]))
 
     threads = [threading.Thread(target=flood) for _ in range(50)]
     for thread in threads:
@@ -265,16 +268,15 @@ def test_a_random_key_flood_gets_429_and_costs_nobody_else(relay, admin):
             await ws.close()
 
         asyncio.run(legitimate())
-        # Asked while the flood goes on: once it has stopped, the address's failure budget
-        # fills again, under load before the flood's threads had all ended (clean-clone run
-        # 14 of issue 40 got 401 here).
-        status, _, headers = http(relay.base, "POST", "/v1/locate", "wb_" + secrets.token_hex(32))
-        assert status == 429 and int(headers["Retry-After"]) >= 1
     finally:
         stop.set()
         for thread in threads:
             thread.join()
     assert 429 in statuses and set(statuses) <= {401, 429}
+    # Every refusal says when to come back. (A single request asked after the flood, or even
+    # during it, could find the address's failure budget refilled: under load the flood is
+    # slower than the refill; clean-clone runs 14 and 16 of issue 40 got 401 there.)
+    assert len(retry_afters) == statuses.count(429) and min(retry_afters) >= 1
 
 
 def rss_kib(pid):
