@@ -70,7 +70,7 @@ extension RelayDatabase {
         return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
                 let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb, $3)", instance,
-                                                  calls.map(\.json), extra: .some(remind), function: "settle_many")
+                                                  calls.map(\.json), extra: [remind], function: "settle_many")
                 return try await alone(calls, results, single) { try Self.status($0, "status", from: "settle_many") }
             }
         })
@@ -126,12 +126,10 @@ extension RelayDatabase {
     /// A batched function's results: each element's JSON, or the server error it was
     /// refused with alone (`{"status": "error", "code": SQLSTATE}`).
     private static func batchCall(_ pool: PGPool, _ sql: String, _ instance: String, _ elements: [String],
-                                  extra: (any PGEncodable)?? = .none,
+                                  extra: [(any PGEncodable)?] = [],
                                   function: String) async throws -> [Result<JSONValue, any Error>] {
         let argument = "[" + elements.joined(separator: ",") + "]"
-        // `extra`, when given (even as null), is the third argument.
-        let parameters: [(any PGEncodable)?] = if case .some(let value) = extra { [instance, argument, value] } else { [instance, argument] }
-        let json = try await pool.send(sql, parameters).scalar(PGJSON.self).parsed()
+        let json = try await pool.send(sql, [instance, argument] + extra).scalar(PGJSON.self).parsed()
         guard case .array(let results) = json, results.count == elements.count else { throw malformed(function) }
         return results.map { result in
             guard result["status"]?.string == "error" else { return .success(result) }

@@ -284,12 +284,17 @@ function renderHistory() {
  * relay's list, with every device's last use, comes at the next hello or change).
  */
 function markUsed(message) {
-  const agents = JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]");
+  const agents = storedAlways();
   const requester = (message.requester && message.requester.user_id) || null;
   const row = agents.find((agent) => agent.client_id === message.client_id && (agent.requester_id || null) === requester);
   if (!row) return;
   row.last_used_ms = Date.now();
   renderAlways(agents);
+}
+
+/** The always-allowed list as the relay last sent it (kept in localStorage for the page). */
+function storedAlways() {
+  return JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]");
 }
 
 function renderAlways(agents) {
@@ -308,7 +313,7 @@ function renderAlways(agents) {
     const remove = document.createElement("button");
     remove.type = "button";
     remove.textContent = "Remove";
-    remove.onclick = () => socket.send({ type: "always_allow_remove", client_id: agent.client_id, requester_id: agent.requester_id });
+    remove.onclick = () => send({ type: "always_allow_remove", client_id: agent.client_id, requester_id: agent.requester_id });
     li.append(name, mayWakeToggle(agent, send), remove);
     return li;
   }));
@@ -343,7 +348,7 @@ function onMessage(message) {
     case "quiet_hours": renderQuiet(message, send); break;
     case "may_wake":
       keepMayWake(message);
-      renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+      renderAlways(storedAlways());
       if (current) renderPromptMenu(current);
       break;
     case "error": if (typeof message.message === "string") quietRefused(message.message); break;
@@ -500,7 +505,7 @@ function resume() {
   session.shareWithWorker(current);  // a notification's Reject answers with it
   renderHistory();
   mergeWorkerHistory();
-  renderAlways(JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]"));
+  renderAlways(storedAlways());
   if (socket) return;
   showGrants(config, current.access_token);
   socket = new PhoneSocket({
@@ -631,7 +636,7 @@ async function main() {
   bindKeys(send);
   bindQuiet(send);
   bindPlaces();
-  bindStopAll(() => ({ always: JSON.parse(localStorage.getItem("whereabot.always_allowed") || "[]").length,
+  bindStopAll(() => ({ always: storedAlways().length,
                        keys: document.querySelectorAll("#agent-keys li").length,
                        grants: document.querySelectorAll("#grants li").length }),
               send);

@@ -26,11 +26,11 @@ const tag = (reminder) => `reminder:${reminder.client_id}:${reminder.requester_i
 
 /** Only the fields the page uses, each checked: the relay's message or the worker's copy. */
 function clean(message) {
-  if (!message || typeof message.client_id !== "string" || !message.client_id || message.client_id.length > 255) return null;
+  if (!message || typeof message.client_id !== "string" || !message.client_id || message.client_id.length > 255
+      || typeof message.text !== "string" || !message.text || message.text.length > 300) return null;
   return { client_id: message.client_id,
-           agent_name: typeof message.agent_name === "string" ? message.agent_name.slice(0, 200) : null,
            requester_id: typeof message.requester_id === "string" ? message.requester_id : null,
-           text: `${typeof message.agent_name === "string" && message.agent_name ? message.agent_name.slice(0, 200) : "An agent"} can still check your location without asking.` };
+           text: message.text };  // the relay's sentence (GrantReminder.text), shown as text only
 }
 
 /** Shows the stored reminders; `send` answers one over the socket. */
