@@ -348,6 +348,22 @@ def subscription_stub(endpoint, p256dh, auth):
     """ % (json.dumps(endpoint), json.dumps(p256dh), json.dumps(auth))
 
 
+def worker_registration(context, page):
+    """A CDP session of `page` and the id of the app's service worker registration, which
+    `ServiceWorker.deliverPushMessage` needs: a push service's message reaches the worker
+    through it."""
+    cdp = context.new_cdp_session(page)
+    registrations = []
+    cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
+    cdp.send("ServiceWorker.enable")
+    for _ in range(50):  # the sync API delivers CDP events while Playwright is called
+        if registrations:
+            break
+        page.wait_for_timeout(100)
+    assert registrations
+    return cdp, next(r for r in registrations if r["scopeURL"].endswith("/app/"))["registrationId"]
+
+
 def test_a12_web_push_end_to_end(browser, admin, make_user, relay, push):
     person = Person(admin, make_user, relay)
     endpoint, p256dh, auth = push.web.subscribe("/sub/a12-" + uuid.uuid4().hex[:6])
@@ -358,16 +374,7 @@ def test_a12_web_push_end_to_end(browser, admin, make_user, relay, push):
         expect(page.locator("#push-status")).to_have_text("Notifications are on.", timeout=10000)
         assert admin.execute("select count(*) from public.web_push_subscriptions where user_id = %s and endpoint = %s",
                              (person.user, endpoint)).fetchone() == (1,)
-        cdp = context.new_cdp_session(page)
-        registrations = []
-        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
-        cdp.send("ServiceWorker.enable")
-        for _ in range(50):  # the sync API delivers CDP events while Playwright is called
-            if registrations:
-                break
-            page.wait_for_timeout(100)
-        assert registrations
-        registration = next(r for r in registrations if r["scopeURL"].endswith("/app/"))["registrationId"]
+        cdp, registration = worker_registration(context, page)
         page.goto("about:blank")  # the page is closed: only a push can reach the person
         time.sleep(0.5)
         call = Locate(relay.base, person.agent, 30).begin()
@@ -591,15 +598,7 @@ def test_a18_reject_from_the_notification_answers_without_a_window(browser, admi
         page.evaluate("navigator.serviceWorker.ready")
         page.click("#enable-push")
         expect(page.locator("#push-status")).to_have_text("Notifications are on.", timeout=10000)
-        cdp = context.new_cdp_session(page)
-        registrations = []
-        cdp.on("ServiceWorker.workerRegistrationUpdated", lambda event: registrations.extend(event["registrations"]))
-        cdp.send("ServiceWorker.enable")
-        for _ in range(50):
-            if registrations:
-                break
-            page.wait_for_timeout(100)
-        registration = next(r for r in registrations if r["scopeURL"].endswith("/app/"))["registrationId"]
+        cdp, registration = worker_registration(context, page)
         page.goto("about:blank")  # no page of the app is open: only the notification can answer
         time.sleep(0.5)
         call = Locate(relay.base, person.agent, 30, reason="Running late?").begin()

@@ -6,12 +6,16 @@ again; Remove ends the grant, so the agent is asked again; a grant for a while i
 reminded of; a reminder carries no location."""
 import asyncio
 import json
+import re
+import subprocess
 import time
 import uuid
 
 import pytest
 import websockets
 
+from conftest import make_oauth_client
+from push_kit import Push, hex_token, wait_for
 from relay_server import RelayServer, token
 from test_durable_requests import curl
 
@@ -131,3 +135,91 @@ def test_keep_refuses_a_grant_that_is_not_for_good_and_leaves_the_list(relays, m
 
     refused = asyncio.run(scenario())
     assert refused["error"] == "refused" and [agent["client_id"] for agent in refused["agents"]] == ["for-an-hour"]
+
+
+def test_the_settling_instance_pushes_a_reminder_once_and_the_notification_answers_it(make_user, admin):
+    """Phones that hold no socket are reminded too: the instance that settled the due
+    automatic answer — and only it, though both instances hold a phone of the account —
+    claims the reminder's push once and sends it to the account's APNs token (fake APNs: an
+    alert in category GRANT_REMINDER, collapse id `reminder-…`) and Web Push subscription
+    (fake service, decrypted with http_ece), carrying the sentence and the agent, no
+    location. Keep and Remove answer it without a socket (POST /v1/device/answer, as the
+    notification's actions do): 204, and 410 for a Keep with nothing for good to keep."""
+    push = Push()
+    servers = [RelayServer(**push.env, GRANT_REMINDER_SECONDS=str(INTERVAL)) for _ in range(2)]
+    a, b = servers
+    try:
+        ada = make_user("Ada", with_session=True)
+        user = ada[0]
+        helper = str(uuid.uuid4())
+        make_oauth_client(admin, helper, "Helper")
+        admin.execute("insert into public.always_allowed_agents (user_id, client_id, client_name, created_at)"
+                      " values (%s, %s, 'Helper', now() - interval '1 hour')", (user, helper))
+        device = uuid.uuid4()
+        admin.execute("insert into public.devices (id, user_id, name, platform) values (%s, %s, 'iPad', 'ios')", (device, user))
+        apns_token = hex_token()
+        admin.execute("insert into public.push_tokens (token, user_id, device_id, environment) values (%s, %s, %s, 'production')",
+                      (apns_token, user, device))
+        path = "/sub/reminder-" + uuid.uuid4().hex[:6]
+        endpoint, p256dh, auth = push.web.subscribe(path)
+        admin.execute("insert into public.web_push_subscriptions (endpoint, p256dh, auth, user_id, device_id)"
+                      " values (%s, %s, %s, %s, %s)", (endpoint, p256dh, auth, user, device))
+
+        def reminders():
+            return ([p for p in push.apns_for([apns_token]) if p["payload"].get("kind") == "reminder"],
+                    [p for p in push.web_for([path]) if p["payload"].get("kind") == "reminder"])
+
+        async def scenario():
+            async with AutoPhone(a.base, token(*ada)), AutoPhone(b.base, token(*ada)):
+                due = await asyncio.to_thread(curl, "POST", f"{b.base}/v1/locate?timeout_secs=10", token(*ada, client_id=helper))
+                await asyncio.to_thread(wait_for, lambda: all(reminders()), 30)
+                again = await asyncio.to_thread(curl, "POST", f"{a.base}/v1/locate?timeout_secs=10", token(*ada, client_id=helper))
+                await asyncio.sleep(1)  # a second push would arrive by now
+                return due, again
+
+        due, again = asyncio.run(scenario())
+        assert due[0] == again[0] == 200
+        apns, web = reminders()
+        assert len(apns) == len(web) == 1, "one push per target, from one instance, for one reminder"
+        headers = apns[0]["headers"]
+        assert headers["apns-push-type"] == "alert" and headers["apns-priority"] == "10"
+        assert re.fullmatch(r"reminder-[0-9a-f]{32}", headers["apns-collapse-id"])
+        text = "Helper can still check your location without asking."
+        assert apns[0]["payload"] == {
+            "aps": {"alert": {"title": "Whereabot", "body": text}, "sound": "default", "category": "GRANT_REMINDER",
+                    "thread-id": helper},
+            "kind": "reminder", "client_id": helper, "agent_name": "Helper", "requester_id": None}
+        assert web[0]["status"] == 201 and web[0]["headers"]["topic"] == headers["apns-collapse-id"][len("reminder-"):]
+        assert web[0]["payload"] == {"v": 1, "kind": "reminder", "title": "Whereabot", "body": text, "client_id": helper,
+                                     "agent_name": "Helper", "requester_id": None, "url": "/app/"}
+        claimed = sum(metric(server, 'whereabot_push_claims_total{stage="reminder",status="claimed"}') for server in servers)
+        assert claimed == 1, "the other instance never claimed it"
+
+        phone = token(*ada)
+        answer = f"{a.base}/v1/device/answer"
+
+        def post(body):
+            return curl("POST", answer, phone, "-H", "Content-Type: application/json", "-d", json.dumps(body))
+
+        assert post({"type": "always_allow_keep", "client_id": helper, "requester_id": None})[0] == 204
+        assert admin.execute("select reminded_at > now() - interval '10 seconds' from public.always_allowed_agents"
+                             " where user_id = %s", (user,)).fetchone() == (True,), "Keep starts the interval again"
+        status, _, body = post({"type": "always_allow_keep", "client_id": "nobody-allows-this"})
+        assert (status, body) == (410, "No always-allow of this agent for good is left to keep.")
+        assert post({"type": "always_allow_remove", "client_id": helper, "requester_id": None})[0] == 204
+        assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s", (user,)).fetchone() == (0,)
+        assert post({"type": "always_allow_remove", "client_id": helper})[0] == 204, "Remove of a grant already gone is taken"
+        status, _, body = curl("POST", answer, token(*ada, client_id=helper), "-H", "Content-Type: application/json", "-d",
+                               json.dumps({"type": "always_allow_keep", "client_id": helper}))
+        assert status == 403, "an agent cannot keep its own grant"
+        status, _, body = post({"type": "always_allow", "client_id": helper})
+        assert (status, body) == (400, "Only answers (location, denied, unavailable) and a reminder's Keep or Remove can be posted here.")
+    finally:
+        for server in servers:
+            server.stop()
+        push.stop()
+
+
+def metric(server, name):
+    text = subprocess.run(["curl", "-s", f"{server.base}/metrics"], capture_output=True, text=True, timeout=30).stdout
+    return sum(int(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))

@@ -10,10 +10,11 @@ import Testing
 
     @Test func aReminderNotificationBecomesThePhonesMessage() throws {
         let payload = #"{"kind":"reminder","owner":"\#(owner)","client_id":"c-1","agent_name":"Helper","requester_id":"\#(requester)"}"#
-        guard case .reminder(let reminder, let to)? = RelayNotification.decode(channel: channel, payload: payload) else {
+        guard case .reminder(let reminder, let to, let push)? = RelayNotification.decode(channel: channel, payload: payload) else {
             Issue.record("decoded"); return
         }
         #expect(to == owner && reminder == GrantReminder(clientID: "c-1", agentName: "Helper", requesterID: requester))
+        #expect(!push, "no pusher named: nobody pushes")
         let message = try #require(JSONValue.parse(reminder.phoneJSON))
         #expect(message["type"]?.string == "reminder" && message["client_id"]?.string == "c-1")
         #expect(message["requester_id"]?.uuid == requester)
@@ -21,6 +22,35 @@ import Testing
         let unnamed = GrantReminder(clientID: "c-2", agentName: nil, requesterID: nil)
         #expect(unnamed.text == "An agent can still check your location without asking.")
         #expect(JSONValue.parse(unnamed.phoneJSON)?["requester_id"]?.isNull == true)
+    }
+
+    @Test func onlyTheInstanceNamedAsPusherPushesTheReminder() {
+        func push(_ pusher: String, on instance: String) -> Bool? {
+            let payload = #"{"kind":"reminder","owner":"\#(owner)","client_id":"c-1","pusher":"\#(pusher)"}"#
+            guard case .reminder(_, _, let push)? = RelayNotification.decode(channel: RelayNotification.channel(of: instance),
+                                                                             payload: payload) else { return nil }
+            return push
+        }
+        #expect(push("relay-a", on: "relay-a") == true)
+        #expect(push("relay-a", on: "relay-b") == false, "an instance holding the owner's sockets only tells its phones")
+        #expect(RelayNotification.decode(channel: channel, payload: #"{"kind":"reminder","owner":"\#(owner)","client_id":"c","pusher":7}"#) == nil)
+    }
+
+    @Test func theReminderPushCarriesTheSentenceAndTheAgentNeverALocation() throws {
+        let reminder = GrantReminder(clientID: "c-1", agentName: "Helper", requesterID: requester)
+        let apns = try #require(JSONValue.parse(String(decoding: reminder.apns(), as: UTF8.self)))
+        #expect(apns["aps"]?["category"]?.string == "GRANT_REMINDER")
+        #expect(apns["aps"]?["alert"]?["body"]?.string == "Helper can still check your location without asking.")
+        #expect(apns["kind"]?.string == "reminder" && apns["client_id"]?.string == "c-1" && apns["requester_id"]?.uuid == requester)
+        let web = try #require(JSONValue.parse(String(decoding: reminder.webPush(), as: UTF8.self)))
+        #expect(web["kind"]?.string == "reminder" && web["body"]?.string == reminder.text && web["url"]?.string == "/app/")
+        #expect(reminder.pushKey.count == 32 && reminder.pushKey != GrantReminder(clientID: "c-1", agentName: "Helper",
+                                                                                   requesterID: nil).pushKey,
+                "one key per grant: the owner's own and a viewer's are two")
+        // The longest name and id still fit APNs' 4,096 bytes and Web Push's 3,993.
+        let longest = GrantReminder(clientID: String(repeating: "\u{10FFFF}", count: 255),
+                                    agentName: String(repeating: "\u{10FFFF}", count: 200), requesterID: requester)
+        #expect(longest.apns().count <= 4096 && longest.webPush().count <= 3993)
     }
 
     @Test func aReminderThatDoesNotFitIsDropped() {

@@ -8,8 +8,8 @@
 -- whose agent this is (location sharing: always-allow is per owner, agent and requester).
 -- precision says how the phone answers the agent; expires_at ends a choice made "for 1
 -- hour": every function reads an expired row as absent (it stays until it is replaced or
--- removed, or the user's next change deletes it). last_used_at and reminded_at serve the
--- reminders of SPEC §14 (34_relay_grant_reminders.sql).
+-- removed, or the user's next change deletes it). last_used_at, reminded_at and
+-- reminder_pushed_at serve the reminders of SPEC §14 (34_relay_grant_reminders.sql).
 
 create table public.always_allowed_agents (
   id uuid primary key default gen_random_uuid(),
@@ -22,6 +22,7 @@ create table public.always_allowed_agents (
   expires_at timestamptz,
   last_used_at timestamptz,
   reminded_at timestamptz,
+  reminder_pushed_at timestamptz,
   constraint always_allowed_agents_client_id_names_one_agent
     check (client_id not in ('unknown', 'agent-key') and char_length(client_id) between 1 and 255),
   constraint always_allowed_agents_requester_is_someone_else
@@ -39,6 +40,8 @@ comment on column public.always_allowed_agents.last_used_at is
   'When the agent last got a location under this row (relay.settle): the app shows it. Never where.';
 comment on column public.always_allowed_agents.reminded_at is
   'When the person was last reminded of this for-good row, or kept it (SPEC §14 reminders); null: never.';
+comment on column public.always_allowed_agents.reminder_pushed_at is
+  'When the reminder of reminded_at went out as a push (relay.claim_reminder_push): once per reminder.';
 
 -- always_allowed_agents_once (user_id, client_id, requester_id) serves every lookup by user_id.
 create index always_allowed_agents_requester_id_idx on public.always_allowed_agents (requester_id);

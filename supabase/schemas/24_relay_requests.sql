@@ -213,7 +213,8 @@ comment on function relay.mark_delivered(uuid[]) is
 -- The waiting row is found and settled by one UPDATE ... RETURNING; only a refused answer
 -- reads it again to say why. A location marks the use of the owner's always-allow of the
 -- agent, if any, and may claim its reminder (p_remind_after_s: the relay's
--- GRANT_REMINDER_DAYS in seconds; null: no reminders): private.note_always_allowed_use.
+-- GRANT_REMINDER_DAYS in seconds; null: no reminders), which p_instance pushes:
+-- private.note_always_allowed_use.
 create or replace function relay.settle(
   p_id uuid, p_user uuid, p_device uuid, p_outcome text, p_reason text, p_sealed text,
   p_instance text default null, p_remind_after_s int default null)
@@ -295,7 +296,7 @@ begin
   -- (a row lock and an UPDATE, 115 µs a call under the bench's load) only for the others.
   if p_outcome = 'location' and exists (
        select from public.always_allowed_agents where user_id = v_owner and client_id = v_client_id) then
-    perform private.note_always_allowed_use(v_owner, v_client_id, v_requester, p_remind_after_s);
+    perform private.note_always_allowed_use(v_owner, v_client_id, v_requester, p_remind_after_s, p_instance);
   end if;
 
   select coalesce(array_agg(distinct c.instance_id), '{}') into v_holders

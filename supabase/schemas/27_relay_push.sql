@@ -218,6 +218,68 @@ comment on function private.push_budget_key(text, uuid) is
 revoke execute on function private.push_budget_key(text, uuid) from public, anon, authenticated;
 
 -- -----------------------------------------------------------------------------
+-- private.pay_for_pushes(apns, web, owner, requester, per_target, per_account)
+-- -----------------------------------------------------------------------------
+-- Pays for each target out of the account's budget (its row locked first) and the
+-- target's own; a target over its own budget costs the account nothing. A push for a
+-- request made through a share (REQUESTER set) pays out of budgets of the requester's own
+-- for the owner's account and targets (private.push_budget_key), so a viewer can never
+-- spend the owner's. Returns {apns, web, limited: {apns, web}}: the targets paid for and
+-- how many of each service the budgets held back. Every push stage (relay.claim_push) and
+-- every reminder (relay.claim_reminder_push) pays here.
+create or replace function private.pay_for_pushes(p_apns jsonb, p_web jsonb, p_owner uuid, p_requester uuid,
+  p_per_target int, p_per_account int)
+returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+declare
+  v_paid_apns jsonb := '[]';
+  v_paid_web jsonb := '[]';
+  v_target jsonb;
+  v_key text;
+  v_account text;
+  v_account_left int;
+begin
+  v_account := private.push_budget_key(p_owner::text, p_requester);
+  v_account_left := p_per_account - private.recent_pushes('account', v_account);
+  for v_target in select value from jsonb_array_elements(p_apns) loop
+    exit when v_account_left <= 0;
+    v_key := private.push_budget_key(private.push_target_key('apns', v_target ->> 'token'), p_requester);
+    if private.recent_pushes('target', v_key) < p_per_target then
+      perform private.record_pushes('target', v_key, 1);
+      v_paid_apns := v_paid_apns || v_target;
+      v_account_left := v_account_left - 1;
+    end if;
+  end loop;
+  for v_target in select value from jsonb_array_elements(p_web) loop
+    exit when v_account_left <= 0;
+    v_key := private.push_budget_key(private.push_target_key('web', v_target ->> 'endpoint'), p_requester);
+    if private.recent_pushes('target', v_key) < p_per_target then
+      perform private.record_pushes('target', v_key, 1);
+      v_paid_web := v_paid_web || v_target;
+      v_account_left := v_account_left - 1;
+    end if;
+  end loop;
+  perform private.record_pushes('account', v_account,
+                                jsonb_array_length(v_paid_apns) + jsonb_array_length(v_paid_web));
+
+  -- A few rows of targets and accounts not pushed for an hour go (bounded work per claim).
+  delete from relay.push_budgets
+  where (scope, key) in (select b.scope, b.key from relay.push_budgets b
+                         where b.last_at < now() - interval '1 hour' order by b.last_at limit 32);
+
+  return jsonb_build_object(
+    'apns', v_paid_apns, 'web', v_paid_web,
+    'limited', jsonb_build_object('apns', jsonb_array_length(p_apns) - jsonb_array_length(v_paid_apns),
+                                  'web', jsonb_array_length(p_web) - jsonb_array_length(v_paid_web)));
+end;
+$$;
+comment on function private.pay_for_pushes(jsonb, jsonb, uuid, uuid, int, int) is
+  'Pays for push targets out of the hourly per-target and per-account budgets (a requester''s own for a shared request): the targets paid for and how many were held back.';
+revoke execute on function private.pay_for_pushes(jsonb, jsonb, uuid, uuid, int, int) from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
 -- relay.claim_push(id, instance, stage, per_target, per_account)
 -- -----------------------------------------------------------------------------
 -- status: claimed (send to the targets listed), already (claimed before), settled,
@@ -238,12 +300,6 @@ declare
   v_kind text;
   v_apns jsonb;
   v_web jsonb;
-  v_paid_apns jsonb := '[]';
-  v_paid_web jsonb := '[]';
-  v_target jsonb;
-  v_key text;
-  v_account text;
-  v_account_left int;
 begin
   perform private.check_instance_id(p_instance);
   if p_id is null or p_stage is null then
@@ -322,47 +378,14 @@ begin
     update relay.pending_requests set wake_kind = v_kind, wake_claimed_at = now() where id = p_id;
   end if;
 
-  -- Pay for each target out of the account's budget (its row locked first) and the
-  -- target's own; a target over its own budget costs the account nothing. A request made
-  -- through a share pays out of budgets of the requester's own for the owner's account and
-  -- targets (private.push_budget_key), so a viewer can never spend the owner's.
-  v_account := private.push_budget_key(v_request.owner_id::text, v_request.requester_id);
-  v_account_left := p_per_account - private.recent_pushes('account', v_account);
-  for v_target in select value from jsonb_array_elements(v_apns) loop
-    exit when v_account_left <= 0;
-    v_key := private.push_budget_key(private.push_target_key('apns', v_target ->> 'token'), v_request.requester_id);
-    if private.recent_pushes('target', v_key) < p_per_target then
-      perform private.record_pushes('target', v_key, 1);
-      v_paid_apns := v_paid_apns || v_target;
-      v_account_left := v_account_left - 1;
-    end if;
-  end loop;
-  for v_target in select value from jsonb_array_elements(v_web) loop
-    exit when v_account_left <= 0;
-    v_key := private.push_budget_key(private.push_target_key('web', v_target ->> 'endpoint'), v_request.requester_id);
-    if private.recent_pushes('target', v_key) < p_per_target then
-      perform private.record_pushes('target', v_key, 1);
-      v_paid_web := v_paid_web || v_target;
-      v_account_left := v_account_left - 1;
-    end if;
-  end loop;
-  perform private.record_pushes('account', v_account,
-                                jsonb_array_length(v_paid_apns) + jsonb_array_length(v_paid_web));
-
-  -- A few rows of targets and accounts not pushed for an hour go (bounded work per claim).
-  delete from relay.push_budgets
-  where (scope, key) in (select b.scope, b.key from relay.push_budgets b
-                         where b.last_at < now() - interval '1 hour' order by b.last_at limit 32);
-
-  return jsonb_build_object(
-    'status', 'claimed', 'kind', v_kind, 'apns', v_paid_apns, 'web', v_paid_web,
-    'limited', jsonb_build_object('apns', jsonb_array_length(v_apns) - jsonb_array_length(v_paid_apns),
-                                  'web', jsonb_array_length(v_web) - jsonb_array_length(v_paid_web)),
-    'owner', v_request.owner_id,
-    'client_id', v_request.client_id, 'client_name', v_request.client_name, 'reason', v_request.ask_reason,
-    'requester', case when v_request.requester_id is null then null
-                      else private.user_card(v_request.requester_id) end,
-    'expires_ms', (extract(epoch from v_request.expires_at) * 1000)::bigint);
+  -- The targets the budgets pay for (private.pay_for_pushes), and what the payloads need.
+  return private.pay_for_pushes(v_apns, v_web, v_request.owner_id, v_request.requester_id, p_per_target, p_per_account)
+    || jsonb_build_object(
+      'status', 'claimed', 'kind', v_kind, 'owner', v_request.owner_id,
+      'client_id', v_request.client_id, 'client_name', v_request.client_name, 'reason', v_request.ask_reason,
+      'requester', case when v_request.requester_id is null then null
+                        else private.user_card(v_request.requester_id) end,
+      'expires_ms', (extract(epoch from v_request.expires_at) * 1000)::bigint);
 end;
 $$;
 comment on function relay.claim_push(uuid, text, text, int, int) is

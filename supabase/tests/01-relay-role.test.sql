@@ -47,7 +47,8 @@ $$, array[
         -- called by the relay
         'relay.agent_key_owner(text)', 'relay.agent_key_secret()', 'relay.agent_keys(uuid)',
         'relay.always_allowed_agents(uuid)', 'relay.keep_always_allowed(uuid,text,uuid)', 'relay.cancel_durable(uuid,uuid,text,uuid,boolean)',
-        'relay.claim_push(uuid,text,text,integer,integer)', 'relay.client_name(text)',
+        'relay.claim_push(uuid,text,text,integer,integer)', 'relay.claim_reminder_push(uuid,text,uuid,integer,integer)',
+        'relay.client_name(text)',
         'relay.create_agent_key(uuid,text)', 'relay.delete_web_push_subscriptions(uuid,uuid)',
         'relay.device_disconnects(uuid[])', 'relay.device_hellos(text,jsonb,integer)',
         'relay.drain_connections(text)', 'relay.drop_apns_token(text,timestamp with time zone)',

@@ -1,9 +1,11 @@
 -- Reminders of standing grants (SPEC §14, issue 42 part 4): a location under an always-allow
 -- marks its last use; the first use of a for-good always-allow standing the relay's interval
 -- since it was made or kept claims one reminder; Keep starts the interval again; a refusal
--- is no use; a grant for a while is never reminded of; only the relay calls any of it.
+-- is no use; a grant for a while is never reminded of; only the relay calls any of it. The
+-- settling instance pushes the reminder: relay.claim_reminder_push claims it once, within a
+-- minute, with the targets the push budgets pay for.
 begin;
-select plan(17);
+select plan(27);
 
 select tests.create_supabase_user('ada');
 create function pg_temp.allow(p_client text, p_age interval, p_expires interval default null) returns void
@@ -19,7 +21,7 @@ select pg_temp.allow('agent-denied', '40 days');
 select pg_temp.allow('agent-kept', '40 days');
 select pg_temp.allow('agent-off', '40 days');
 create function pg_temp.note(p_client text, p_after int default 2592000) returns boolean language sql as $$
-  select private.note_always_allowed_use(tests.get_supabase_uid('ada'), p_client, null, p_after)
+  select private.note_always_allowed_use(tests.get_supabase_uid('ada'), p_client, null, p_after, 'relay-g')
 $$;
 create function pg_temp.row(p_client text) returns public.always_allowed_agents language sql as $$
   select * from public.always_allowed_agents where user_id = tests.get_supabase_uid('ada') and client_id = p_client
@@ -59,9 +61,43 @@ select is(array[(pg_temp.row('agent-denied')).reminded_at, (pg_temp.row('agent-d
   'a refusal is no use');
 select is(pg_temp.note('agent-kept'), false, 'after Keep the interval starts again');
 
+-- The reminder's push: Ada's phone has an APNs token and a Web Push subscription.
+insert into public.devices (id, user_id, platform) values ('00000000-0000-4000-8000-0000000000d1', tests.get_supabase_uid('ada'), 'ios');
+insert into public.push_tokens (token, user_id, device_id, environment) values
+  (repeat('d1', 32), tests.get_supabase_uid('ada'), '00000000-0000-4000-8000-0000000000d1', 'production');
+insert into public.web_push_subscriptions (endpoint, p256dh, auth, user_id, device_id) values
+  ('https://push.example/ada-reminder', repeat('B', 87), repeat('A', 22), tests.get_supabase_uid('ada'),
+   '00000000-0000-4000-8000-0000000000d1');
+select tests.authenticate_as_relay();
+create function pg_temp.claim(p_client text, p_per_target int default 30) returns jsonb language sql as $$
+  select relay.claim_reminder_push(tests.get_supabase_uid('ada'), p_client, null, p_per_target, 100)
+$$;
+select is(pg_temp.claim('agent-old') - 'owner',
+  jsonb_build_object('status', 'claimed', 'apns', jsonb_build_array(jsonb_build_object('token', repeat('d1', 32), 'environment', 'production')),
+    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada-reminder', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
+    'limited', jsonb_build_object('apns', 0, 'web', 0)),
+  'the pusher claims the reminder''s push to every target of the owner');
+select is(pg_temp.claim('agent-old') ->> 'status', 'already', 'once per reminder');
+select is(pg_temp.claim('agent-new') ->> 'status', 'not_applicable', 'no push without a reminder');
+select is(pg_temp.claim('agent-hour') ->> 'status', 'gone', 'nor for a grant for a while');
+select is(pg_temp.claim('agent-nobody') ->> 'status', 'gone', 'nor for an agent not allowed');
+select is(pg_temp.claim('agent-settled', 1) -> 'limited', '{"apns": 1, "web": 1}',
+  'within the per-target budget: each target has had its one push of the hour');
+reset role;
+update public.always_allowed_agents set reminded_at = now() - interval '2 minutes', reminder_pushed_at = null
+where user_id = tests.get_supabase_uid('ada') and client_id = 'agent-kept';
+select tests.authenticate_as_relay();
+select is(pg_temp.claim('agent-kept') ->> 'status', 'not_applicable', 'a reminder is pushed within a minute or not at all');
+select throws_ok($$ select relay.claim_reminder_push(tests.get_supabase_uid('ada'), null, null, 30, 100) $$, '22004', null,
+  'a client id is needed');
+select throws_ok($$ select pg_temp.claim('agent-old', 0) $$, '22023', null, 'budgets are range-checked');
+reset role;
+
 select tests.authenticate_as('ada');
 select throws_ok($$ select relay.keep_always_allowed(tests.get_supabase_uid('ada'), 'agent-old', null) $$, '42501', null,
   'only the relay calls Keep (for the phone socket)');
+select throws_ok($$ select relay.claim_reminder_push(tests.get_supabase_uid('ada'), 'agent-old', null, 30, 100) $$, '42501', null,
+  'only the relay claims a reminder''s push');
 select tests.clear_authentication();
 
 select * from finish();

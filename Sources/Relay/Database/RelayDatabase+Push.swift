@@ -13,6 +13,17 @@ extension RelayDatabase {
         return claim
     }
 
+    /// Claims the push of a reminder this instance was named to send (SPEC §14): once per
+    /// reminder, with the owner's targets the budgets pay for.
+    func claimReminderPush(_ reminder: GrantReminder, owner: UUID, budgets: PushBudgets) async throws -> PushClaim {
+        let json = try await pool.send("select relay.claim_reminder_push($1, $2, $3, $4, $5)",
+                                       [owner, reminder.clientID, reminder.requesterID, budgets.perTargetPerHour,
+                                        budgets.perAccountPerHour])
+            .scalar(PGJSON.self).parsed()
+        guard let claim = PushClaim(json: json) else { throw Self.malformed("claim_reminder_push") }
+        return claim
+    }
+
     /// Deletes an APNs token APNs called dead; with `unregisteredAt` (a 410's timestamp)
     /// only if the token was stored no later. False when nothing was deleted.
     @discardableResult

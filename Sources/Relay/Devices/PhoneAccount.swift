@@ -86,6 +86,24 @@ struct PhoneAccount: Sendable {
         }
     }
 
+    /// A reminder's Keep or Remove posted from a notification (`POST /v1/device/answer`,
+    /// SPEC §14): true when taken — Remove of a grant already gone included — and false when
+    /// the database refuses it (Keep of a grant that is not for good, a generic agent id);
+    /// throws when the database cannot answer.
+    func answerReminder(keep: Bool, clientID: String, requester: UUID?, user: UUID) async throws -> Bool {
+        do {
+            if keep {
+                _ = try await database.keepAlwaysAllowed(user: user, clientID: clientID, requester: requester)
+            } else {
+                _ = try await database.setAlwaysAllowed(user: user, clientID: clientID, clientName: nil, requester: requester,
+                                                        allowed: false)
+            }
+            return true
+        } catch let error as PGError where error.isRefusal {
+            return false
+        }
+    }
+
     /// What a browser phone is sent after its hello: the always-allowed list, the quiet
     /// hours and the agents that may wake the person (nil when the database cannot say now).
     func lists(user: UUID) async -> [String]? {

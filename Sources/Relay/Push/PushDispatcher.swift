@@ -34,31 +34,63 @@ final class PushDispatcher: Sendable {
         let requestID = id.uuidString.lowercased()
         let apnsBody = payload.apns()
         let webBody = payload.webPush()
+        let silent = kind == .silent
+        let apns: @Sendable (PushClaim.APNsTarget) -> APNsSender.Notification = { target in
+            APNsSender.Notification(
+                token: target.token, environment: target.environment,
+                pushType: silent ? "background" : "alert", priority: silent ? 5 : 10, collapseID: silent ? nil : requestID,
+                id: APNsSender.notificationID(requestID, stage.rawValue, target.token), payload: apnsBody, deadline: deadline)
+        }
+        let topic = requestID.replacingOccurrences(of: "-", with: "")
+        let web: @Sendable (PushClaim.WebTarget) -> WebPushSender.Message = { target in
+            WebPushSender.Message(subscription: target.subscription, payload: webBody, topic: topic, deadline: deadline)
+        }
+        await fanOut(kind: kind.rawValue, subject: ["request": requestID], claim: claim, apns: apns, web: silent ? nil : web)
+    }
+
+    /// Pushes a reminder of a standing grant (SPEC §14) to the claim's targets: an alert with
+    /// Keep and Remove, replacing an older reminder of the same grant on the device.
+    func remind(_ reminder: GrantReminder, claim: PushClaim) async {
+        let deadline = Date().addingTimeInterval(GrantReminder.pushLifetime)
+        let key = reminder.pushKey
+        let apnsBody = reminder.apns()
+        let webBody = reminder.webPush()
+        let apns: @Sendable (PushClaim.APNsTarget) -> APNsSender.Notification = { target in
+            APNsSender.Notification(token: target.token, environment: target.environment, pushType: "alert", priority: 10,
+                                    collapseID: "reminder-\(key)", id: UUID().uuidString, payload: apnsBody, deadline: deadline)
+        }
+        let web: @Sendable (PushClaim.WebTarget) -> WebPushSender.Message = { target in
+            WebPushSender.Message(subscription: target.subscription, payload: webBody, topic: key, deadline: deadline)
+        }
+        await fanOut(kind: "reminder", subject: ["reminder": key], claim: claim, apns: apns, web: web)
+    }
+
+    /// Sends to each of the claim's targets, at once (the fair queue orders accounts), and
+    /// counts those the budgets held back; returns when all have answered. `web` nil: no Web
+    /// Push for this kind.
+    private func fanOut(kind: String, subject: [String: String], claim: PushClaim,
+                        apns: @escaping @Sendable (PushClaim.APNsTarget) -> APNsSender.Notification,
+                        web: (@Sendable (PushClaim.WebTarget) -> WebPushSender.Message)?) async {
         let account = claim.owner ?? Self.unknownAccount
         for (service, count) in [("apns", claim.limited?.apns ?? 0), ("webpush", claim.limited?.web ?? 0)] where count > 0 {
-            for _ in 0..<count { metrics.push(service: service, kind: kind.rawValue, delivery: PushDelivery(result: .limited), seconds: nil) }
-            logger.info("push_limited", ["request": requestID, "service": service, "count": String(count)])
+            for _ in 0..<count { metrics.push(service: service, kind: kind, delivery: PushDelivery(result: .limited), seconds: nil) }
+            logger.info("push_limited", subject.merging(["service": service, "count": String(count)]) { $1 })
         }
         await withTaskGroup(of: Void.self) { group in
             for target in claim.apns ?? [] {
                 group.addTask {
-                    let notification = APNsSender.Notification(
-                        token: target.token, environment: target.environment,
-                        pushType: kind == .silent ? "background" : "alert", priority: kind == .silent ? 5 : 10,
-                        collapseID: kind == .silent ? nil : requestID,
-                        id: APNsSender.notificationID(requestID, stage.rawValue, target.token), payload: apnsBody, deadline: deadline)
-                    await self.deliver(service: "apns", kind: kind, request: requestID, target: target.token,
-                                       account: account, extra: ["apns_id": notification.id]) {
+                    let notification = apns(target)
+                    await self.deliver(service: "apns", kind: kind, subject: subject.merging(["apns_id": notification.id]) { $1 },
+                                       target: target.token, account: account) {
                         await self.services.apns?.send(notification)
                     }
                 }
             }
-            for target in claim.web ?? [] where kind != .silent {
+            guard let web else { return }
+            for target in claim.web ?? [] {
                 group.addTask {
-                    let message = WebPushSender.Message(subscription: target.subscription, payload: webBody,
-                                                        topic: requestID.replacingOccurrences(of: "-", with: ""), deadline: deadline)
-                    await self.deliver(service: "webpush", kind: kind, request: requestID, target: target.endpoint,
-                                       account: account, extra: [:]) {
+                    let message = web(target)
+                    await self.deliver(service: "webpush", kind: kind, subject: subject, target: target.endpoint, account: account) {
                         await self.services.webPush?.send(message)
                     }
                 }
@@ -67,9 +99,9 @@ final class PushDispatcher: Sendable {
     }
 
     /// Sends through `push` (nil: the service is off) when `account`'s turn comes, then
-    /// counts, logs and drops dead targets.
-    private func deliver(service: String, kind: PushPlan.Kind, request: String, target: String, account: UUID,
-                         extra: [String: String], _ push: () async -> PushDelivery?) async {
+    /// counts, logs (`subject` names the request or reminder) and drops dead targets.
+    private func deliver(service: String, kind: String, subject: [String: String], target: String, account: UUID,
+                         _ push: () async -> PushDelivery?) async {
         let started = ContinuousClock.now
         let sent: PushDelivery??
         if await turn(of: account) {
@@ -82,9 +114,9 @@ final class PushDispatcher: Sendable {
         let delivery = sent.flatMap { $0 } ?? PushDelivery(result: .disabled)
         let seconds = sent.flatMap { $0 } == nil || delivery.result == .limited
             ? nil : Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.push(service: service, kind: kind.rawValue, delivery: delivery, seconds: seconds)
-        var fields = extra.merging(["request": request, "service": service, "kind": kind.rawValue,
-                                    "result": delivery.result.rawValue, "target": pushTargetFingerprint(target)]) { $1 }
+        metrics.push(service: service, kind: kind, delivery: delivery, seconds: seconds)
+        var fields = subject.merging(["service": service, "kind": kind,
+                                      "result": delivery.result.rawValue, "target": pushTargetFingerprint(target)]) { $1 }
         if let status = delivery.status { fields["status"] = String(status) }
         if let reason = delivery.reason { fields["reason"] = reason }
         if delivery.retried { fields["retried"] = "true" }

@@ -22,6 +22,8 @@ actor PushScheduler {
     private var entries: [UUID: Entry] = [:]
     private var sends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
     private var sendNumber = 0
+    /// Reminders being claimed and sent, by number (at most `maximumReminders`).
+    private var reminders: [Int: Task<Void, Never>] = [:]
 
     init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming,
          budgets: PushBudgets = PushBudgets(), metrics: PushMetrics, logger: Logger,
@@ -124,8 +126,46 @@ actor PushScheduler {
         if sends[id]?.number == number { sends[id] = nil }
     }
 
+    /// Reminders claimed and sent at once at most; one more is dropped and logged (each
+    /// comes from one settled answer, so many at once means a flood, not people).
+    static let maximumReminders = 256
+
+    /// Pushes the reminder of `owner`'s standing grant this instance was named to push
+    /// (SPEC §14): claims it once (`relay.claim_reminder_push`) and sends it to the targets
+    /// the budgets pay for.
+    func remind(_ reminder: GrantReminder, owner: UUID) {
+        guard reminders.count < Self.maximumReminders else {
+            logger.warning("reminder_push_dropped", ["reason": "too_many"])
+            return
+        }
+        let database = self.database, dispatcher = self.dispatcher, budgets = self.budgets
+        let metrics = self.metrics, logger = self.logger
+        sendNumber += 1
+        let number = sendNumber
+        // Owner: the scheduler, which keeps the task in `reminders` until it ends and waits
+        // for it in `finishSending`.
+        reminders[number] = Task { [weak self] in
+            await Logger.untraced {
+                do {
+                    let claim = try await database.claimReminderPush(reminder, owner: owner, budgets: budgets)
+                    metrics.claim(stage: "reminder", status: claim.status.rawValue)
+                    if claim.status == .claimed { await dispatcher.remind(reminder, claim: claim) }
+                } catch {
+                    logger.failure("push_claim_failed", error, ["stage": "reminder"])
+                    metrics.claim(stage: "reminder", status: "failed")
+                }
+                await self?.reminded(number)
+            }
+        }
+    }
+
+    private func reminded(_ number: Int) {
+        reminders[number] = nil
+    }
+
     /// Waits for pushes already being sent (drain).
     func finishSending() async {
         for send in sends.values { await send.task.value }
+        for reminder in reminders.values { await reminder.value }
     }
 }

@@ -100,17 +100,23 @@ public enum OpenAPIDocument {
     private static var deviceAnswer: YAML {
         .map([
             ("operationId", .string("answerWithoutSocket")),
-            ("summary", .string("A phone answers one request without its socket (from a notification action)")),
-            ("description", .string("Needs the phone's own credential (no client_id). The first answer wins.")),
+            ("summary", .string("A phone answers one request, or a reminder, without its socket (from a notification action)")),
+            ("description", .string("""
+                Needs the phone's own credential (no client_id). The first answer wins. A reminder of a standing \
+                grant (SPEC §14) is answered here too: Keep or Remove.
+                """)),
             ("requestBody", .map([("required", .bool(true)),
-                                  ("content", .map([("application/json", .map([("schema", ref("PhoneAnswer"))]))]))])),
+                                  ("content", .map([("application/json", .map([("schema", .map([
+                                      ("oneOf", .list([ref("PhoneAnswer"), ref("ReminderAnswer")])),
+                                  ]))]))]))])),
             ("responses", .map([
-                ("204", .map([("description", .string("The answer settled the request"))])),
+                ("204", .map([("description", .string("The answer settled the request, or the reminder's answer was taken"))])),
                 ("400", text("Not an answer", [PhoneRoutes.answerNotAnswerText])),
                 ("401", text("No valid credential", [AgentFailure.badCredential.agentText], headers: [wwwAuthenticate])),
                 ("403", text("An agent's credential, a removed device's session, or another user's request",
                              [PhoneRoutes.agentCannotAnswerText, PhoneRoutes.deviceRemovedText, PhoneRoutes.answerForbiddenText])),
-                ("410", text("No request waits under this id", [PhoneRoutes.answerGoneText])),
+                ("410", text("No request waits under this id; Keep for a grant that is no longer for good",
+                             [PhoneRoutes.answerGoneText, PhoneRoutes.reminderGoneText])),
                 ("415", text("The body is not JSON", [PhoneRoutes.answerNotJSONText])),
                 ("422", text("Not a known message", [PhoneRoutes.answerUnknownText])),
                 ("429", text("Too many failed authentications", [RelayError.rateLimited(retryAfter: 0).text], headers: [retryAfter])),
@@ -278,6 +284,23 @@ public enum OpenAPIDocument {
                         ("heading_deg", lenient("location, optional: degrees, a number from 0 to 360")),
                         ("precision", lenient("location, optional: precise (the default) or approximate, which needs accuracy_m of at least 3000, or place, which needs place and no latitude, longitude or accuracy_m (else the agent gets the no-fix answer)")),
                         ("place", lenient("location with precision place: the place's name, 1 to 40 characters once controls and invisible characters are removed")),
+                    ])),
+                ])),
+                ("ReminderAnswer", .map([
+                    ("description", .string("""
+                        Keep or Remove on a reminder of a standing grant (SPEC §14), as the phone sends it on its \
+                        socket: Keep starts the reminder's interval again, Remove ends the always-allow.
+                        """)),
+                    ("type", .string("object")),
+                    ("required", .list([.string("type"), .string("client_id")])),
+                    ("properties", .map([
+                        ("type", .map([("type", .string("string")),
+                                       ("enum", .list(["always_allow_keep", "always_allow_remove"].map { .string($0) }))])),
+                        ("client_id", .map([("description", .string("The agent's id, as the reminder names it")),
+                                            ("type", .string("string")), ("minLength", .int(1)), ("maxLength", .int(255))])),
+                        ("requester_id", .map([("description", .string("Whose agent, for shared locations; null for the account's own")),
+                                               ("type", .list([.string("string"), .string("null")])), ("format", .string("uuid")),
+                                               ("pattern", .string("^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"))])),
                     ])),
                 ])),
                 ("JSONRPCMessage", .map([

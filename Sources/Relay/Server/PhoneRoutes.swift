@@ -8,6 +8,8 @@ struct PhoneRoutes: Sendable {
     let authenticator: Authenticator
     let hub: DeviceHub
     let settler: AnswerSettler
+    /// Answers a reminder's Keep or Remove posted here.
+    let account: PhoneAccount
     let gate: AgentGate
     let health: RelayHealth
     let logger: Logger
@@ -16,7 +18,9 @@ struct PhoneRoutes: Sendable {
 
     /// The texts of the phone routes; docs/openapi.yaml is built from these.
     static let answerNotJSONText = "The body must be a JSON message."
-    static let answerNotAnswerText = "Only answers (location, denied, unavailable) can be posted here."
+    static let answerNotAnswerText =
+        "Only answers (location, denied, unavailable) and a reminder's Keep or Remove can be posted here."
+    static let reminderGoneText = "No always-allow of this agent for good is left to keep."
     static let answerUnknownText = "Not a known message."
     static let answerGoneText = "No request waits under this id."
     static let answerForbiddenText = "That request belongs to another user."
@@ -24,7 +28,8 @@ struct PhoneRoutes: Sendable {
     static let agentCannotConnectText = "Agent credentials cannot connect as a phone."
     static let deviceRemovedText = "This session was signed out by removing its device. Sign in again."
 
-    /// One answer without a socket (from a notification action): SPEC §5's statuses.
+    /// One answer without a socket (from a notification action): SPEC §5's statuses; or a
+    /// reminder's Keep or Remove (SPEC §14): 204 taken, 410 nothing for good left to keep.
     func deviceAnswer(_ request: HTTPRequest) async -> HTTPResponse {
         let phone: PhoneIdentity
         switch await phoneIdentity(request, agentText: Self.agentCannotAnswerText) {
@@ -35,6 +40,10 @@ struct PhoneRoutes: Sendable {
             return RelayError.badInput(Self.answerNotJSONText, status: 415).response
         }
         switch message {
+        case .account(.alwaysAllowKeep(let clientID, let requester)):
+            return await answerReminder(keep: true, clientID: clientID, requester: requester, phone: phone)
+        case .account(.alwaysAllowRemove(let clientID, let requester)):
+            return await answerReminder(keep: false, clientID: clientID, requester: requester, phone: phone)
         case .hello, .log, .token, .account:
             return RelayError.badInput(Self.answerNotAnswerText).response
         case .unknown:
@@ -52,6 +61,18 @@ struct PhoneRoutes: Sendable {
                 logger.failure("device_answer_failed", error, ["request": id.uuidString])
                 return RelayError.databaseUnreachable.response
             }
+        }
+    }
+
+    private func answerReminder(keep: Bool, clientID: String, requester: UUID?, phone: PhoneIdentity) async -> HTTPResponse {
+        do {
+            if try await account.answerReminder(keep: keep, clientID: clientID, requester: requester, user: phone.userID) {
+                return HTTPResponse(status: 204)
+            }
+            return RelayError.gone(Self.reminderGoneText).response
+        } catch {
+            logger.failure("reminder_answer_failed", error, [:])
+            return RelayError.databaseUnreachable.response
         }
     }
 

@@ -16,6 +16,8 @@ struct RelayBus: Sendable {
     let authenticator: Authenticator
     let settler: AnswerSettler
     let maintenance: RelayMaintenance
+    /// The pushes this instance sends (a reminder it is named to push).
+    let pushes: PushScheduler
     let logger: Logger
 
     /// Consumes the listener until it stops; `ready` is called once LISTEN is active.
@@ -45,7 +47,9 @@ struct RelayBus: Sendable {
             if cancel { await hub.cancel(request: answer.id) }
         case .locate(let ping, let owner): await hub.locate(ping, owner: owner)
         case .cancel(let id): await hub.cancel(request: id)
-        case .reminder(let reminder, let owner): await hub.tell(owner: owner, reminder.phoneJSON)
+        case .reminder(let reminder, let owner, let push):
+            await hub.tell(owner: owner, reminder.phoneJSON)
+            if push { await pushes.remind(reminder, owner: owner) }
         case .replay(let id): await settler.replay(id)
         case .device(let device, let kind, let connection): await hub.deviceEvent(device: device, event: kind, connection: connection)
         case .key(let id):

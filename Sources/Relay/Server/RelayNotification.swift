@@ -15,8 +15,9 @@ enum RelayNotification: Sendable, Equatable {
     case locate(LocateMessage, owner: UUID)
     /// The request was settled or expired: cancel the pings sent from here.
     case cancel(UUID)
-    /// A reminder of a standing grant for the owner's phones here (SPEC §14).
-    case reminder(GrantReminder, owner: UUID)
+    /// A reminder of a standing grant for the owner's phones here (SPEC §14); `push` when
+    /// this instance settled the answer that claimed it, so it pushes it too.
+    case reminder(GrantReminder, owner: UUID, push: Bool)
     /// `whereabot_replay`: send a sealed answer again.
     case replay(UUID)
     /// `whereabot_device`: a device said hello elsewhere or was revoked.
@@ -52,8 +53,9 @@ enum RelayNotification: Sendable, Equatable {
             case "cancel"?:
                 return json["id"]?.uuid.map { .cancel($0) }
             case "reminder"?:
-                guard let reminder = GrantReminder(json: json), let owner = json["owner"]?.uuid else { return nil }
-                return .reminder(reminder, owner: owner)
+                guard let reminder = GrantReminder(json: json), let owner = json["owner"]?.uuid,
+                      let pusher = json.optionalMember("pusher", \.string) else { return nil }
+                return .reminder(reminder, owner: owner, push: pusher.map { channel == Self.channel(of: $0) } ?? false)
             default:
                 return nil
             }

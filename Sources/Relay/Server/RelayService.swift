@@ -200,7 +200,9 @@ public final class RelayService: Sendable {
         let routes = RelayRoutes(
             agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
                                 mcp: mcp, logger: logger),
-            phones: PhoneRoutes(authenticator: authenticator, hub: hub, settler: settler, gate: gate, health: health, logger: logger,
+            phones: PhoneRoutes(authenticator: authenticator, hub: hub, settler: settler,
+                                account: PhoneAccount(database: database, extraOrigins: configuration.push.webPushOrigins, logger: logger),
+                                gate: gate, health: health, logger: logger,
                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins)),
             operations: OperationsRoutes(health: health, publicURL: publicURL,
                                          authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
@@ -212,7 +214,7 @@ public final class RelayService: Sendable {
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
         self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
-                            maintenance: maintenance, logger: logger)
+                            maintenance: maintenance, pushes: pushes, logger: logger)
     }
 
     /// How the start retries what does not answer yet (the database, the JWKS URL) and how

@@ -3,7 +3,8 @@
 // Allow action, opens /app/?request=<id>, where the relay resends the waiting request and the
 // prompt appears. Its Reject action answers "denied" here, through POST /v1/device/answer
 // with the session the page left in WORKER_CACHE, and opens no window (SPEC §13); the page
-// adds the entry to its history when it next opens.
+// adds the entry to its history when it next opens. A reminder's push (SPEC §14) shows Keep
+// and Remove, which answer the same way: from an open page, or from here with no window.
 
 const SHELL = "whereabot-shell-v1";
 const WORKER_CACHE = "whereabot-worker";  // session.js's: the access token, and history entries for the page
@@ -32,9 +33,24 @@ self.addEventListener("fetch", (event) => {
   }).catch(() => caches.match(url.pathname)));
 });
 
+/** A reminder push's fields the notification needs (reminders.js's shape), or null when they do not fit. */
+function reminderOf(data) {
+  if (!data || data.kind !== "reminder" || typeof data.client_id !== "string" || !data.client_id || data.client_id.length > 255
+      || typeof data.body !== "string" || !data.body || data.body.length > 300) return null;
+  return { client_id: data.client_id, requester_id: typeof data.requester_id === "string" ? data.requester_id : null, text: data.body };
+}
+
 self.addEventListener("push", (event) => {
   let data = null;
   try { data = event.data ? event.data.json() : null; } catch { data = null; }
+  const reminder = reminderOf(data);
+  if (reminder) {
+    // The same tag as the page's own notification of it (reminders.js): one notification per grant.
+    event.waitUntil(self.registration.showNotification(String(data.title || "Whereabot"), {
+      body: reminder.text, tag: `reminder:${reminder.client_id}:${reminder.requester_id || ""}`, data: { reminder },
+      actions: [{ action: "keep", title: "Keep" }, { action: "remove", title: "Remove" }] }));
+    return;
+  }
   const valid = data && typeof data.request_id === "string" && typeof data.body === "string";
   const title = valid ? String(data.title || "Whereabot") : "Whereabot";
   const options = valid
@@ -57,9 +73,8 @@ self.addEventListener("push", (event) => {
 async function rejectFromNotification(data) {
   try {
     const cache = await caches.open(WORKER_CACHE);
-    const stored = await cache.match(WORKER_SESSION);
-    const session = stored ? await stored.json() : null;
-    if (!session || !session.access_token || !(session.expires_at > Date.now() / 1000)) return false;
+    const session = await storedSession();
+    if (!session) return false;
     const response = await fetch("/v1/device/answer", {
       method: "POST",
       headers: { "Content-Type": "application/json", Authorization: `Bearer ${session.access_token}` },
@@ -82,15 +97,40 @@ function keepAlive(event, work) {
   try { event.waitUntil(work); } catch { /* not trusted: the work runs anyway */ }
 }
 
-/** Keep or Remove on a reminder's notification (reminders.js): the page answers over its socket. */
+/** The session the page left for the worker, or null when there is none that is still valid. */
+async function storedSession() {
+  const stored = await (await caches.open(WORKER_CACHE)).match(WORKER_SESSION);
+  const session = stored ? await stored.json() : null;
+  return session && session.access_token && session.expires_at > Date.now() / 1000 ? session : null;
+}
+
+/** Keep or Remove on a reminder's notification: an open page answers over its socket (and
+ *  drops its card); with none, the answer goes from here through POST /v1/device/answer with
+ *  the stored session, as Reject does, and no window opens. A tap without an action, or an
+ *  answer that cannot go from here, opens the page (its Always allowed list). */
 async function answerReminderFromNotification(reminder, choice) {
   const windows = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
   const open = windows.find((client) => new URL(client.url).pathname.startsWith("/app/"));
   if (open) {
     open.postMessage({ type: "reminder_answer", reminder, choice });
-  } else {
-    await self.clients.openWindow("/app/");  // the reminder waits there as a card
+    return;
   }
+  if (choice) {
+    try {
+      const session = await storedSession();
+      const response = session && await fetch("/v1/device/answer", {
+        method: "POST",
+        headers: { "Content-Type": "application/json", Authorization: `Bearer ${session.access_token}` },
+        body: JSON.stringify({ type: choice === "keep" ? "always_allow_keep" : "always_allow_remove",
+                               client_id: reminder.client_id, requester_id: reminder.requester_id || null }),
+      });
+      // 204 taken; 410 nothing left to keep: either way there is nothing to open.
+      if (response && (response.status === 204 || response.status === 410)) return;
+    } catch {
+      // Offline or signed out: the page answers instead.
+    }
+  }
+  await self.clients.openWindow("/app/");
 }
 
 self.addEventListener("notificationclick", (event) => {

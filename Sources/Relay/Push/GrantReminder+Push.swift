@@ -1,0 +1,39 @@
+import Foundation
+import JSON
+
+/// A reminder as a push (SPEC §14): an alert with Keep and Remove, for phones that hold no
+/// socket. It carries the agent and the sentence, never a location.
+extension GrantReminder {
+    /// The APNs category whose actions are Keep and Remove.
+    static let apnsCategory = "GRANT_REMINDER"
+
+    /// How long a reminder stays worth delivering to a phone that is off.
+    static let pushLifetime: TimeInterval = 24 * 3600
+
+    /// 32 hex digits naming this grant's reminder on a device: the APNs collapse id is
+    /// `reminder-KEY` and the Web Push topic KEY, so a newer reminder of the same grant
+    /// replaces an older one.
+    var pushKey: String {
+        String(AgentKey.hash("reminder\u{0}\(clientID)\u{0}\(requesterID.map(UUIDText.lowercase) ?? "")").prefix(32))
+    }
+
+    /// The APNs JSON: the alert in category `GRANT_REMINDER` and what Keep and Remove answer
+    /// with (at most 4,096 bytes: the agent's name is at most 200 characters, its id 255).
+    func apns() -> [UInt8] {
+        let alert: JSONValue = ["title": .string(PushPayload.title), "body": .string(text)]
+        return JSONValue.object([
+            "aps": ["alert": alert, "sound": "default", "category": .string(Self.apnsCategory), "thread-id": .string(clientID)],
+            "kind": "reminder", "client_id": .string(clientID), "agent_name": JSONValue(agentName),
+            "requester_id": JSONValue(requesterID.map(UUIDText.lowercase)),
+        ]).bytes
+    }
+
+    /// The Web Push JSON (`kind` reminder), which the service worker shows with Keep and Remove.
+    func webPush() -> [UInt8] {
+        JSONValue.object([
+            "v": 1, "kind": "reminder", "title": .string(PushPayload.title), "body": .string(text),
+            "client_id": .string(clientID), "agent_name": JSONValue(agentName),
+            "requester_id": JSONValue(requesterID.map(UUIDText.lowercase)), "url": "/app/",
+        ]).bytes
+    }
+}
