@@ -44,6 +44,23 @@ def reminded_at(admin, person):
                          (person.user,)).fetchone()[0]
 
 
+def shown(worker, tag):
+    """The body and actions of the notification tagged `tag`, or None."""
+    return worker.evaluate("""async (tag) => {
+        const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
+        return n ? [n.body, ...n.actions.map((a) => a.action)] : null;
+    }""", tag)
+
+
+def click(worker, tag, action):
+    """Taps `action` on the notification tagged `tag`: the event the browser would dispatch,
+    made in the worker."""
+    worker.evaluate("""async ([tag, action]) => {
+        const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
+        self.dispatchEvent(new NotificationEvent("notificationclick", { notification: n, action }));
+    }""", [tag, action])
+
+
 def test_a_reminder_card_and_notification_keep_or_remove_the_grant(browser, admin, make_user, relay):
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
@@ -72,15 +89,9 @@ def test_a_reminder_card_and_notification_keep_or_remove_the_grant(browser, admi
         worker = wait_for(lambda: next((w for w in context.service_workers if w.url.endswith("/app/sw.js")), None), 10)
         assert worker, "the page's service worker runs"
         tag = f"reminder:{person.client_id}:"
-        actions = wait_for(lambda: worker.evaluate("""async (tag) => {
-            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
-            return n ? [n.body, ...n.actions.map((a) => a.action)] : null;
-        }""", tag), 10)
+        actions = wait_for(lambda: shown(worker, tag), 10)
         assert actions == [TEXT, "keep", "remove"], "the notification says it, with both actions"
-        worker.evaluate("""async (tag) => {
-            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
-            self.dispatchEvent(new NotificationEvent("notificationclick", { notification: n, action: "remove" }));
-        }""", tag)
+        click(worker, tag, "remove")
         expect(page.locator("#always-list li")).to_have_count(0, timeout=10000)
         expect(card).to_have_count(0)
         assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
@@ -137,16 +148,10 @@ def test_a_reminder_pushed_to_a_closed_page_is_removed_from_the_notification(bro
         worker = wait_for(lambda: next((w for w in context.service_workers if w.url.endswith("/app/sw.js")), None), 10)
         assert worker
         tag = f"reminder:{person.client_id}:"
-        actions = wait_for(lambda: worker.evaluate("""async (tag) => {
-            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
-            return n ? [n.body, ...n.actions.map((a) => a.action)] : null;
-        }""", tag), 30)
+        actions = wait_for(lambda: shown(worker, tag), 30)
         assert actions == [TEXT, "keep", "remove"], "the pushed reminder says it, with both actions"
         pages_before = len(context.pages)
-        worker.evaluate("""async (tag) => {
-            const n = (await self.registration.getNotifications()).find((n) => n.tag === tag);
-            self.dispatchEvent(new NotificationEvent("notificationclick", { notification: n, action: "remove" }));
-        }""", tag)
+        click(worker, tag, "remove")
         assert wait_for(lambda: admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
                                               (person.user,)).fetchone() == (0,), 30), "Remove from the notification ended it"
         time.sleep(0.5)

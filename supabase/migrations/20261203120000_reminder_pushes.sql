@@ -2,11 +2,28 @@
 -- instance, named as the reminder's pusher, claims its push once
 -- (relay.claim_reminder_push, always_allowed_agents.reminder_pushed_at) and sends it to the
 -- owner's APNs tokens and Web Push subscriptions within the push budgets, which every push
--- now pays through one function (private.pay_for_pushes).
+-- now checks and pays through one function each (private.check_push_budgets,
+-- private.pay_for_pushes).
 
 alter table public.always_allowed_agents add column reminder_pushed_at timestamptz;
 comment on column public.always_allowed_agents.reminder_pushed_at is
   'When the reminder of reminded_at went out as a push (relay.claim_reminder_push): once per reminder.';
+
+create or replace function private.check_push_budgets(p_per_target int, p_per_account int)
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if p_per_target is null or p_per_target not between 1 and 1000
+     or p_per_account is null or p_per_account not between 1 and 10000 then
+    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
+  end if;
+end;
+$$;
+comment on function private.check_push_budgets(int, int) is
+  'Refuses push budgets outside 1-1000 per target and 1-10000 per account (22023).';
+revoke execute on function private.check_push_budgets(int, int) from public, anon, authenticated;
 
 create or replace function private.pay_for_pushes(p_apns jsonb, p_web jsonb, p_owner uuid, p_requester uuid,
   p_per_target int, p_per_account int)
@@ -81,10 +98,7 @@ begin
   if p_stage not in ('wake', 'checking', 'realert') then
     raise exception 'stage must be wake, checking or realert' using errcode = '22023';
   end if;
-  if p_per_target is null or p_per_target not between 1 and 1000
-     or p_per_account is null or p_per_account not between 1 and 10000 then
-    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
-  end if;
+  perform private.check_push_budgets(p_per_target, p_per_account);
 
   select * into v_request from relay.pending_requests where id = p_id for update;
   if not found then
@@ -328,10 +342,7 @@ begin
   if p_owner is null or p_client_id is null then
     raise exception 'claim_reminder_push needs an owner and a client id' using errcode = '22004';
   end if;
-  if p_per_target is null or p_per_target not between 1 and 1000
-     or p_per_account is null or p_per_account not between 1 and 10000 then
-    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
-  end if;
+  perform private.check_push_budgets(p_per_target, p_per_account);
   select * into v_row from public.always_allowed_agents a
   where a.user_id = p_owner and a.client_id = p_client_id and a.requester_id is not distinct from p_requester
     and a.expires_at is null

@@ -217,6 +217,24 @@ comment on function private.push_budget_key(text, uuid) is
   'The push budget key of a target or an account for a request of a requester (null: the owner''s own): a viewer''s budgets are their own.';
 revoke execute on function private.push_budget_key(text, uuid) from public, anon, authenticated;
 
+-- The push budgets a caller passes (the relay's PUSH_PER_TARGET_PER_HOUR and
+-- PUSH_PER_ACCOUNT_PER_HOUR), range-checked before any claim.
+create or replace function private.check_push_budgets(p_per_target int, p_per_account int)
+returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if p_per_target is null or p_per_target not between 1 and 1000
+     or p_per_account is null or p_per_account not between 1 and 10000 then
+    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
+  end if;
+end;
+$$;
+comment on function private.check_push_budgets(int, int) is
+  'Refuses push budgets outside 1-1000 per target and 1-10000 per account (22023).';
+revoke execute on function private.check_push_budgets(int, int) from public, anon, authenticated;
+
 -- -----------------------------------------------------------------------------
 -- private.pay_for_pushes(apns, web, owner, requester, per_target, per_account)
 -- -----------------------------------------------------------------------------
@@ -308,10 +326,7 @@ begin
   if p_stage not in ('wake', 'checking', 'realert') then
     raise exception 'stage must be wake, checking or realert' using errcode = '22023';
   end if;
-  if p_per_target is null or p_per_target not between 1 and 1000
-     or p_per_account is null or p_per_account not between 1 and 10000 then
-    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
-  end if;
+  perform private.check_push_budgets(p_per_target, p_per_account);
 
   select * into v_request from relay.pending_requests where id = p_id for update;
   if not found then

@@ -81,10 +81,7 @@ begin
   if p_owner is null or p_client_id is null then
     raise exception 'claim_reminder_push needs an owner and a client id' using errcode = '22004';
   end if;
-  if p_per_target is null or p_per_target not between 1 and 1000
-     or p_per_account is null or p_per_account not between 1 and 10000 then
-    raise exception 'push budgets must be 1 to 1000 per target and 1 to 10000 per account' using errcode = '22023';
-  end if;
+  perform private.check_push_budgets(p_per_target, p_per_account);
   select * into v_row from public.always_allowed_agents a
   where a.user_id = p_owner and a.client_id = p_client_id and a.requester_id is not distinct from p_requester
     and a.expires_at is null
