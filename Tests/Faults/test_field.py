@@ -94,9 +94,14 @@ def test_a_relay_started_before_its_database_becomes_ready_by_itself(postgres):
         assert relay.readiness() == (200, "ready")
         status, body, _ = post_locate(relay.base, agent_token)
         assert status == 503 and body.startswith(NOT_CONNECTED), "an agent is answered as usual"
-        logs = log.read_bytes()[before:].decode()
-        assert logs.count('"event":"dependency_down"') == 1 and logs.count('"event":"dependency_up"') == 1, \
-            "one log line per change of state"
+        lines = [json.loads(line) for line in log.read_bytes()[before:].decode().splitlines() if line.startswith("{")]
+        changes = [(line["event"], line.get("reason")) for line in lines if line["event"] in ("dependency_down", "dependency_up")]
+        # One line per change of state, a change of reason included: a Postgres still
+        # starting when a connect reached it ("the database system is starting up", clean-clone
+        # run 19 of issue 40, under load) is a second reason, logged once.
+        assert changes in ([("dependency_down", "connection refused"), ("dependency_up", None)],
+                           [("dependency_down", "connection refused"), ("dependency_down", "starting up"),
+                            ("dependency_up", None)]), changes
     finally:
         relay.stop()
         if not postgres.running():
