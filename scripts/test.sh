@@ -3,11 +3,10 @@
 #   scripts/test.sh               build once, and beside the build install the Python test
 #                                 tools, start the cluster if needed, reset the test database
 #                                 and run pgTAP and the schema check; then the fault tests
-#                                 (two parts, each on clusters of its own) beside the
-#                                 acceptance tests in TEST_WORKERS (4) pytest-xdist workers
-#                                 with a database each and swift test, the fuzz smoke beside
-#                                 them; the fault tests' storm alone at the end; stop what it
-#                                 started
+#                                 (two parts, each on clusters of its own), swift test and the
+#                                 fuzz smoke beside the acceptance tests in TEST_WORKERS (4)
+#                                 pytest-xdist workers with a database each; the fault tests'
+#                                 storm alone at the end; stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
 #                                 applied (a branch project): pgTAP and the tests' helpers
@@ -66,7 +65,9 @@ run_acceptance() {
   build_binaries
   local workers=${TEST_WORKERS:-1} parallel=()
   if [ "$workers" -gt 1 ]; then
-    worker_databases "$TEST_DB" "$workers"
+    # `make test` made them before it started swift test on the test database (a database
+    # is copied only while nobody is connected to it).
+    [ "${WORKER_DATABASES:-}" = ready ] || worker_databases "$TEST_DB" "$workers"
     parallel=(-n "$workers" --dist loadfile)
   fi
   WHEREABOT_TEST_DATABASE_PER_WORKER=1 "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider \
@@ -91,11 +92,19 @@ pytest_faults() {
 STORM=Tests/Faults/test_field.py::test_a_storm_from_one_address_behind_nginx
 start_faults() {
   (echo "== fault tests: the failover pair (Tests/Faults/test_failover.py)"
-   pytest_faults Tests/Faults/test_failover.py) >"$1" 2>&1 &
+   timed pytest_faults Tests/Faults/test_failover.py) >"$1" 2>&1 &
   failover=$!
   (echo "== fault tests: the single fault cluster (Tests/Faults but the failover pair and the storm)"
-   pytest_faults Tests/Faults --ignore Tests/Faults/test_failover.py --deselect "$STORM") >"$2" 2>&1 &
+   timed pytest_faults Tests/Faults --ignore Tests/Faults/test_failover.py --deselect "$STORM") >"$2" 2>&1 &
   single=$!
+}
+
+# Runs "$@" and says how long it took (make test's parts overlap: this is each one's wall time).
+timed() {
+  local started=$SECONDS status=0
+  "$@" || status=$?
+  echo "-- $1: $((SECONDS - started)) s"
+  return $status
 }
 
 run_storm() {
@@ -156,18 +165,24 @@ case "${1:-all}" in
     # the cores the tests leave idle: at normal priority its instrumented build slowed the
     # acceptance tests by as much as it saved, clean-clone run 11). Their output comes at
     # the end, and the storm last, alone.
+    # swift test (about 20 s, most of it waiting on Postgres) runs beside them too, on the
+    # test database, once the workers' copies of it are made.
     export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
-    failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp)
+    failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp) swift_log=$(mktemp)
     start_faults "$failover_log" "$single_log"
-    (renice -n 19 -p $BASHPID >/dev/null; run_fuzz_smoke >"$fuzz_log" 2>&1) &
+    (renice -n 19 -p $BASHPID >/dev/null; timed run_fuzz_smoke >"$fuzz_log" 2>&1) &
     fuzz=$!
-    run_acceptance || failed="$failed acceptance"
-    run_swift || failed="$failed swift"
+    worker_databases "$TEST_DB" "$TEST_WORKERS"
+    (timed run_swift >"$swift_log" 2>&1) &
+    swift=$!
+    WORKER_DATABASES=ready timed run_acceptance || failed="$failed acceptance"
+    wait "$swift" || failed="$failed swift"
     wait "$fuzz" || failed="$failed fuzz"
     wait "$failover" || failed="$failed faults(failover)"
     wait "$single" || failed="$failed faults"
-    cat "$fuzz_log" "$failover_log" "$single_log"; rm -f "$fuzz_log" "$failover_log" "$single_log"
-    run_storm || failed="$failed faults(storm)"
+    cat "$swift_log" "$fuzz_log" "$failover_log" "$single_log"
+    rm -f "$swift_log" "$fuzz_log" "$failover_log" "$single_log"
+    timed run_storm || failed="$failed faults(storm)"
     [ -z "$failed" ] || die "failed:$failed"
     echo "make test: every suite passed"
     ;;
