@@ -63,7 +63,7 @@ import TestSupport
         // counts a call as waiting before its open commits, and an extra request whose open
         // went in another batch call could then be opened first (clean-clone run 9 of
         // issue 40, where also a 3 s deadline could pass before the extra request came).
-        let waiting = (0..<LocateCoordinator.defaultMaxWaiting).map { _ in
+        let waiting = (0..<InstanceDriver.defaultMaxWaiting).map { _ in
             Task { try await harness.request("POST", "/v1/locate?timeout_secs=60", authorization: agent) }
         }
         var pings: [String] = []

@@ -5,7 +5,7 @@ import Testing
 /// The waiting calls' state value driven by events alone, with instants of the tests' own:
 /// each step of a call and each race its waiter has met (a lost settle result, a reaped
 /// request, a row lost in a crash, a hang-up mid-call, a late answer) as a deterministic
-/// sequence; LocateCoordinatorTests run the same through Postgres.
+/// sequence; InstanceDriverLocateTests run the same through Postgres.
 @Suite struct WaiterStateTests {
     typealias Action = WaiterState.Action
     let start = ContinuousClock.now
@@ -15,7 +15,7 @@ import Testing
     func waiter(timeout: Duration = .seconds(30), bound: Duration? = nil, email: String? = "ada@example.com") throws
         -> WaiterState.Waiter {
         let resumable = try bound.map { bound in
-            LocateCoordinator.Resumable(token: try RequestToken(), binding: .init(AgentIdentity(
+            LocateRequest.Resumable(token: try RequestToken(), binding: .init(AgentIdentity(
                 userID: owner, clientID: "agent", keyID: nil, keyName: nil, email: nil)), callBound: bound)
         }
         return WaiterState.Waiter(request: .init(owner: owner, clientID: "agent", email: email, timeout: timeout,

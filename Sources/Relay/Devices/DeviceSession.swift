@@ -2,11 +2,11 @@ import Foundation
 import HTTPServer
 import Synchronization
 
-/// One phone's WebSocket. Its events reach the hub in order through a queue drained by a
+/// One phone's WebSocket. Its events reach the driver in order through a queue drained by a
 /// task that exists only while events are pending, so an idle phone costs no task.
 ///
-/// Bounded: at most `maximumQueuedEvents` messages wait for the hub; a phone that sends
-/// faster than the hub can take them is closed 1008. The credential's expiry travels with
+/// Bounded: at most `maximumQueuedEvents` messages wait for the driver; a phone that sends
+/// faster than the driver can take them is closed 1008. The credential's expiry travels with
 /// the socket and moves forward only with a verified `token` message. The socket's
 /// deadline — its hello's until it says one, then its credential's expiry plus the leeway
 /// — is the WebSocket's own close deadline, kept by its connection's one timer: no sweep
@@ -19,7 +19,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         case closed
     }
 
-    /// Messages that may wait for the hub per socket (SPEC §5).
+    /// Messages that may wait for the driver per socket (SPEC §5).
     static let maximumQueuedEvents = 64
 
     /// This socket's id (relay.connections.id).
@@ -29,7 +29,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     let sessionID: UUID
     /// When the socket was opened: of two sockets of one device, the later one wins.
     let openedAt = Date()
-    private let hub: DeviceHub
+    private let driver: InstanceDriver
     private let state: Mutex<State>
 
     private struct State {
@@ -41,10 +41,10 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
         var waiting: HelloWaitingRoom.Ticket?
     }
 
-    init(phone: PhoneIdentity, hub: DeviceHub, waiting: HelloWaitingRoom.Ticket?) {
+    init(phone: PhoneIdentity, driver: InstanceDriver, waiting: HelloWaitingRoom.Ticket?) {
         self.user = phone.userID
         self.sessionID = phone.sessionID
-        self.hub = hub
+        self.driver = driver
         self.state = Mutex(State(credentialExpiresAt: phone.expiresAt, waiting: waiting))
     }
 
@@ -85,13 +85,13 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     private func armCredentialDeadline() {
         let (socket, expiresAt) = state.withLock { ($0.socket, $0.credentialExpiresAt) }
         let left = expiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway
-        socket?.close(after: .milliseconds(Int64(max(0, left) * 1000) + 1), code: DeviceHub.tokenExpiredCode,
+        socket?.close(after: .milliseconds(Int64(max(0, left) * 1000) + 1), code: InstanceDriver.tokenExpiredCode,
                       reason: "token_expired")
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {
         state.withLock { $0.socket = socket }
-        socket.close(after: .milliseconds(Int64(DeviceHub.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
+        socket.close(after: .milliseconds(Int64(InstanceDriver.helloTimeout * 1000)), code: WebSocketCloseCode.policyViolation,
                      reason: "hello timeout")
         enqueue(.opened)
     }
@@ -114,7 +114,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
             return .start
         }
         switch decision {
-        case .start: Task(executorPreference: hub.executor) { await self.drain() }
+        case .start: Task(executorPreference: driver.executor) { await self.drain() }
         case .queued: break
         case .overflow: close(code: WebSocketCloseCode.policyViolation, reason: "too many messages")
         }
@@ -129,7 +129,7 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
             }
             return state.queue.removeFirst()
         }) {
-            await hub.handle(event, from: self)
+            await driver.handle(event, from: self)
         }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// Sockets whose credential verified and that have not said hello yet (SPEC §8). Each costs
-/// a place for up to `DeviceHub.helloTimeout` and its hello's share of a database call, so
+/// a place for up to `InstanceDriver.helloTimeout` and its hello's share of a database call, so
 /// they are bounded — per account (`maximumPerAccount`: one account cannot hold the room)
 /// and relay-wide (`maximumWaiting`) — but never per client address: behind a balancer
 /// without the PROXY protocol or a carrier NAT, thousands of customers share one address.
@@ -17,9 +17,9 @@ import Synchronization
 final class HelloWaitingRoom: Sendable {
     /// Sockets of one account waiting for their hello (or queued for a place) at once.
     static let maximumPerAccount = 5
-    /// Sockets waiting for their hello relay-wide: eight of the hub's hello batches
-    /// (`DeviceHub.helloBatch`), a few database calls ahead of what the hub is sending.
-    static let maximumWaiting = DeviceHub.helloBatch * 8
+    /// Sockets waiting for their hello relay-wide: eight of the driver's hello batches
+    /// (`InstanceDriver.helloBatch`), a few database calls ahead of what the driver is sending.
+    static let maximumWaiting = InstanceDriver.helloBatch * 8
     /// Sockets queued for a place: a storm of 20,000 phones on one instance queues whole.
     static let maximumQueued = 20_000
     /// What a refused socket is told to wait: about what the account's or the room's

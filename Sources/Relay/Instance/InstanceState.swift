@@ -11,7 +11,7 @@ import Foundation
 /// Because a result is an event, "the database does not notify its caller" is written once
 /// here: a request settled by this instance cancels its other pings in the same place a
 /// notification's cancel does. No I/O, no clock of its own (`now` comes with each event):
-/// `DeviceHub` performs the actions on the loop, and the tests drive the value directly,
+/// `InstanceDriver` performs the actions on the loop, and the tests drive the value directly,
 /// each race the relay has met as a deterministic sequence of events.
 ///
 /// Its parts are internal only so that the transitions can live in their own file
@@ -46,7 +46,7 @@ struct InstanceState<Handle: PhoneHandle> {
     /// Whether the instance is draining: its sockets are closed 1012, and new hellos too.
     var draining = false
 
-    /// A state with the hub's batch windows and sizes.
+    /// A state with the driver's batch windows and sizes.
     init(helloBatch: Int, disconnectWindow: Duration, maximumDisconnects: Int, deliveredMarkDelay: Duration,
          maximumDelivered: Int) {
         hellos = CallBatcher(window: .zero, maximumBatch: helloBatch, maximumInFlight: 2)

@@ -4,7 +4,7 @@ import Foundation
 /// delivered mark — until the ping expires or is cancelled; and which requests ended here,
 /// until their pings would have expired, so that a late locate for one of them (its
 /// notification behind the settle, a resync after a Postgres crash) is not sent again. No
-/// I/O: the hub asks it what to send and whom to cancel.
+/// I/O: the driver asks it what to send and whom to cancel.
 struct PingLedger {
     private struct Entry {
         let expires: Date

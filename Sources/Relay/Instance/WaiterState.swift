@@ -10,7 +10,7 @@ import Foundation
 /// second after a settle at the bound, a last moment after a late settle, or a replay) →
 /// making durable or finishing → complete. An answer that arrives while a database call
 /// runs is kept and taken by the next wait. No I/O and no clock of its own (`now` comes
-/// with each event): `LocateCoordinator` performs the actions, and the tests drive the
+/// with each event): `InstanceDriver` performs the actions, and the tests drive the
 /// value with instants of their own.
 struct WaiterState {
     /// One waiting call.

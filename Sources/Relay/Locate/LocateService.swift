@@ -3,9 +3,8 @@ import Foundation
 /// One locate as both transports (HTTP and MCP) ask it: resolve `person` for shared
 /// locations, ask the phones, and phrase the result.
 struct LocateService: Sendable {
-    let coordinator: LocateCoordinator
-    /// This instance's phones: the pings of requests opened here go to them directly.
-    let hub: DeviceHub
+    /// The instance: it opens the request, pings the phones here and waits for the answer.
+    let driver: InstanceDriver
     let database: RelayDatabase
     let metrics: LocateMetrics
     let clientNames: ClientNames
@@ -84,7 +83,7 @@ struct LocateService: Sendable {
     ///   phone was asked (the tool's waiting text; a poll's status needs no name, and no query).
     /// - Throws: database errors (503 for the caller).
     func resume(agent: AgentIdentity, token: RequestToken, wait: Duration, namingWhileWaiting: Bool = false) async throws -> Resumed {
-        switch try await coordinator.poll(token, binding: .init(agent), wait: wait, email: agent.email) {
+        switch try await driver.poll(token, binding: .init(agent), wait: wait, email: agent.email) {
         case .unknown: return .unknown
         case .waiting(let state):
             return .waiting(state, person: namingWhileWaiting ? try await person(owning: state, agent: agent) : nil)
@@ -102,7 +101,7 @@ struct LocateService: Sendable {
 
     /// Cancels request `token` of `agent`.
     func cancel(agent: AgentIdentity, token: RequestToken, forget: Bool) async throws -> RelayStatus.CancelDurable {
-        try await coordinator.cancel(token, binding: .init(agent), forget: forget)
+        try await driver.cancel(token, binding: .init(agent), forget: forget)
     }
 
     /// Whose phone a shared request asked (nil for the agent's own user).
@@ -126,7 +125,7 @@ struct LocateService: Sendable {
             shared = match
         }
         let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
-        var resumable: LocateCoordinator.Resumable?
+        var resumable: LocateRequest.Resumable?
         switch mode {
         case .synchronous: break
         case .call(let bound):
@@ -136,12 +135,10 @@ struct LocateService: Sendable {
             resumable = .init(token: token, binding: .init(agent), callBound: nil, ttl: ttl,
                               wrapped: listed ? try requestIDKey.map { try token.wrapped(under: $0) } : nil)
         }
-        let outcome = try await coordinator.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
-                                                         clientName: clientName, email: shared == nil ? agent.email : shared?.email,
-                                                         timeout: .seconds(timeoutSeconds), resumable: resumable,
-                                                         reason: reason, agentKey: agent.keyID)) {
-            [hub] ping, owner in await hub.locate(ping, owner: owner)
-        }
+        let outcome = try await driver.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
+                                                    clientName: clientName, email: shared == nil ? agent.email : shared?.email,
+                                                    timeout: .seconds(timeoutSeconds), resumable: resumable,
+                                                    reason: reason, agentKey: agent.keyID))
         return phrase(outcome, token: resumable?.token, shared: shared)
     }
 

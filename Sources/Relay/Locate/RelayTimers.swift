@@ -1,6 +1,6 @@
 import Loop
 
-/// One-shot timers for the coordinator and the push scheduler: on the relay's event loop
+/// One-shot timers for the instance's driver and the push scheduler: on the relay's event loop
 /// when there is one (no thread, task or dispatch timer per timer: a locate arms and
 /// cancels several), else as sleeping tasks (unit tests without a loop).
 struct RelayTimers: Sendable {

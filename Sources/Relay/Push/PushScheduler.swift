@@ -1,7 +1,7 @@
 import Foundation
 
 /// The push timers of the requests waiting on this instance (the only sender for them,
-/// PUSH.md §2): one `PushPlan` per request, fed by the coordinator (`opened`, `settled`),
+/// PUSH.md §2): one `PushPlan` per request, fed by the driver (`opened`, `settled`),
 /// its timers and its database claims. Nothing here blocks: claims and sends run in tasks.
 actor PushScheduler {
     private struct Entry {

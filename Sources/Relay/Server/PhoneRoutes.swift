@@ -6,8 +6,7 @@ import HTTPServer
 /// refuses new sockets with 503.
 struct PhoneRoutes: Sendable {
     let authenticator: Authenticator
-    let hub: DeviceHub
-    let settler: AnswerSettler
+    let driver: InstanceDriver
     /// Answers a reminder's Keep or Remove posted here.
     let account: PhoneAccount
     let gate: AgentGate
@@ -50,10 +49,8 @@ struct PhoneRoutes: Sendable {
             return RelayError.badInput(Self.answerUnknownText, status: 422).response
         case .answer(let id, let reply):
             do {
-                switch try await settler.settle(id: id, user: phone.userID, device: nil, deviceName: "", platform: "", reply: reply) {
-                case .settled:
-                    await hub.cancel(request: id)  // the database does not notify the settling instance
-                    return HTTPResponse(status: 204)
+                switch try await driver.answer(id: id, user: phone.userID, reply: reply) {
+                case .settled: return HTTPResponse(status: 204)
                 case .gone: return RelayError.gone(Self.answerGoneText).response
                 case .forbidden: return RelayError.forbidden(Self.answerForbiddenText).response
                 }
@@ -108,7 +105,7 @@ struct PhoneRoutes: Sendable {
         case .failure(let refusal): return refusal.response
         }
         guard request.isWebSocketUpgrade else { return .text(426, "Upgrade to a WebSocket.", headers: ["Upgrade": "websocket"]) }
-        guard let ticket = await hub.waitingRoom.admit(account: phone.userID, address: request.remoteAddress) else {
+        guard let ticket = await driver.waitingRoom.admit(account: phone.userID, address: request.remoteAddress) else {
             return RelayError.tooManyWaitingForHello.response
         }
         do {
@@ -117,7 +114,7 @@ struct PhoneRoutes: Sendable {
             return await phoneRefusal(error, request, agentText: Self.agentCannotConnectText).response
         }
         let headers: HTTPHeaders = selectProtocol ? ["Sec-WebSocket-Protocol": DeviceCredential.protocolName] : [:]
-        return .webSocket(headers: headers, delegate: hub.session(for: phone, waiting: ticket))
+        return .webSocket(headers: headers, delegate: driver.session(for: phone, waiting: ticket))
     }
 
     /// The phone behind a phone route's bearer, or its refusal: 403 for an agent's

@@ -11,10 +11,8 @@ struct RelayBus: Sendable {
     }
 
     let instance: String
-    let coordinator: LocateCoordinator
-    let hub: DeviceHub
+    let driver: InstanceDriver
     let authenticator: Authenticator
-    let settler: AnswerSettler
     let maintenance: RelayMaintenance
     /// The pushes this instance sends (a reminder it is named to push).
     let pushes: PushScheduler
@@ -43,18 +41,18 @@ struct RelayBus: Sendable {
         }
         switch event {
         case .answer(let answer, let cancel):
-            await coordinator.deliver(answer)
-            if cancel { await hub.cancel(request: answer.id) }
-        case .locate(let ping, let owner): await hub.locate(ping, owner: owner)
-        case .cancel(let id): await hub.cancel(request: id)
+            await driver.deliver(answer)
+            if cancel { await driver.cancel(request: answer.id) }
+        case .locate(let ping, let owner): await driver.ping(ping, owner: owner)
+        case .cancel(let id): await driver.cancel(request: id)
         case .reminder(let reminder, let owner, let push):
-            await hub.tell(owner: owner, reminder.phoneJSON)
+            await driver.tell(owner: owner, reminder.phoneJSON)
             if push { await pushes.remind(reminder, owner: owner) }
-        case .replay(let id): await settler.replay(id)
-        case .device(let device, let kind, let connection): await hub.deviceEvent(device: device, event: kind, connection: connection)
+        case .replay(let id): await driver.replay(id)
+        case .device(let device, let kind, let connection): await driver.deviceEvent(device: device, event: kind, connection: connection)
         case .key(let id):
             await authenticator.dropKey(id: id)
-            await coordinator.keyRevoked(id)
+            await driver.keyRevoked(id)
         }
     }
 }

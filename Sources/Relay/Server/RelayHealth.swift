@@ -12,8 +12,7 @@ import Synchronization
 /// per thing missing (`readiness()`). /metrics is Prometheus text.
 final class RelayHealth: Sendable {
     private let listener: PGListener
-    private let hub: DeviceHub
-    private let coordinator: LocateCoordinator
+    private let driver: InstanceDriver
     private let draining = Atomic<Bool>(false)
     /// When the last complete beat (heartbeat and resync) ended, in nanoseconds of `clock`.
     private let lastGoodBeat = Atomic<Int64>(0)
@@ -35,7 +34,7 @@ final class RelayHealth: Sendable {
     /// Supabase Auth's signing keys (a JWKS URL that has not answered yet).
     let signingKeys: DependencyStatus
 
-    init(listener: PGListener, hub: DeviceHub, coordinator: LocateCoordinator, locates: LocateMetrics,
+    init(listener: PGListener, driver: InstanceDriver, locates: LocateMetrics,
          sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger,
          heartbeatInterval: Duration = RelayMaintenance.defaultInterval, databaseEndpoint: String = "",
          listenerEndpoint: String = "", signingKeys: String = "", server: HTTPServerCounters = HTTPServerCounters()) {
@@ -48,8 +47,7 @@ final class RelayHealth: Sendable {
         self.authenticator = authenticator
         self.logger = logger
         self.listener = listener
-        self.hub = hub
-        self.coordinator = coordinator
+        self.driver = driver
         self.locates = locates
         self.sealedAnswers = sealedAnswers
     }
@@ -106,9 +104,9 @@ final class RelayHealth: Sendable {
 
     /// Gauges and counters; labels never carry user data.
     func metrics() async -> String {
-        let devices = await hub.connectedCount
-        let waiting = await coordinator.waitingCount
-        let held = await hub.heldCount
+        let devices = await driver.connectedCount
+        let waiting = await driver.waitingCount
+        let held = await driver.heldCount
         let rateLimited = await authenticator.rateLimited
         let failures = logger.failureCounts.sorted { $0.key < $1.key }
             .map { "whereabot_failures_total{event=\"\($0.key)\"} \($0.value)" }.joined(separator: "\n")
@@ -151,7 +149,7 @@ final class RelayHealth: Sendable {
             whereabot_forwarded_headers_ignored_total \(server.forwardedHeadersIgnored)
             # HELP whereabot_hello_queue Phone sockets queued for a place among those waiting for their hello.
             # TYPE whereabot_hello_queue gauge
-            whereabot_hello_queue \(hub.waitingRoom.queuedCount)
+            whereabot_hello_queue \(driver.waitingRoom.queuedCount)
             # HELP whereabot_log_lines_dropped_total Log lines dropped because standard error was not read fast enough.
             # TYPE whereabot_log_lines_dropped_total counter
             whereabot_log_lines_dropped_total \(LogWriter.standardError.dropped)

@@ -25,8 +25,7 @@ final class RelayMaintenance: Sendable {
 
     private let instance: String
     private let database: RelayDatabase
-    private let coordinator: LocateCoordinator
-    private let hub: DeviceHub
+    private let driver: InstanceDriver
     private let health: RelayHealth
     private let logger: Logger
     private let interval: Duration
@@ -34,14 +33,13 @@ final class RelayMaintenance: Sendable {
     private let events: AsyncStream<Event>
     private let input: AsyncStream<Event>.Continuation
 
-    init(instance: String, database: RelayDatabase, coordinator: LocateCoordinator, hub: DeviceHub, health: RelayHealth,
+    init(instance: String, database: RelayDatabase, driver: InstanceDriver, health: RelayHealth,
          logger: Logger, interval: Duration = RelayMaintenance.defaultInterval,
          reapEvery: Int = RelayMaintenance.defaultReapEvery) {
         self.logger = logger
         self.instance = instance
         self.database = database
-        self.coordinator = coordinator
-        self.hub = hub
+        self.driver = driver
         self.health = health
         self.interval = interval
         self.reapEvery = max(1, reapEvery)
@@ -63,9 +61,9 @@ final class RelayMaintenance: Sendable {
             }
         }
         // A hello that found this instance's row gone asks for a resync.
-        let hub = self.hub
+        let driver = self.driver
         let reregistrations = Task {
-            for await _ in hub.reregistrationRequests { input.yield(.resync) }
+            for await _ in driver.reregistrationRequests { input.yield(.resync) }
         }
         defer {
             ticker.cancel()
@@ -87,7 +85,7 @@ final class RelayMaintenance: Sendable {
             }
             if event == .beat {
                 do {
-                    try await hub.closeRevoked()  // signed-out sessions, removed devices: within one beat
+                    try await driver.closeRevoked()  // signed-out sessions, removed devices: within one beat
                 } catch {
                     logger.failure("revocation_check_failed", error)
                 }
@@ -102,8 +100,8 @@ final class RelayMaintenance: Sendable {
                 }
             }
             do {
-                let recreated = try await coordinator.resync { ping, owner in await hub.locate(ping, owner: owner) }
-                try await hub.resync(reregister: reregister)
+                let recreated = try await driver.resyncWaiters()
+                try await driver.resyncPhones(reregister: reregister)
                 health.recordResync(full: reregister, recreated: recreated)
                 health.beatCompleted()  // both the heartbeat's connection and the shared pool answered
                 reregister = false

@@ -12,7 +12,7 @@ import Synchronization
 /// another instance), and requests already waiting here keep waiting until settled or
 /// past their deadline. Then the parts stop in reverse order of their start — server,
 /// pushes, maintenance, listener and bus, the phones' calls in tasks of their own
-/// (`DeviceHub.finish()`) — and only then the database pool, so that no call starts on a
+/// (`InstanceDriver.finish()`) — and only then the database pool, so that no call starts on a
 /// shut pool (`databaseCallsAfterShutdown`, which the tests' every stop checks).
 public final class RelayService: Sendable {
     /// What an instance needs.
@@ -122,16 +122,15 @@ public final class RelayService: Sendable {
     private let bus: RelayBus
     private let busTask = Mutex<Task<Void, Never>?>(nil)
     private let health: RelayHealth
-    private let hub: DeviceHub
-    private let coordinator: LocateCoordinator
+    private let driver: InstanceDriver
     private let maintenance: RelayMaintenance
     private let pushes: PushScheduler
     private let authenticator: Authenticator
 
     /// Builds an instance (nothing runs yet). The parts are created bottom-up, and each
     /// knows only parts created before it: the loop and the database pools; credentials;
-    /// push; the waiting side (`LocateCoordinator`) and the settler; the phones
-    /// (`DeviceHub`); the locate service, MCP and the routes; health; and on top the
+    /// push; the instance's driver (`InstanceDriver`: the waiting calls and the phones);
+    /// the locate service, MCP and the routes; health; and on top the
     /// maintenance, the server and the bus, which feed events down.
     public init(_ configuration: Configuration) throws {
         self.configuration = configuration
@@ -156,18 +155,13 @@ public final class RelayService: Sendable {
         let pushes = PushScheduler(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
                                    timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics, logger: logger, timers: timers)
         self.pushes = pushes
-        let coordinator = LocateCoordinator(instance: configuration.instanceID, database: database, logger: logger, pushes: pushes,
-                                            timers: timers)
         let sealedAnswers = SealedAnswerMemory()
-        let settler = AnswerSettler(instance: configuration.instanceID, database: database, memory: sealedAnswers,
-                                    coordinator: coordinator, logger: logger)
-        let hub = DeviceHub(instance: configuration.instanceID, database: database, settler: settler,
-                            authenticator: authenticator, logger: logger, pushOrigins: configuration.push.webPushOrigins,
-                            executor: loop, timers: timers)
-        self.hub = hub
-        self.coordinator = coordinator
+        let driver = InstanceDriver(instance: configuration.instanceID, database: database, authenticator: authenticator,
+                                    logger: logger, pushes: pushes, sealedAnswers: sealedAnswers,
+                                    pushOrigins: configuration.push.webPushOrigins, executor: loop, timers: timers)
+        self.driver = driver
         let locateMetrics = LocateMetrics()
-        let locator = LocateService(coordinator: coordinator, hub: hub, database: database, metrics: locateMetrics,
+        let locator = LocateService(driver: driver, database: database, metrics: locateMetrics,
                                     clientNames: ClientNames(database: database, logger: logger),
                                     requestIDKey: configuration.requestIDKey)
         let polls = PollLimiter()
@@ -187,20 +181,20 @@ public final class RelayService: Sendable {
                                   backoff: Self.retryBackoff, loop: loop)
         self.listener = listener
         let serverCounters = HTTPServerCounters()
-        let health = RelayHealth(listener: listener, hub: hub, coordinator: coordinator, locates: locateMetrics,
+        let health = RelayHealth(listener: listener, driver: driver, locates: locateMetrics,
                                  sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger,
                                  heartbeatInterval: configuration.heartbeatInterval,
                                  databaseEndpoint: configuration.database.endpoint, listenerEndpoint: listenDatabase.endpoint,
                                  signingKeys: configuration.jwks.displayName, server: serverCounters)
         self.health = health
-        let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, coordinator: coordinator,
-                                           hub: hub, health: health, logger: logger, interval: configuration.heartbeatInterval,
+        let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, driver: driver,
+                                           health: health, logger: logger, interval: configuration.heartbeatInterval,
                                            reapEvery: configuration.reapEvery)
         self.maintenance = maintenance
         let routes = RelayRoutes(
             agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
                                 mcp: mcp, logger: logger),
-            phones: PhoneRoutes(authenticator: authenticator, hub: hub, settler: settler,
+            phones: PhoneRoutes(authenticator: authenticator, driver: driver,
                                 account: PhoneAccount(database: database, extraOrigins: configuration.push.webPushOrigins, logger: logger),
                                 gate: gate, health: health, logger: logger,
                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins)),
@@ -213,7 +207,7 @@ public final class RelayService: Sendable {
         self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
-        self.bus = RelayBus(instance: configuration.instanceID, coordinator: coordinator, hub: hub, authenticator: authenticator, settler: settler,
+        self.bus = RelayBus(instance: configuration.instanceID, driver: driver, authenticator: authenticator,
                             maintenance: maintenance, pushes: pushes, logger: logger)
     }
 
@@ -317,8 +311,8 @@ public final class RelayService: Sendable {
     public func shutdown(drainTimeout: Duration = RelayService.defaultDrainTimeout) async {
         let deadline = ContinuousClock.now + drainTimeout
         health.startDraining()
-        await hub.closeAll()
-        await coordinator.untilIdle(within: deadline - .now)
+        await driver.closeAll()
+        await driver.untilIdle(within: deadline - .now)
         await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
                               webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
         await pushes.finishSending()
@@ -327,7 +321,7 @@ public final class RelayService: Sendable {
         listener.shutdown()
         busTask.withLock { $0 }?.cancel()
         await busTask.withLock { $0 }?.value
-        await hub.finish()  // the phones' batched calls end, and no more start
+        await driver.finish()  // the phones' batched calls end, and no more start
         await database.pool.shutdown()
         loop.stop()
     }

@@ -1,114 +1,20 @@
 import Foundation
 
-/// The waiting side of a locate: opens the request in Postgres, waits for the sealed
-/// answer (delivered by the bus through `deliver`), and turns everything into an outcome.
-/// The coordinator executes `WaiterState` (the calls waiting here and every decision about
-/// them): each call, database result, answer, timer and hang-up is an event, and the
-/// coordinator performs the actions the state returns.
+/// The waiting side of the driver, as the executor of `WaiterState` (the calls waiting here
+/// and every decision about them): it opens the request in Postgres, pings the phones here
+/// in place, waits for the answer (delivered by the bus through `deliver`, or settled here)
+/// and turns everything into an outcome. Each call, database result, answer, timer and
+/// hang-up is an event, and the driver performs the actions the value returns.
 ///
 /// Deadline: the phone's `expires_ms` plus `grace`, so that a phone's own `no_answer`
 /// arrives as 408 rather than 504. A cancelled task (the agent hung up) abandons the
 /// request, which cancels the pings. No answer by the deadline: 504 when a device got the
 /// ping, else 503.
-public actor LocateCoordinator {
-    /// Time after `expires_ms` the waiter still waits for the phone's own answer.
-    public static let defaultGrace: Duration = .seconds(2)
-    /// Requests that may wait for one user's phones at once (the 429 cap).
-    public static let defaultMaxWaiting = 5
-    /// The owner's cap for tasks and async requests (each credential has its own cap of 20);
-    /// a get_phone_location call keeps the owner's cap of synchronous requests.
-    static let maxWaitingDurable = 100
-    /// The cap for tasks and async requests made through a share: a viewer's agents keep at
-    /// most this many prompts waiting on the owner's phone (and across every owner who
-    /// shares with the viewer), so they can never bury the owner's own agents' requests.
-    static let maxWaitingDurableShared = 5
-
-    /// One locate as the agent asked it.
-    public typealias Request = LocateRequest
-    /// A request that keeps its result for the agent's token (SPEC §11).
-    public typealias Resumable = LocateRequest.Resumable
-
-    let instance: String
-    let database: RelayDatabase
-    let grace: Duration
-    private let maxWaiting: Int
-    let logger: Logger
-    let pushes: PushScheduler?
-    let timers: RelayTimers
-    /// Every call waiting here, and every decision about them.
-    private var state: WaiterState
-    /// What each waiting call needs that is not a decision: its continuation, its reply key
-    /// (to open a sealed fix) and where its ping goes.
-    private var calls: [UUID: Call] = [:]
-    /// Each waiting call's one timer (its current wait).
-    private var waitTimers: [UUID: RelayTimers.Handle] = [:]
-    /// Actions not performed yet, and whether a drain is performing them.
-    private var queue: [WaiterState.Action] = []
-    private var performing = false
-    /// Polls of durable requests waiting here for an answer, by request and poll.
-    var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
-    /// Polls in progress here per request, and the requests whose answer arrived while one
-    /// was reading the row (entries live only as long as a poll does).
-    var polling: [UUID: Int] = [:]
-    var woken: Set<UUID> = []
-    /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
-    private var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
-
-    private struct Call {
-        let replyKey: ReplyKey
-        let pinging: Pinging
-        /// Set once the call waits.
-        var continuation: CheckedContinuation<LocateOutcome, any Error>?
-        /// How it ended, when that came before it waited.
-        var completion: WaiterState.Completion?
-    }
-
-    /// Creates the coordinator of relay instance `instance`.
-    public init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
-                maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger = Logger(level: .error)) {
-        self.init(instance: instance, database: database, grace: grace, maxWaiting: maxWaiting, logger: logger, pushes: nil,
-                  timers: RelayTimers(loop: nil))
-    }
-
-    /// Creates the coordinator with the push scheduler that wakes the owner's phones.
-    init(instance: String, database: RelayDatabase, grace: Duration = LocateCoordinator.defaultGrace,
-         maxWaiting: Int = LocateCoordinator.defaultMaxWaiting, logger: Logger, pushes: PushScheduler?,
-         timers: RelayTimers = RelayTimers(loop: nil)) {
-        self.pushes = pushes
-        self.timers = timers
-        self.logger = logger
-        self.instance = instance
-        self.database = database
-        self.grace = grace
-        self.maxWaiting = maxWaiting
-        self.state = WaiterState(grace: grace)
-    }
-
-    /// Where the pings of requests this coordinator opens go: the database notifies every
-    /// instance of a new request but the one that opened it, so the caller hands them to its
-    /// own phones (its `DeviceHub`); the coordinator knows nothing of sockets. It runs where
-    /// its caller runs (`nonisolated(nonsending)`): a ping goes from the coordinator to the
-    /// hub in one hop, not through the global executor.
-    public typealias Pinging = nonisolated(nonsending) @Sendable (_ ping: LocateMessage, _ owner: UUID) async -> Void
-
-    /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
-    /// false when the request does not wait here (then the fix must travel sealed).
-    func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
-        state.settlingHere(id, fix: fix)
-    }
-
-    /// The settle of a fix kept by `settlingHere` did not win (another answer did).
-    func settledElsewhere(_ id: UUID) {
-        state.settledElsewhere(id)
-    }
-
-    /// Requests waiting here now (for /metrics, resync and drain).
-    public var waitingCount: Int { state.count }
-
+extension InstanceDriver {
     /// Returns once no request waits here, or after `limit`: a drain's wait, woken by the
     /// last call's end rather than polling.
-    public func untilIdle(within limit: Duration) async {
-        guard state.count > 0, limit > .zero else { return }
+    func untilIdle(within limit: Duration) async {
+        guard waiters.count > 0, limit > .zero else { return }
         let key = UUID()
         await withCheckedContinuation { continuation in
             idleWaiters[key] = (continuation, timers.after(limit) { await self.endIdleWait(key) })
@@ -123,7 +29,7 @@ public actor LocateCoordinator {
 
     /// An answer for this instance: its notification, or settled here (then with the fix
     /// it sealed, which saves opening it again).
-    public func deliver(_ answer: AnswerNotification) async {
+    func deliver(_ answer: AnswerNotification) async {
         await deliver(answer, fix: nil)
     }
 
@@ -136,14 +42,13 @@ public actor LocateCoordinator {
     /// if its agent had hung up — the request is abandoned and its phones get `cancel` — so
     /// a revoked key's request stops prompting the person at once. (Its durable requests
     /// are abandoned by the database, which records their key.)
-    public func keyRevoked(_ key: UUID) async {
-        for (id, waiter) in state.waiters where waiter.request.agentKey == key { await handle(.hungUp(id)) }
+    func keyRevoked(_ key: UUID) async {
+        for (id, waiter) in waiters.waiters where waiter.request.agentKey == key { await handle(.hungUp(id)) }
     }
 
     /// Asks the owner's phones and waits for the first answer.
-    /// - Parameter pinging: where the request's ping goes for the owner's phones connected here.
     /// - Throws: database errors while opening (the caller answers 503).
-    public func locate(_ request: Request, pinging: @escaping Pinging = { _, _ in }) async throws -> LocateOutcome {
+    func locate(_ request: LocateRequest) async throws -> LocateOutcome {
         let id = request.resumable?.token.id ?? UUID()
         let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
@@ -156,18 +61,18 @@ public actor LocateCoordinator {
             if opened.status == .quiet, let quiet = opened.quiet {
                 return .failure(.quietHours(name: quiet.name, until: quiet.until, local: quiet.local))  // answered at once
             }
-            if let ping = opened.ping { await pinging(ping, request.owner) }
+            if let ping = opened.ping { await self.ping(ping, owner: request.owner) }
             await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
             return .waiting(expiresAt: expiresAt)
         }
         // The call's own task performs its first steps (the open, then the ping, the pushes
         // and the wait's timer): a locate makes no task of its own. It then waits for the
         // state to complete it.
-        calls[id] = Call(replyKey: replyKey, pinging: pinging)
+        calls[id] = Call(replyKey: replyKey)
         var first = waiter
         first.hungUp = Task.isCancelled
-        for action in state.handle(.called(id, first), now: .now) {
-            guard case .open = action, let waiter = state.waiters[id] else {
+        for action in waiters.handle(.called(id, first), now: .now) {
+            guard case .open = action, let waiter = waiters.waiters[id] else {
                 queue.append(action)
                 await drain()
                 continue
@@ -186,7 +91,7 @@ public actor LocateCoordinator {
                 resume(continuation, with: completion, replyKey: call.replyKey)
             }
         } onCancel: {
-            // Owner: the coordinator; the hang-up is one event, handled once the actor is free.
+            // Owner: the driver; the hang-up is one event, handled once the actor is free.
             Task { await Logger.untraced { await self.handle(.hungUp(id)) } }
         }
     }
@@ -204,23 +109,23 @@ public actor LocateCoordinator {
     /// as a slow backstop poll): answers whose notification was lost are delivered (a
     /// sealed fix is asked for again from the instance that sealed it), requests reaped
     /// meanwhile wake their waiters, and rows lost in a Postgres crash are re-created (and
-    /// their pings go through `pinging`).
+    /// their pings go to the phones here).
     /// - Returns: how many rows were re-created.
     @discardableResult
-    public func resync(pinging: @escaping Pinging = { _, _ in }) async throws -> Int {
-        let ids = state.unanswered
+    func resyncWaiters() async throws -> Int {
+        let ids = waiters.unanswered
         guard !ids.isEmpty else { return 0 }
         var states: [RelayDatabase.RequestState] = []
         for batch in ids.chunks(of: RelayDatabase.maxRequestStates) { states += try await database.requestStates(batch) }
         var recreated = 0
-        for action in state.handle(.states(states, asked: ids, now: Date()), now: .now) {
+        for action in waiters.handle(.states(states, asked: ids, now: Date()), now: .now) {
             switch action {
             case .open(let id, again: true):
-                guard let waiter = state.waiters[id] else { continue }
+                guard let waiter = waiters.waiters[id] else { continue }
                 let opened = try await open(id, waiter)
                 guard opened.status == .opened else { continue }
                 recreated += 1
-                if let ping = opened.ping { await pinging(ping, waiter.request.owner) }
+                if let ping = opened.ping { await self.ping(ping, owner: waiter.request.owner) }
             case .requestReplay(let batch):
                 for ids in batch.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(ids, instance: instance) }
             default:
@@ -233,8 +138,8 @@ public actor LocateCoordinator {
 
     // MARK: Actions
 
-    private func handle(_ event: WaiterState.Event) async {
-        state.handle(event, now: .now, into: &queue)
+    func handle(_ event: WaiterState.Event) async {
+        waiters.handle(event, now: .now, into: &queue)
         await drain()
     }
 
@@ -252,7 +157,8 @@ public actor LocateCoordinator {
             next += 1
             switch action {
             case .ping(let id, let ping, let owner):
-                await calls[id]?.pinging(ping, owner)
+                // The phones here, in place: the same actor, no hop.
+                if calls[id] != nil { await self.ping(ping, owner: owner) }
             case .pushesOpened(let id, let connections, let expires):
                 await pushes?.opened(id, connections: connections, expires: expires)
             case .pushesSettled(let id):
@@ -264,7 +170,7 @@ public actor LocateCoordinator {
         // The queue keeps its storage between drains, unless a burst (a resync) grew it.
         if queue.capacity > 64 { queue = [] } else { queue.removeAll(keepingCapacity: true) }
         performing = false
-        if state.count == 0, !idleWaiters.isEmpty { idleWaiters.keys.forEach(endIdleWait) }
+        if waiters.count == 0, !idleWaiters.isEmpty { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs one action that needs no waiting (see `drain`).
@@ -272,8 +178,8 @@ public actor LocateCoordinator {
         let database = self.database, instance = self.instance
         switch action {
         case .open(let id, _):
-            guard let waiter = state.waiters[id] else { return }
-            call { try await self.open(id, waiter) } then: { .opened(id, $0) }
+            guard let waiter = waiters.waiters[id] else { return }
+            databaseCall { try await self.open(id, waiter) } then: { .opened(id, $0) }
         case .ping, .pushesOpened, .pushesSettled:
             preconditionFailure("awaited by drain()")
         case .arm(let id, let wait, let delay):
@@ -282,17 +188,17 @@ public actor LocateCoordinator {
         case .cancelTimer(let id):
             waitTimers.removeValue(forKey: id)?.cancel()
         case .makeDurable(let id):
-            call { try await database.makeDurable(id: id, instance: instance) } then: { .madeDurable(id, $0) }
+            databaseCall { try await database.makeDurable(id: id, instance: instance) } then: { .madeDurable(id, $0) }
         case .finish(let id, let abandoned):
             let logger = self.logger
-            call { try await database.finish(id: id, instance: instance, abandoned: abandoned) } then: { result in
+            databaseCall { try await database.finish(id: id, instance: instance, abandoned: abandoned) } then: { result in
                 if case .failure(let error) = result {
                     logger.failure(abandoned ? "abandon_failed" : "finish_failed", error, ["request": id.uuidString])
                 }
                 return .finished(id, result)
             }
         case .requestReplay(let ids):
-            call { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
+            databaseCall { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
         case .wakePolls(let id):
             wakeWatchers(of: id)
         case .complete(let id, let completion):
@@ -310,9 +216,9 @@ public actor LocateCoordinator {
 
     /// Runs a database call in a task of its own; its result (its error included) comes
     /// back as the event `then` makes of it (nil: none).
-    private func call<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
+    private func databaseCall<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
                                    then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
-        // Owner: the coordinator, which waits for the event the result becomes (a call
+        // Owner: the driver, which waits for the event the result becomes (a call
         // that waits on it is resumed from there, a drain waits in `untilIdle`).
         Task(executorPreference: timers.loop) {
             await Logger.untraced {

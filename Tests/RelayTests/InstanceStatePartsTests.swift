@@ -4,7 +4,7 @@ import Testing
 
 /// The instance state's I/O-free parts, driven without sockets or a database: the socket
 /// table, the ping ledger, the pings kept during hellos, and the call batcher.
-@Suite struct DeviceHubPartsTests {
+@Suite struct InstanceStatePartsTests {
     /// A socket handle without a socket (the instance state's tests use the same).
     typealias Handle = InstanceStateTests.Phone
 

@@ -4,11 +4,11 @@ import PGBus
 import Testing
 import TestSupport
 
-/// The waiting side end to end through Postgres: the request is opened, a simulated holder
+/// The driver's waiting side end to end through Postgres: the request is opened, a simulated holder
 /// of the phone on another instance reads the ping from its own channel and settles it
 /// (sealed to the key the ping carries), the answer comes back on the waiter's channel, and
 /// every status of the table results.
-@Suite struct LocateCoordinatorTests {
+@Suite struct InstanceDriverLocateTests {
     let instance = "coord-\(UUID().uuidString.prefix(8).lowercased())"
     var holder: String { instance + "-holder" }
 
@@ -35,7 +35,7 @@ import TestSupport
     /// Runs `body` with a coordinator whose answers arrive over a real LISTEN, and a phone
     /// of `owner` that answers every ping as told.
     func withRelay<R: Sendable>(owner: UUID, session: UUID, phone: Phone, maxWaiting: Int = 5,
-                                _ body: @escaping @Sendable (LocateCoordinator) async throws -> R) async throws -> R {
+                                _ body: @escaping @Sendable (InstanceDriver) async throws -> R) async throws -> R {
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
         try await db.registerInstance(holder)  // a hello never creates its instance's row
@@ -44,7 +44,7 @@ import TestSupport
             _ = try await db.deviceHello(instance: holder, connection: UUID(), user: owner, session: session, device: device,
                                          name: "Test Phone", platform: "android", appVersion: "1", openedAt: Date())
         }
-        let coordinator = LocateCoordinator(instance: instance, database: db, grace: .milliseconds(300), maxWaiting: maxWaiting)
+        let coordinator = try driver(db, maxWaiting: maxWaiting)
         let listener = PGListener(configuration: PGConfiguration(TestDatabase.relayURL, applicationName: "coord-tests"))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await listener.run() }
@@ -86,6 +86,13 @@ import TestSupport
             try await group.waitForAll()
             return result
         }
+    }
+
+    /// A driver of this instance with no phones of its own: the phone is the simulated holder.
+    func driver(_ db: RelayDatabase, maxWaiting: Int = InstanceDriver.defaultMaxWaiting) throws -> InstanceDriver {
+        let authenticator = try Authenticator(hmacSecret: String(repeating: "s", count: 32), jwks: .none, issuer: nil, database: db)
+        return InstanceDriver(instance: instance, database: db, authenticator: authenticator, logger: Logger(level: .error),
+                              grace: .milliseconds(300), maxWaiting: maxWaiting)
     }
 
     func user() async throws -> (user: UUID, session: UUID, email: String) {
@@ -184,7 +191,7 @@ import TestSupport
         let owner = try await user()
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
-        let coordinator = LocateCoordinator(instance: instance, database: db, grace: .milliseconds(300))
+        let coordinator = try driver(db)
         let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
@@ -195,7 +202,7 @@ import TestSupport
         #expect(try await db.settle(id: request, user: owner.user, device: nil, answer: .localLocation, instance: instance) == .settled)
         let sealed = try await admin.query("select outcome from relay.pending_requests where id = $1", [request])
         #expect(try sealed.scalar(String.self) == "location")
-        try await coordinator.resync()
+        try await coordinator.resyncWaiters()
         #expect(try await task.value == .fix(fix))
     }
 
@@ -215,7 +222,7 @@ import TestSupport
 
 /// Durable requests through Postgres: opened by one call, answered by a holder on another
 /// instance, fetched by a poll; bound to their credential.
-extension LocateCoordinatorTests {
+extension InstanceDriverLocateTests {
     func agent(_ owner: UUID, client: String = "durable-client") -> AgentIdentity {
         AgentIdentity(userID: owner, clientID: client, keyID: nil, keyName: nil, email: nil)
     }

@@ -1,19 +1,14 @@
 import Foundation
 
-/// Settles a request with a phone's answer: a fix is sealed to the waiter's reply key
-/// first, so it crosses Postgres only as ciphertext. Used by device sockets and by
-/// POST /v1/device/answer. Sealed fixes it settled are remembered for a replay.
+/// A phone's answer, from its socket (the phones' `settle` action) or from
+/// `POST /v1/device/answer`: a fix is sealed to the waiter's reply key first, so it crosses
+/// Postgres only as ciphertext. Sealed fixes settled here are remembered for a replay.
 ///
 /// The database notifies the waiter's instance of an answer, never this one: when the
-/// request waits here, the settler hands the answer to the coordinator itself — and a fix
-/// for a waiter here is not sealed at all (it never crosses Postgres).
-struct AnswerSettler: Sendable {
-    let instance: String
-    let database: RelayDatabase
-    let memory: SealedAnswerMemory
-    let coordinator: LocateCoordinator
-    let logger: Logger
-
+/// request waits here the driver hands the answer to its call itself — and a fix for a call
+/// waiting here is not sealed at all (it never crosses Postgres): the waiters' value keeps it
+/// while the settle runs (`WaiterState.settlingHere`).
+extension InstanceDriver {
     /// Seals (for a fix) and settles; returns what the database decided.
     /// - Parameter replyKey: the waiter's key when the ping carried it; else it is asked for.
     func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
@@ -31,7 +26,7 @@ struct AnswerSettler: Sendable {
                               altitudeM: altitude, speedMps: speed, headingDeg: heading,
                               deviceName: deviceName, platform: platform, precision: precision)
         }
-        if await coordinator.settlingHere(id, fix: fix) {
+        if waiters.settlingHere(id, fix: fix) {
             return try await settle(id: id, user: user, device: device, answer: .localLocation, fix: fix)
         }
         var key = replyKey
@@ -47,16 +42,32 @@ struct AnswerSettler: Sendable {
                                 fix: fix)
     }
 
+    /// One answer without a socket (`POST /v1/device/answer`): settled as from a socket,
+    /// and the phones here that got the ping are told it ended (the database does not
+    /// notify the settling instance).
+    func answer(id: UUID, user: UUID, reply: PhoneMessage.PhoneReply) async throws -> RelayStatus.Settle {
+        let settled = try await settle(id: id, user: user, device: nil, deviceName: "", platform: "", reply: reply)
+        if settled == .settled { await cancel(request: id) }
+        return settled
+    }
+
+    /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
+    /// false when the request does not wait here (then the fix must travel sealed).
+    func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
+        waiters.settlingHere(id, fix: fix)
+    }
+
     /// Settles `answer` (with the fix it carries, if any) and hands a settled one to the
-    /// waiter here.
+    /// call waiting here.
     private func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, fix sealedFix: LocationFix?) async throws
         -> RelayStatus.Settle {
+        // A failed call leaves a kept fix in place: whether it committed, the resync reads.
         let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
-        if settled != .settled, answer == .localLocation { await coordinator.settledElsewhere(id) }
+        if settled != .settled, answer == .localLocation { waiters.settledElsewhere(id) }
         if settled == .settled {
-            if let sealed = answer.sealed { memory.remember(sealed, for: id) }
-            await coordinator.deliver(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,
-                                                         reason: answer.reason, sealed: answer.sealed), fix: sealedFix)
+            if let sealed = answer.sealed { sealedAnswers.remember(sealed, for: id) }
+            await deliver(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,
+                                             reason: answer.reason, sealed: answer.sealed), fix: sealedFix)
         }
         return settled
     }
@@ -64,9 +75,9 @@ struct AnswerSettler: Sendable {
     /// A `whereabot_replay` notification: re-send the sealed answer of `id` if this
     /// instance sealed it.
     func replay(_ id: UUID) async {
-        guard let sealed = memory.sealed(for: id) else { return }
+        guard let sealed = sealedAnswers.sealed(for: id) else { return }
         do {
-            if try await database.replayAnswer(id: id, sealed: sealed) { memory.countReplay() }
+            if try await database.replayAnswer(id: id, sealed: sealed) { sealedAnswers.countReplay() }
         } catch {
             logger.failure("replay_failed", error, ["request": id.uuidString])
         }

@@ -3,9 +3,9 @@ import Foundation
 /// Polls, cancels and lists of durable requests (SPEC §11): any instance answers them. A
 /// poll that may wait asks Postgres to tell this instance of the answer (`watch`) and
 /// sleeps until it comes, the wait runs out, or a backstop re-reads the row.
-extension LocateCoordinator {
+extension InstanceDriver {
     /// What a poll found.
-    public enum Poll: Sendable, Equatable {
+    enum Poll: Sendable, Equatable {
         /// No such request for this credential (never opened, another's, or past its TTL).
         case unknown
         /// Still open.
@@ -21,7 +21,7 @@ extension LocateCoordinator {
     /// Reads request `token` for `binding`, waiting up to `wait` for it to end.
     /// - Parameter email: the credential's email, for the 503 text of a request no phone got.
     /// - Throws: database errors (503 for the caller).
-    public func poll(_ token: RequestToken, binding: RelayDatabase.Binding, wait: Duration, email: String?) async throws -> Poll {
+    func poll(_ token: RequestToken, binding: RelayDatabase.Binding, wait: Duration, email: String?) async throws -> Poll {
         let until = ContinuousClock.now + wait
         let id = token.id
         // An answer that arrives while the row is being read must not be missed: it marks
@@ -47,7 +47,7 @@ extension LocateCoordinator {
 
     /// Cancels request `token` (its phones get `cancel`). `forget` deletes it and its result
     /// as well (HTTP DELETE).
-    public func cancel(_ token: RequestToken, binding: RelayDatabase.Binding, forget: Bool) async throws -> RelayStatus.CancelDurable {
+    func cancel(_ token: RequestToken, binding: RelayDatabase.Binding, forget: Bool) async throws -> RelayStatus.CancelDurable {
         let status = try await database.cancelDurable(id: token.id, binding: binding, forget: forget)
         if status == .cancelled { wakeWatchers(of: token.id) }
         return status
@@ -63,7 +63,7 @@ extension LocateCoordinator {
                 if Task.isCancelled { continuation.resume() } else { watchers[id, default: [:]][key] = continuation }
             }
         } onCancel: {
-            // Owner: the coordinator; it resumes the poll's continuation once, here or at the answer.
+            // Owner: the driver; it resumes the poll's continuation once, here or at the answer.
             Task { await self.stopWatching(id, key) }
         }
     }

@@ -2,11 +2,10 @@ import Foundation
 import HTTPServer
 import PGBus
 
-/// The holder side of the device protocol on one instance, as the executor of its
-/// `InstanceState`: every event — a socket's message or close, a notification, a batch
-/// window's timer, the result of one of its own database calls — goes through the state,
-/// and the hub performs the actions it returns (send, close, call the database, arm a
-/// timer). What the hub decides is all in that value; the hub only does I/O.
+/// The phones' side of the driver, as the executor of `InstanceState`: every event — a
+/// socket's message or close, a notification, a batch window's timer, the result of one of
+/// its own database calls — goes through the value, and the driver performs the actions it
+/// returns (send, close, call the database, arm a timer).
 ///
 /// Hellos, disconnects and delivered marks of many sockets go to the database as one
 /// set-based call each (a reconnect storm costs O(batches)). Nothing a phone said is lost
@@ -18,87 +17,11 @@ import PGBus
 /// `helloTimeout` (1008) and when its token expired without a fresh `token` message (4001
 /// "token_expired"); `closeRevoked()` at every heartbeat closes sockets whose session was
 /// signed out or revoked or whose device was removed (4000).
-public actor DeviceHub {
-    typealias State = InstanceState<DeviceSession>
-
-    /// Close code for a replaced or revoked device (the app must not reconnect by itself).
-    public static let replacedCode: UInt16 = 4000
-    /// Close code for an expired or unusable credential (the app signs in again).
-    public static let tokenExpiredCode: UInt16 = 4001
-    /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
-    public static let tooManyDevicesCode: UInt16 = 4002
-    /// How long a socket may stay without saying hello.
-    public static let helloTimeout: TimeInterval = 10
-    /// Hellos per `relay.device_hellos` call from sockets (re-registration sends the most
-    /// the function takes). Hellos go at once when a call slot is free; those arriving while
-    /// calls run go together when one returns (a storm's batches form by themselves).
-    static let helloBatch = 250
-    /// How long closed sockets are collected before they are forgotten together.
-    static let disconnectWindow: Duration = .milliseconds(50)
-    /// How long sent pings wait before they are marked delivered together: most are
-    /// answered sooner (and settling marks them), and only the 503/504 choice at a deadline
-    /// (seconds later) reads the mark.
-    static let deliveredMarkDelay: Duration = .milliseconds(200)
-
-    let instance: String
-    let database: RelayDatabase
-    private let settler: AnswerSettler
-    private let authenticator: Authenticator
-    let logger: Logger
-    private let account: PhoneAccount
-    /// Where the sockets' events are handled (the loop that owns the sockets), if any.
-    nonisolated let executor: (any TaskExecutor)?
-    let timers: RelayTimers
-    /// The actions of the event being handled (reused: see `handle(_:)`).
-    private var scratch: [State.Action] = []
-    private var state = State(helloBatch: helloBatch, disconnectWindow: disconnectWindow,
-                              maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
-                              deliveredMarkDelay: deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered)
-    /// Each time a hello found this instance's row gone (reaped, or lost in a crash): whoever
-    /// keeps the instance's row (its maintenance) beats now, which re-creates it, and
-    /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
-    nonisolated let reregistrationRequests: AsyncStream<Void>
-    private nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
-    /// The hub's database calls in tasks of their own (hellos, disconnects, delivered marks,
-    /// a browser phone's lists) running now, and who waits for there to be none (`finish()`).
-    private var callsInFlight = 0
-    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
-    private var finished = false
-    /// Sockets whose messages sent while their hello was in the database are being handled
-    /// by the hello's task, and the socket events waiting for that to end: a socket's
-    /// messages are handled in the order it sent them (SPEC §5), also across its
-    /// registration (clean-clone run 14 of issue 40: a key list asked for before the hello
-    /// was answered after a key created after it, and emptied the page's list).
-    private var replaying: [UUID: [CheckedContinuation<Void, Never>]] = [:]
-
-    /// Creates the hub of relay instance `instance`.
-    init(instance: String, database: RelayDatabase, settler: AnswerSettler, authenticator: Authenticator, logger: Logger,
-         pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil, timers: RelayTimers = RelayTimers(loop: nil)) {
-        self.executor = executor
-        self.timers = timers
-        self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
-        self.instance = instance
-        self.database = database
-        self.settler = settler
-        self.authenticator = authenticator
-        self.logger = logger
-        (reregistrationRequests, reregistrationInput) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
-    }
-
-    /// Phones connected here (after hello).
-    public var connectedCount: Int { state.registeredCount }
-
-    /// Answers waiting for the database (for /metrics).
-    public var heldCount: Int { state.held.count }
-
-    /// Sockets that have not said hello yet, per account and relay-wide.
-    nonisolated let waitingRoom = HelloWaitingRoom()
-
+extension InstanceDriver {
     /// A new socket for a verified phone holding its place in the waiting room (`ticket`),
     /// for `HTTPResponse.webSocket(delegate:)`.
     nonisolated func session(for phone: PhoneIdentity, waiting ticket: HelloWaitingRoom.Ticket) -> DeviceSession {
-        return DeviceSession(phone: phone, hub: self, waiting: ticket)
+        return DeviceSession(phone: phone, driver: self, waiting: ticket)
     }
 
     // MARK: Events
@@ -126,13 +49,13 @@ public actor DeviceHub {
 
     /// A new request for `owner` (its notification, or the waiter here): ping every phone
     /// of the owner connected here, and keep it for a hello of theirs still in flight.
-    public func locate(_ ping: LocateMessage, owner: UUID) async {
+    func ping(_ ping: LocateMessage, owner: UUID) async {
         await handle(.locate(ping, owner: owner))
     }
 
     /// A request ended (its cancel notification, or an answer settled here): tell every
     /// phone that got the ping.
-    public func cancel(request: UUID) async {
+    func cancel(request: UUID) async {
         await handle(.cancel(request))
     }
 
@@ -157,8 +80,8 @@ public actor DeviceHub {
     /// reconnect, or when this instance's row was gone), in calls of up to
     /// `RelayDatabase.maxHellosPerBatch`; sends pings whose notification was missed,
     /// settles held answers, and forgets expired pings.
-    public func resync(reregister: Bool) async throws {
-        let actions = state.handle(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch), now: Date())
+    func resyncPhones(reregister: Bool) async throws {
+        let actions = phones.handle(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch), now: Date())
         let registrations = actions.compactMap { action -> [State.Hello]? in
             guard case .registerHellos(let batch, batched: false) = action else { return nil }
             return batch
@@ -171,12 +94,12 @@ public actor DeviceHub {
             reachable = result != nil
             await handle(.hellosRegistered(batch, result, batched: false))
         }
-        guard reachable else { throw DeviceHubError.reregistrationFailed }
+        guard reachable else { throw PhoneResyncError.reregistrationFailed }
         for (owner, ping) in try await database.pendingLocates(on: instance) { await handle(.locate(ping, owner: owner)) }
         for case .settle(let answer) in actions {
             // `gone` may mean the waiter has not re-created the row after a crash yet: kept
             // until the request expires (a cancel drops it sooner).
-            guard let settled = await settle(answer) else { throw DeviceHubError.settleFailed }
+            guard let settled = await settle(answer) else { throw PhoneResyncError.settleFailed }
             await handle(.settled(answer, settled))
         }
     }
@@ -184,33 +107,11 @@ public actor DeviceHub {
     /// Drain: forgets every socket of this instance in one call, then closes them 1012
     /// "restart" (the phones reconnect to another instance); sockets opening from now on
     /// are closed too.
-    public func closeAll() async {
+    func closeAll() async {
         do { try await database.drainConnections(on: instance) } catch {
             logger.failure("drain_connections_failed", error)  // each socket's close forgets it then
         }
         await handle(.drain)
-    }
-
-    /// The last step before the database pool shuts down: no call in a task of its own
-    /// starts from now on (a batch window that ends later, a socket's late close), and this
-    /// returns when those already running have ended.
-    func finish() async {
-        finished = true
-        while callsInFlight > 0 { await withCheckedContinuation { idleWaiters.append($0) } }
-    }
-
-    /// A call in a task of its own may start (false once finished); counted until `callEnded()`.
-    private func callStarting() -> Bool {
-        guard !finished else { return false }
-        callsInFlight += 1
-        return true
-    }
-
-    private func callEnded() {
-        callsInFlight -= 1
-        guard callsInFlight == 0 else { return }
-        for waiter in idleWaiters { waiter.resume() }
-        idleWaiters = []
     }
 
     // MARK: Actions
@@ -218,8 +119,8 @@ public actor DeviceHub {
     /// Handles `event` and performs its actions in order. Those that need no waiting (most
     /// events have only such) are performed from `scratch` in place; from the first that is
     /// awaited on, the rest are taken out and performed by `perform`.
-    private func handle(_ event: State.Event) async {
-        state.handle(event, now: Date(), into: &scratch)
+    func handle(_ event: State.Event) async {
+        phones.handle(event, now: Date(), into: &scratch)
         var next = 0
         while next < scratch.count, performNow(scratch[next]) { next += 1 }
         let rest = next < scratch.count ? Array(scratch[next...]) : []
@@ -269,7 +170,7 @@ public actor DeviceHub {
             session.close(code: code, reason: reason)
         case .registerHellos(let batch, let batched):
             guard callStarting() else { break }
-            // Owner: the hub (`finish()` waits for it); the result comes back as the event
+            // Owner: the driver (`finish()` waits for it); the result comes back as the event
             // `hellosRegistered`.
             Task(executorPreference: executor) {
                 await Logger.untraced {
@@ -279,15 +180,15 @@ public actor DeviceHub {
                 }
             }
         case .disconnect(let batch):
-            call(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
+            batchCall(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
         case .markDelivered(let batch):
-            call(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
+            batchCall(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
         case .armWindow(let call, let delay):
             _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
         case .sendAlwaysAllowed(let session):
             guard callStarting() else { break }
             let account = self.account
-            // Owner: the hub (`finish()` waits for it); a socket closed meanwhile drops the send.
+            // Owner: the driver (`finish()` waits for it); a socket closed meanwhile drops the send.
             Task(executorPreference: executor) {
                 for list in await account.lists(user: session.user) ?? [] { session.send(list) }
                 await self.callEnded()
@@ -307,11 +208,11 @@ public actor DeviceHub {
     }
 
     /// One disconnects or delivered-marks call in a task of its own; its end is an event.
-    private func call(_ call: State.Call, _ failure: String, _ count: Int,
+    private func batchCall(_ call: State.Call, _ failure: String, _ count: Int,
                       _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
         guard callStarting() else { return }
         let database = self.database, logger = self.logger
-        // Owner: the hub (`finish()` waits for it); its end is the event `batchSent`, which
+        // Owner: the driver (`finish()` waits for it); its end is the event `batchSent`, which
         // lets the next batch go.
         Task(executorPreference: executor) {
             await Logger.untraced {
@@ -326,7 +227,7 @@ public actor DeviceHub {
     private func settle(_ answer: State.Answer) async -> RelayStatus.Settle? {
         let record = answer.record
         do {
-            return try await settler.settle(id: answer.id, user: record.handle.user, device: record.device,
+            return try await settle(id: answer.id, user: record.handle.user, device: record.device,
                                             deviceName: record.name, platform: record.platform.text, reply: answer.reply,
                                             replyKey: answer.replyKey)
         } catch {
@@ -387,8 +288,8 @@ public actor DeviceHub {
     }
 }
 
-/// Why a resync stopped (the maintenance retries at the next beat).
-enum DeviceHubError: Error {
+/// Why the phones' resync stopped (the maintenance retries at the next beat).
+enum PhoneResyncError: Error {
     case reregistrationFailed
     case settleFailed
 }

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPServer
+
+/// The one executor of an instance (issue 41): it holds the instance's two values — the
+/// phones' `InstanceState` (sockets, pings, held answers, batched calls) and the waiters'
+/// `WaiterState` (the agents' calls waiting here) — and performs the actions they return.
+/// Every event goes through one of the values; the driver only does I/O: it sends and
+/// closes sockets, calls the database, arms timers and resumes the agents' calls.
+///
+/// One actor for both sides means a request opened here reaches the phones here, and a
+/// phone's answer here reaches the call waiting here, without crossing between executors:
+/// the ping of a new request is an event of the phones' value performed in place
+/// (`InstanceDriver+Locate.swift`), and a fix answered on this instance is kept by the
+/// waiters' value and handed to its call without being sealed (`InstanceDriver+Settle.swift`).
+///
+/// The parts: `+Phones` (socket events, notifications for phones, the phones' resync and
+/// drain), `+Locate` (the agents' calls), `+Durable` (polls and cancels of durable
+/// requests), `+Settle` (a phone's answer, from its socket or `POST /v1/device/answer`).
+public actor InstanceDriver {
+    typealias State = InstanceState<DeviceSession>
+
+    // MARK: Phones
+
+    /// Close code for a replaced or revoked device (the app must not reconnect by itself).
+    static let replacedCode: UInt16 = 4000
+    /// Close code for an expired or unusable credential (the app signs in again).
+    static let tokenExpiredCode: UInt16 = 4001
+    /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
+    static let tooManyDevicesCode: UInt16 = 4002
+    /// How long a socket may stay without saying hello.
+    static let helloTimeout: TimeInterval = 10
+    /// Hellos per `relay.device_hellos` call from sockets (re-registration sends the most
+    /// the function takes). Hellos go at once when a call slot is free; those arriving while
+    /// calls run go together when one returns (a storm's batches form by themselves).
+    static let helloBatch = 250
+    /// How long closed sockets are collected before they are forgotten together.
+    static let disconnectWindow: Duration = .milliseconds(50)
+    /// How long sent pings wait before they are marked delivered together: most are
+    /// answered sooner (and settling marks them), and only the 503/504 choice at a deadline
+    /// (seconds later) reads the mark.
+    static let deliveredMarkDelay: Duration = .milliseconds(200)
+
+    // MARK: Waiters
+
+    /// Time after `expires_ms` the waiter still waits for the phone's own answer.
+    public static let defaultGrace: Duration = .seconds(2)
+    /// Requests that may wait for one user's phones at once (the 429 cap).
+    public static let defaultMaxWaiting = 5
+    /// The owner's cap for tasks and async requests (each credential has its own cap of 20);
+    /// a get_phone_location call keeps the owner's cap of synchronous requests.
+    static let maxWaitingDurable = 100
+    /// The cap for tasks and async requests made through a share: a viewer's agents keep at
+    /// most this many prompts waiting on the owner's phone (and across every owner who
+    /// shares with the viewer), so they can never bury the owner's own agents' requests.
+    static let maxWaitingDurableShared = 5
+
+    let instance: String
+    let database: RelayDatabase
+    let logger: Logger
+    let timers: RelayTimers
+    /// Where the sockets' events and the database calls' results are handled (the loop
+    /// that owns the sockets), if any.
+    nonisolated let executor: (any TaskExecutor)?
+    let authenticator: Authenticator
+    let account: PhoneAccount
+    /// Sealed fixes this instance settled, for a waiter elsewhere that missed them.
+    let sealedAnswers: SealedAnswerMemory
+    /// The push timers of the requests waiting here; nil in tests without pushes.
+    let pushes: PushScheduler?
+    let grace: Duration
+    let maxWaiting: Int
+
+    /// The phones: every socket here, its pings and held answers, and every decision about them.
+    var phones = State(helloBatch: helloBatch, disconnectWindow: disconnectWindow,
+                       maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
+                       deliveredMarkDelay: deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered)
+    /// The actions of the phones' event being handled (reused: see `handle(_:)`).
+    var scratch: [State.Action] = []
+    /// Each time a hello found this instance's row gone (reaped, or lost in a crash): whoever
+    /// keeps the instance's row (its maintenance) beats now, which re-creates it, and
+    /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
+    nonisolated let reregistrationRequests: AsyncStream<Void>
+    nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
+    /// The phones' database calls in tasks of their own (hellos, disconnects, delivered
+    /// marks, a browser phone's lists) running now, and who waits for there to be none.
+    var callsInFlight = 0
+    var callWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
+    var finished = false
+    /// Sockets whose messages sent while their hello was in the database are being handled
+    /// by the hello's task, and the socket events waiting for that to end: a socket's
+    /// messages are handled in the order it sent them (SPEC §5), also across its
+    /// registration (clean-clone run 14 of issue 40: a key list asked for before the hello
+    /// was answered after a key created after it, and emptied the page's list).
+    var replaying: [UUID: [CheckedContinuation<Void, Never>]] = [:]
+
+    /// Every call waiting here, and every decision about them.
+    var waiters: WaiterState
+    /// What each waiting call needs that is not a decision: its continuation and its reply
+    /// key (to open a sealed fix).
+    var calls: [UUID: Call] = [:]
+    /// Each waiting call's one timer (its current wait).
+    var waitTimers: [UUID: RelayTimers.Handle] = [:]
+    /// The waiters' actions not performed yet, and whether a drain is performing them.
+    var queue: [WaiterState.Action] = []
+    var performing = false
+    /// Polls of durable requests waiting here for an answer, by request and poll.
+    var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
+    /// Polls in progress here per request, and the requests whose answer arrived while one
+    /// was reading the row (entries live only as long as a poll does).
+    var polling: [UUID: Int] = [:]
+    var woken: Set<UUID> = []
+    /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
+    var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
+
+    /// A waiting call's continuation and reply key.
+    struct Call {
+        let replyKey: ReplyKey
+        /// Set once the call waits.
+        var continuation: CheckedContinuation<LocateOutcome, any Error>?
+        /// How it ended, when that came before it waited.
+        var completion: WaiterState.Completion?
+    }
+
+    /// Creates the driver of relay instance `instance`.
+    init(instance: String, database: RelayDatabase, authenticator: Authenticator, logger: Logger,
+         pushes: PushScheduler? = nil, sealedAnswers: SealedAnswerMemory = SealedAnswerMemory(),
+         grace: Duration = InstanceDriver.defaultGrace, maxWaiting: Int = InstanceDriver.defaultMaxWaiting,
+         pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil, timers: RelayTimers = RelayTimers(loop: nil)) {
+        self.instance = instance
+        self.database = database
+        self.authenticator = authenticator
+        self.logger = logger
+        self.pushes = pushes
+        self.sealedAnswers = sealedAnswers
+        self.grace = grace
+        self.maxWaiting = maxWaiting
+        self.executor = executor
+        self.timers = timers
+        self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
+        self.waiters = WaiterState(grace: grace)
+        (reregistrationRequests, reregistrationInput) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Sockets that have not said hello yet, per account and relay-wide.
+    nonisolated let waitingRoom = HelloWaitingRoom()
+
+    /// Phones connected here (after hello).
+    var connectedCount: Int { phones.registeredCount }
+
+    /// Answers waiting for the database (for /metrics).
+    var heldCount: Int { phones.held.count }
+
+    /// Requests waiting here now (for /metrics, resync and drain).
+    var waitingCount: Int { waiters.count }
+
+    // MARK: Shutdown
+
+    /// The last step before the database pool shuts down: no phones' call in a task of its
+    /// own starts from now on (a batch window that ends later, a socket's late close), and
+    /// this returns when those already running have ended.
+    func finish() async {
+        finished = true
+        while callsInFlight > 0 { await withCheckedContinuation { callWaiters.append($0) } }
+    }
+
+    /// A call in a task of its own may start (false once finished); counted until `callEnded()`.
+    func callStarting() -> Bool {
+        guard !finished else { return false }
+        callsInFlight += 1
+        return true
+    }
+
+    func callEnded() {
+        callsInFlight -= 1
+        guard callsInFlight == 0 else { return }
+        for waiter in callWaiters { waiter.resume() }
+        callWaiters = []
+    }
+}
