@@ -24,7 +24,8 @@ processes of their own, storm_phones.py). Everything runs on this machine: clien
 usage: relay_bench.py  (environment: BENCH_ADMIN_URL, BENCH_RELAY_URL, BENCH_PHONES,
                         BENCH_SECONDS, BENCH_AGENTS, BENCH_SAMPLES,
                         BENCH_PARTS=latency,throughput,durable,memory,storm, BENCH_RELAY_BINARY,
-                        BENCH_STORM_ADDRESSES=1,200,10000)
+                        BENCH_STORM_ADDRESSES=1,200,10000, BENCH_UPROBES=1: calls of malloc and
+                        the task switches per locate, counted by perf)
 """
 import asyncio
 import base64
@@ -62,6 +63,7 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "10"))
 AGENTS = int(os.environ.get("BENCH_AGENTS", "32"))
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "300"))
 PARTS = set(os.environ.get("BENCH_PARTS", "latency,throughput,durable,memory,storm").split(","))
+UPROBES = os.environ.get("BENCH_UPROBES") == "1"
 # BENCH_STORM_ADDRESSES: the reconnect storms to run, as how many source addresses the phones
 # come from (one storm each, in this order; at most 254 * 254, see storm_address).
 STORM_ADDRESSES = [int(count) for count in os.environ.get("BENCH_STORM_ADDRESSES", "1,200,10000").split(",")
@@ -397,16 +399,39 @@ async def throughput(relays, users, seconds, cross):
         pairs.append((agent.port, phone.port, agent_token, phone_token))
     relay_pids = [relay.process.pid for relay in relays]
     before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), postgres_cpu_seconds(), wal_bytes()
+    counting = asyncio.create_task(asyncio.to_thread(count_uprobes, relay_pids, seconds)) if UPROBES else None
     result = await asyncio.to_thread(run_load, pairs, seconds)
+    counts = await counting if counting else None
     relays_cpu = cpu_seconds(relay_pids) - before_relays
     postgres_cpu = postgres_cpu_seconds() - before_postgres
     wal = wal_bytes() - before_wal  # includes the phones' hellos and the warm-up: an upper bound
     # The generator's CPU includes connecting the phones; its own figure covers the run only.
     locates = max(1, result["locates"])
+    # The counts cover the middle 40 % of the run, which goes at about its average rate.
+    per_locate = {name: count / (result["locates"] / result["seconds"] * seconds * 0.4)
+                  for name, count in counts.items()} if counts and result["locates"] else None
     return {"rate": result["locates"] / result["seconds"], "failed": result["failed"], "p50": result["p50_ms"],
-            "p99": result["p99_ms"], "wal": wal / locates,
+            "p99": result["p99_ms"], "wal": wal / locates, "uprobes": per_locate,
             "cpu": {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
                     "postgres": postgres_cpu / locates * 1000}}
+
+
+def count_uprobes(pids, seconds):
+    """Calls of `malloc`, `swift_task_switch` and `swift_task_create` in the relays during
+    the middle 40 % of a `seconds` run (BENCH_UPROBES=1; the probes must exist: `perf probe
+    -x /lib/x86_64-linux-gnu/libc.so.6 --add malloc`, and the two Swift functions in
+    libswift_Concurrency.so)."""
+    events = ["probe_libc:malloc", "probe_libswift_Concurrency:swift_task_switch",
+              "probe_libswift_Concurrency:swift_task_create"]
+    output = subprocess.run(["perf", "stat", "-x", ",", "-e", ",".join(events), "-D", str(int(seconds * 300)),
+                             "-p", ",".join(map(str, pids)), "--", "sleep", str(seconds * 0.7)],
+                            capture_output=True, text=True, timeout=seconds + 30).stderr
+    counts = {}
+    for line in output.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[2] in events and fields[0].isdigit():
+            counts[fields[2].split(":")[1]] = int(fields[0])
+    return counts
 
 
 async def notifications_per_locate(count, users, locates=200):
@@ -725,6 +750,9 @@ async def throughput_table(relays, rows, ceiling):
                      f"{run['rate'] / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
                      f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f};"
                      f" WAL {run['wal']:,.0f} bytes per locate"))
+        if run["uprobes"]:
+            rows.append((f"calls per locate, {where}", ", ".join(f"{name} {count:.1f}" for name, count in run["uprobes"].items()),
+                         "relays, uprobes (BENCH_UPROBES=1)"))
 
 
 async def phone_rows(relays, rows):
