@@ -36,7 +36,7 @@ extension InstanceState {
                 actions.append(.account(handle, device: record.device, request))
             case .answer(let id, let reply):
                 // The answering phone needs no cancel for its own answer; the key came with
-                // this socket's own ping (for any other id the settler asks the database).
+                // this socket's own ping (for any other id the driver asks the database).
                 let key = pings.answered(id, by: connection)
                 actions.append(.settle(Answer(id: id, record: record, reply: reply, replyKey: key)))
             case .token(let token):
