@@ -191,6 +191,25 @@ import Testing
         #expect(waiting.handled(.timerFired(id, .bound), now: start).isEmpty, "not the current wait")
         #expect(waiting.count == 1)
     }
+
+    /// A database result for a call not waiting for it cannot happen: it changes nothing and
+    /// is answered with `unexpected` (logged and counted), never dropped silently.
+    @Test func impossibleEventsAreAnsweredExplicitly() throws {
+        var (waiting, _) = openedCall(try waiter())
+        let opened = RelayDatabase.Opened(status: .opened, connections: 1, ping: nil)
+        let events: [(WaiterState.Event, String)] = [
+            (.opened(id, .success(opened)), "opened"), (.madeDurable(id, .failure(CancellationError())), "made_durable"),
+            (.finished(id, .failure(CancellationError())), "finished"), (.opened(UUID(), .success(opened)), "opened"),
+        ]
+        for (event, name) in events {
+            let actions = waiting.handled(event, now: start)
+            guard actions.count == 1, case .unexpected(_, let reported) = actions[0] else {
+                Issue.record("\(name): \(actions)"); continue
+            }
+            #expect(reported == name)
+        }
+        #expect(waiting.count == 1 && waiting.waiters[id]?.phase == .waiting(.deadline), "nothing changed")
+    }
 }
 
 extension WaiterState {
@@ -214,6 +233,7 @@ extension Array where Element == WaiterState.Action {
             case .requestReplay: "requestReplay"
             case .wakePolls: "wakePolls"
             case .complete: "complete"
+            case .unexpected: "unexpected"
             }
         }
     }

@@ -201,6 +201,8 @@ extension InstanceDriver {
             databaseCall { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
         case .wakePolls(let id):
             wakeWatchers(of: id)
+        case .unexpected(let id, let event):
+            logger.warning("waiter_event_unexpected", ["event": event, "request": id.uuidString])
         case .complete(let id, let completion):
             waitTimers.removeValue(forKey: id)?.cancel()
             guard let call = calls[id] else { return }

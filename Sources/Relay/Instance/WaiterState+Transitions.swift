@@ -18,7 +18,10 @@ extension WaiterState {
             waiters[id] = waiter
             actions.append(.open(id, again: false))
         case .opened(let id, let result):
-            guard let waiter = waiters[id], waiter.phase == .opening else { break }
+            guard let waiter = waiters[id], waiter.phase == .opening else {
+                actions.append(.unexpected(id, event: "opened"))
+                break
+            }
             switch result {
             case .failure(let error):
                 complete(id, .failed(error), into: &actions)
@@ -63,14 +66,20 @@ extension WaiterState {
             actions.append(.cancelTimer(id))
             waitEnded(id, wait, into: &actions)
         case .madeDurable(let id, let result):
-            guard let waiter = waiters[id], waiter.phase == .makingDurable else { break }
+            guard let waiter = waiters[id], waiter.phase == .makingDurable else {
+                actions.append(.unexpected(id, event: "made_durable"))
+                break
+            }
             switch result {
             case .failure(let error): complete(id, .failed(error), into: &actions)
             case .success(.durable): complete(id, .outcome(.waiting(expiresAt: waiter.expiresAt)), into: &actions)
             case .success: wait(id, .settledAtBound, after: Self.lateAnswerWait, into: &actions)
             }
         case .finished(let id, let result):
-            guard let waiter = waiters[id], case .finishing(let abandoned) = waiter.phase else { break }
+            guard let waiter = waiters[id], case .finishing(let abandoned) = waiter.phase else {
+                actions.append(.unexpected(id, event: "finished"))
+                break
+            }
             if abandoned {
                 complete(id, .outcome(.abandoned), into: &actions)  // a failed abandon was logged
                 break

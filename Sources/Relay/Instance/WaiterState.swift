@@ -123,6 +123,11 @@ struct WaiterState {
         case wakePolls(UUID)
         /// The call ends (its waiter is forgotten; boxed, so that every action stays small).
         indirect case complete(UUID, Completion)
+        /// An event that cannot happen in the waiter's phase (a database result for a call
+        /// not waiting for it): nothing changes, and the driver logs and counts it
+        /// (`waiter_event_unexpected`) instead of it being dropped silently. A timer or a
+        /// hang-up after the call ended is not one of these: those races are expected.
+        case unexpected(UUID, event: String)
     }
 
     /// The grace after `expires_ms` during which the phone's own answer is still awaited.
