@@ -32,7 +32,7 @@ import TestSupport
         return try #require(id)
     }
 
-    /// Runs `body` with a coordinator whose answers arrive over a real LISTEN, and a phone
+    /// Runs `body` with a driver whose answers arrive over a real LISTEN, and a phone
     /// of `owner` that answers every ping as told.
     func withRelay<R: Sendable>(owner: UUID, session: UUID, phone: Phone, maxWaiting: Int = 5,
                                 _ body: @escaping @Sendable (InstanceDriver) async throws -> R) async throws -> R {
@@ -44,7 +44,7 @@ import TestSupport
             _ = try await db.deviceHello(instance: holder, connection: UUID(), user: owner, session: session, device: device,
                                          name: "Test Phone", platform: "android", appVersion: "1", openedAt: Date())
         }
-        let coordinator = try driver(db, maxWaiting: maxWaiting)
+        let driver = try makeDriver(db, maxWaiting: maxWaiting)
         let listener = PGListener(configuration: PGConfiguration(TestDatabase.relayURL, applicationName: "coord-tests"))
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await listener.run() }
@@ -56,7 +56,7 @@ import TestSupport
                         guard case .notification(let note) = event else { ready.continuation.yield(); continue }
                         switch RelayNotification.decode(channel: note.channel, payload: note.payload) {
                         case .answer(let answer, _)? where note.channel == channels[0]:
-                            await coordinator.deliver(answer)
+                            await driver.deliver(answer)
                         case .locate(let ping, let pingOwner)? where note.channel == channels[1]:
                             #expect(pingOwner == owner)  // a holder hears only of its phones' owners
                             #expect(try await db.markDelivered([ping.id]) == 1)
@@ -81,7 +81,7 @@ import TestSupport
             }
             var readyIterator = ready.stream.makeAsyncIterator()
             _ = await readyIterator.next()
-            let result = try await body(coordinator)
+            let result = try await body(driver)
             listener.shutdown()
             try await group.waitForAll()
             return result
@@ -89,7 +89,7 @@ import TestSupport
     }
 
     /// A driver of this instance with no phones of its own: the phone is the simulated holder.
-    func driver(_ db: RelayDatabase, maxWaiting: Int = InstanceDriver.defaultMaxWaiting) throws -> InstanceDriver {
+    func makeDriver(_ db: RelayDatabase, maxWaiting: Int = InstanceDriver.defaultMaxWaiting) throws -> InstanceDriver {
         let authenticator = try Authenticator(hmacSecret: String(repeating: "s", count: 32), jwks: .none, issuer: nil, database: db)
         return InstanceDriver(instance: instance, database: db, authenticator: authenticator, logger: Logger(level: .error),
                               grace: .milliseconds(300), maxWaiting: maxWaiting)
@@ -105,8 +105,8 @@ import TestSupport
         let owner = try await user()
         let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               altitudeM: 34, deviceName: "Test Phone", platform: "android")
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { coordinator in
-            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { driver in
+            try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
         }
         #expect(outcome == .fix(fix))
     }
@@ -120,34 +120,34 @@ import TestSupport
     ])
     func phoneAnswersMapToTheirStatuses(answer: PhoneAnswer, failure: AgentFailure) async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .answer(answer)) { coordinator in
-            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .answer(answer)) { driver in
+            try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5)))
         }
         #expect(outcome == .failure(failure))
     }
 
     @Test func noDeviceIs503WithTheEmail() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .absent) { coordinator in
-            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", email: owner.email, timeout: .seconds(1)))
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .absent) { driver in
+            try await driver.locate(.init(owner: owner.user, clientID: "agent-key", email: owner.email, timeout: .seconds(1)))
         }
         #expect(outcome == .failure(.notConnected(email: owner.email)))
     }
 
     @Test func aDeviceThatGotThePingButNeverAnsweredIs504() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
-            try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1)))
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
+            try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1)))
         }
         #expect(outcome == .failure(.phoneSilent))
     }
 
     @Test func theCapGives429() async throws {
         let owner = try await user()
-        let outcomes = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore, maxWaiting: 1) { coordinator in
-            async let first = coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
+        let outcomes = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore, maxWaiting: 1) { driver in
+            async let first = driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
             _ = try await pendingRequest(of: owner.user)
-            let second = try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
+            let second = try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(2)))
             return [try await first, second]
         }
         #expect(outcomes == [.failure(.phoneSilent), .failure(.tooManyWaiting)])
@@ -157,13 +157,13 @@ import TestSupport
     /// test's own), or at its limit while a call still waits.
     @Test(.timeLimit(.minutes(1))) func untilIdleEndsWithTheLastCallOrAtItsLimit() async throws {
         let owner = try await user()
-        try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
-            let call = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1))) }
+        try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
+            let call = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1))) }
             _ = try await pendingRequest(of: owner.user)
-            await coordinator.untilIdle(within: .milliseconds(10))
-            #expect(await coordinator.waitingCount == 1, "the limit came first")
-            await coordinator.untilIdle(within: .seconds(3600))
-            #expect(await coordinator.waitingCount == 0)
+            await driver.untilIdle(within: .milliseconds(10))
+            #expect(await driver.waitingCount == 1, "the limit came first")
+            await driver.untilIdle(within: .seconds(3600))
+            #expect(await driver.waitingCount == 0)
             #expect(try await call.value == .failure(.phoneSilent))
         }
     }
@@ -171,8 +171,8 @@ import TestSupport
     /// An agent that hangs up abandons its request: the row is settled as abandoned.
     @Test func cancellationAbandonsTheRequest() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
-            let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
+        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
+            let task = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
             _ = try await pendingRequest(of: owner.user)
             task.cancel()
             return try await task.value
@@ -191,18 +191,18 @@ import TestSupport
         let owner = try await user()
         let db = TestDatabase.relay()
         try await db.registerInstance(instance)
-        let coordinator = try driver(db)
-        let task = Task { try await coordinator.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
+        let driver = try makeDriver(db)
+        let task = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
         let request = try await pendingRequest(of: owner.user)
         let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               deviceName: "Here", platform: "ios")
-        #expect(await coordinator.settlingHere(request, fix: fix))
+        #expect(await driver.settlingHere(request, fix: fix))
         #expect(try await db.settle(id: request, user: owner.user, device: nil, answer: .localLocation, instance: instance) == .settled)
         let sealed = try await admin.query("select outcome from relay.pending_requests where id = $1", [request])
         #expect(try sealed.scalar(String.self) == "location")
-        try await coordinator.resyncWaiters()
+        try await driver.resyncWaiters()
         #expect(try await task.value == .fix(fix))
     }
 
@@ -232,11 +232,11 @@ extension InstanceDriverLocateTests {
         let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               deviceName: "Test Phone", platform: "android")
         let token = try RequestToken(), mine = agent(owner.user)
-        let (opened, polled, stranger) = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { coordinator in
-            let opened = try await coordinator.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
+        let (opened, polled, stranger) = try await withRelay(owner: owner.user, session: owner.session, phone: .fix(fix)) { driver in
+            let opened = try await driver.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
                                                             resumable: .init(token: token, binding: .init(mine), callBound: nil)))
-            let polled = try await coordinator.poll(token, binding: .init(mine), wait: .seconds(5), email: nil)
-            let stranger = try await coordinator.poll(token, binding: .init(self.agent(owner.user, client: "another")), wait: .zero,
+            let polled = try await driver.poll(token, binding: .init(mine), wait: .seconds(5), email: nil)
+            let stranger = try await driver.poll(token, binding: .init(self.agent(owner.user, client: "another")), wait: .zero,
                                                       email: nil)
             return (opened, polled, stranger)
         }
@@ -249,13 +249,13 @@ extension InstanceDriverLocateTests {
     @Test func aCallAnswersWaitingAtItsBoundAndTheRequestStaysOpen() async throws {
         let owner = try await user()
         let token = try RequestToken(), mine = agent(owner.user)
-        let (first, polled, cancelled, after) = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { coordinator in
-            let first = try await coordinator.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
+        let (first, polled, cancelled, after) = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
+            let first = try await driver.locate(.init(owner: owner.user, clientID: mine.clientID, timeout: .seconds(30),
                                                            resumable: .init(token: token, binding: .init(mine),
                                                                             callBound: .milliseconds(500))))
-            let polled = try await coordinator.poll(token, binding: .init(mine), wait: .milliseconds(200), email: nil)
-            let cancelled = try await coordinator.cancel(token, binding: .init(mine), forget: false)
-            let after = try await coordinator.poll(token, binding: .init(mine), wait: .zero, email: nil)
+            let polled = try await driver.poll(token, binding: .init(mine), wait: .milliseconds(200), email: nil)
+            let cancelled = try await driver.cancel(token, binding: .init(mine), forget: false)
+            let after = try await driver.poll(token, binding: .init(mine), wait: .zero, email: nil)
             return (first, polled, cancelled, after)
         }
         guard case .waiting = first, case .waiting(let state) = polled else { Issue.record("\(first) \(polled)"); return }

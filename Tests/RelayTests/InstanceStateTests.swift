@@ -17,7 +17,7 @@ import Testing
     typealias State = InstanceState<Phone>
     typealias Action = State.Action
 
-    /// A state with the hub's windows, and the clock its events carry.
+    /// A state with the driver's windows, and the clock its events carry.
     struct Fixture {
         var state = State(helloBatch: 250, disconnectWindow: .milliseconds(50), maximumDisconnects: 1000,
                           deliveredMarkDelay: .milliseconds(200), maximumDelivered: 1000)

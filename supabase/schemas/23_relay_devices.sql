@@ -11,8 +11,8 @@
 -- One account never fails a batch: each element gets its own status (a malformed hello is
 -- 'invalid', a new device past the account's cap 'too_many_devices'); only what no peer can
 -- cause (a batch that is not an array of 1 to 1000, a connection twice) refuses the call.
--- Whatever else could still fail for one element fails the call, and the relay then sends
--- that batch's hellos one by one (DeviceHub.register).
+-- Whatever else could still fail for one element fails the call, and the relay then halves
+-- that batch until the hello that fails stands alone (InstanceDriver.helloStatuses).
 --
 -- A device's row is rewritten only when its name, platform or app version changed, or
 -- last_seen_at is older than 30 s (the heartbeat's granularity; online means seen in the

@@ -147,7 +147,8 @@ extension InstanceDriver {
     /// one drain at a time takes them from `queue` (a request's pushes never start after
     /// they were stopped, nor a ping go after its cancel). A database call runs in a task of
     /// its own and reports its result as the next event, so no drain waits for Postgres.
-    /// Only a ping and the push scheduler are awaited; every other action is performed in place.
+    /// Only the push scheduler is awaited (a ping is the phones' event, performed in place
+    /// with sends alone); every other action is performed in place.
     private func drain() async {
         guard !performing else { return }
         performing = true
