@@ -68,3 +68,30 @@ import Testing
                                          payload: #"{"kind":"reminder","owner":"\#(owner)","client_id":"c"}"#) == nil)
     }
 }
+
+/// The reminders a push scheduler claims and sends at once are bounded: one more is dropped
+/// and logged. The claim of the first waits on a row lock held here, so it is in flight.
+@Suite struct ReminderPushBoundTests {
+    @Test func aReminderPastTheBoundIsDroppedAndLogged() async throws {
+        let admin = try await TestDatabase.admin()
+        let (user, _, _) = try await TestDatabase.makeUser(admin)
+        _ = try await admin.query("insert into public.always_allowed_agents (user_id, client_id) values ($1, 'held')", [user])
+        _ = try await admin.query("begin")
+        _ = try await admin.query("select 1 from public.always_allowed_agents where user_id = $1 for update", [user])
+        let logger = Logger(level: .error)
+        let database = TestDatabase.relay()
+        let metrics = PushMetrics()
+        let scheduler = PushScheduler(instance: "reminder-bound", database: database,
+                                      dispatcher: PushDispatcher(services: .none, database: database, metrics: metrics, logger: logger),
+                                      timing: PushTiming(), metrics: metrics, logger: logger, maximumReminders: 1)
+        let reminder = GrantReminder(clientID: "held", agentName: nil, requesterID: nil)
+        await scheduler.remind(reminder, owner: user)  // its claim waits for the lock
+        await scheduler.remind(reminder, owner: user)
+        #expect(logger.failureCounts["reminder_push_dropped"] == 1, "the second is over the bound of one")
+        _ = try await admin.query("rollback")
+        await scheduler.finishSending()
+        await admin.close()
+        #expect(logger.failureCounts["push_claim_failed"] == nil, "the first claim ended once the lock went")
+        #expect(metrics.text.contains(#"whereabot_push_claims_total{stage="reminder",status="not_applicable"} 1"#))
+    }
+}

@@ -62,7 +62,9 @@ public actor InstanceDriver {
     /// that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
     let authenticator: Authenticator
-    let account: PhoneAccount
+    /// Answers a phone's requests about its own account (the sockets' and, for a reminder's
+    /// Keep or Remove, `POST /v1/device/answer`'s).
+    nonisolated let account: PhoneAccount
     /// Sealed fixes this instance settled, for a waiter elsewhere that missed them.
     let sealedAnswers: SealedAnswerMemory
     /// The push timers of the requests waiting here; nil in tests without pushes.

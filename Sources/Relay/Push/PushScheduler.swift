@@ -24,10 +24,13 @@ actor PushScheduler {
     private var sendNumber = 0
     /// Reminders being claimed and sent, by number (at most `maximumReminders`).
     private var reminders: [Int: Task<Void, Never>] = [:]
+    private let maximumReminders: Int
 
     init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming,
          budgets: PushBudgets = PushBudgets(), metrics: PushMetrics, logger: Logger,
-         clock: @escaping @Sendable () -> Date = Date.init, timers: RelayTimers = RelayTimers(loop: nil)) {
+         clock: @escaping @Sendable () -> Date = Date.init, timers: RelayTimers = RelayTimers(loop: nil),
+         maximumReminders: Int = PushScheduler.maximumReminders) {
+        self.maximumReminders = maximumReminders
         self.timers = timers
         self.budgets = budgets
         self.instance = instance
@@ -134,7 +137,7 @@ actor PushScheduler {
     /// (SPEC §14): claims it once (`relay.claim_reminder_push`) and sends it to the targets
     /// the budgets pay for.
     func remind(_ reminder: GrantReminder, owner: UUID) {
-        guard reminders.count < Self.maximumReminders else {
+        guard reminders.count < maximumReminders else {
             logger.warning("reminder_push_dropped", ["reason": "too_many"])
             return
         }

@@ -195,7 +195,7 @@ public final class RelayService: Sendable {
             agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
                                 mcp: mcp, logger: logger),
             phones: PhoneRoutes(authenticator: authenticator, driver: driver,
-                                account: PhoneAccount(database: database, extraOrigins: configuration.push.webPushOrigins, logger: logger),
+                                account: driver.account,
                                 gate: gate, health: health, logger: logger,
                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins)),
             operations: OperationsRoutes(health: health, publicURL: publicURL,
