@@ -67,7 +67,6 @@ def test_authlab_login_through_the_consent_page_then_scan(browser, standin, rela
     context = browser.new_context()
     context.add_init_script("localStorage.setItem('whereabot.session', " + json.dumps(json.dumps(
         {"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
-    page = context.new_page()
     approved = 0
     try:
         deadline = time.monotonic() + 90
@@ -75,6 +74,10 @@ def test_authlab_login_through_the_consent_page_then_scan(browser, standin, rela
             if opened.exists():
                 urls[:] = [line for line in opened.read_text().split() if "/oauth/authorize?" in line]
             if len(urls) > approved:
+                # Each authorization URL in a page of its own: the approval of an earlier one
+                # may still be on its way to login's callback when login opens the next
+                # (one page for all once had that redirect interrupt the next goto).
+                page = context.new_page()
                 page.goto(urls[approved])
                 approved += 1
                 # The consent page, or (an earlier consent) a redirect straight back to login.
@@ -82,6 +85,7 @@ def test_authlab_login_through_the_consent_page_then_scan(browser, standin, rela
                 while "/app/oauth/consent" in page.url and time.monotonic() < waited:
                     if page.locator("#consent-ask").is_visible():
                         page.click("#consent-approve")
+                        page.wait_for_url(lambda url: "/app/oauth/consent" not in url, timeout=10_000)
                         break
                     time.sleep(0.1)
             time.sleep(0.2)
