@@ -101,15 +101,16 @@ def through_the_api(admin, who):
         yield admin
 
 
-# The files that take longest, longest first (seconds of one worker, clean-clone run of
-# issue 40 at 451 tests: test_push 152, test_migrate 79, test_hostile 79, test_browser_phone
-# 56, test_forwarded 54, test_auth_standin 50, test_mcp_tasks 42, test_hostile_push 37; the
-# other 40 files take 31 s or less each). pytest-xdist's loadfile hands whole files to
-# workers in collection order, so a long file collected late (test_push after 32 others)
-# ran alone at the end; started first, the short files fill the workers around it. Only the
-# order of files changes: within one, tests run as written.
-LONGEST_FIRST = ["test_push.py", "test_migrate.py", "test_hostile.py", "test_browser_phone.py", "test_forwarded.py",
-                 "test_auth_standin.py", "test_mcp_tasks.py", "test_hostile_push.py"]
+# The files that take longest, longest first (seconds of one worker with four, issue 40 at
+# 451 tests: test_push_services 82, test_push 67, test_hostile 54, test_forwarded 47,
+# test_browser_phone 45, test_mcp_tasks 42, test_auth_standin 38, test_migrate 37,
+# test_hostile_push 37; the other 40 files take 21 s or less each). pytest-xdist's loadfile
+# hands whole files to workers in collection order, so a long file collected late
+# (test_push after 32 others) ran alone at the end; started first, the short files fill the
+# workers around it. Only the order of files changes: within one, tests run as written.
+# (test_push.py was one file of 153 s, longer than a quarter of the run: it is two now.)
+LONGEST_FIRST = ["test_push_services.py", "test_push.py", "test_hostile.py", "test_forwarded.py", "test_browser_phone.py",
+                 "test_mcp_tasks.py", "test_auth_standin.py", "test_migrate.py", "test_hostile_push.py"]
 
 
 def pytest_collection_modifyitems(items):

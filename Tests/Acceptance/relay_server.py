@@ -68,9 +68,9 @@ class RelayServer:
         return code
 
 
-def token(user_id, session_id, email, client_id=None, lifetime=3600):
-    """A Supabase-shaped access token (HS256), as Supabase Auth would issue it."""
-    now = int(time.time())
+def token(user_id, session_id, email, client_id=None, lifetime=3600, age=0):
+    """A Supabase-shaped access token (HS256), as Supabase Auth would issue it `age` seconds ago."""
+    now = int(time.time()) - age
     claims = {"sub": str(user_id), "aud": "authenticated", "role": "authenticated", "email": email,
               "session_id": str(session_id), "iat": now, "exp": now + lifetime}
     if client_id:

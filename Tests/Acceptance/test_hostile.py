@@ -72,8 +72,8 @@ def agent_key(admin, who):
         return admin.execute("select public.create_agent_key('proxy test')").fetchone()[0]
 
 
-def phone_token(who, lifetime=3600):
-    return token(who[0], who[1], who[2], lifetime=lifetime)
+def phone_token(who, lifetime=3600, age=0):
+    return token(who[0], who[1], who[2], lifetime=lifetime, age=age)
 
 
 def agent_token(who, client="hostile-test-agent"):
@@ -168,8 +168,11 @@ def test_an_expired_token_closes_the_socket_unless_refreshed(relay, admin):
     ada = user(admin)
 
     async def scenario():
-        stale = await connect_phone(relay, phone_token(ada, lifetime=2))
-        fresh = await connect_phone(relay, phone_token(ada, lifetime=2))
+        # Tokens that expired 24 s ago: within the 30-s leeway they are still taken, and
+        # their sockets close 6 s from now (the same deadline a 2-s token meets 32 s after
+        # it is issued, without the wait).
+        stale = await connect_phone(relay, phone_token(ada, lifetime=2, age=26))
+        fresh = await connect_phone(relay, phone_token(ada, lifetime=2, age=26))
         await fresh.send(json.dumps({"type": "token", "access_token": phone_token(ada, lifetime=3600)}))
         assert await closed(stale, 40) == (4001, "token_expired")
         assert fresh.close_code is None, "the socket that sent a fresh token stays open"

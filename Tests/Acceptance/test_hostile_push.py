@@ -19,7 +19,7 @@ import pytest
 
 from push_kit import Locate, Push, hex_token, wait_for
 from relay_server import RelayServer, token
-from test_push import Owner
+from push_accounts import Owner
 
 FLOOD_SECONDS = 10
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), spelled out for Python 3.11
