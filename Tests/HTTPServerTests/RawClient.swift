@@ -41,6 +41,12 @@ final class RawClient: @unchecked Sendable {
         await offPool { self.blockingReadResponses(count, timeout: timeout) }
     }
 
+    /// Reads until what came so far satisfies `enough`, the peer closes or `timeout` passes;
+    /// returns everything read.
+    func read(until enough: @escaping @Sendable ([UInt8]) -> Bool, timeout: Double = 5) async -> [UInt8] {
+        await offPool { self.blockingRead(until: enough, timeout: timeout).bytes }
+    }
+
     func send(_ text: String) { send(Array(text.utf8)) }
 
     func send(_ bytes: [UInt8]) {
@@ -55,14 +61,19 @@ final class RawClient: @unchecked Sendable {
     /// Reads until the peer closes or `timeout` passes; returns everything read and whether
     /// the peer closed.
     private func blockingReadUntilClose(timeout: Double) -> (bytes: [UInt8], closed: Bool) {
+        blockingRead(until: { _ in false }, timeout: timeout)
+    }
+
+    /// Reads until what came satisfies `enough`, the peer closes or `timeout` passes.
+    private func blockingRead(until enough: ([UInt8]) -> Bool, timeout: Double) -> (bytes: [UInt8], closed: Bool) {
         var result: [UInt8] = []
         let deadline = Date().addingTimeInterval(timeout)
         var buffer = [UInt8](repeating: 0, count: 65536)
-        while Date() < deadline {
+        while Date() < deadline, !enough(result) {
             var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pollFD, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000)))
             if ready <= 0 { break }
-            let count = read(fd, &buffer, buffer.count)
+            let count = Glibc.read(fd, &buffer, buffer.count)
             if count <= 0 { return (result, true) }
             result.append(contentsOf: buffer[0..<count])
         }
@@ -83,7 +94,7 @@ final class RawClient: @unchecked Sendable {
             }
             var pollFD = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             if poll(&pollFD, 1, Int32(max(1, deadline.timeIntervalSinceNow * 1000))) <= 0 { break }
-            let n = read(fd, &buffer, buffer.count)
+            let n = Glibc.read(fd, &buffer, buffer.count)
             if n <= 0 { break }
             data.append(contentsOf: buffer[0..<n])
         }
