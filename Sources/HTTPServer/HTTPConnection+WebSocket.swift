@@ -10,6 +10,8 @@ extension HTTPConnection {
             let inbox = MessageInbox()
             webSocket?.consumer = .task(inbox)
             let socket = WebSocket(connection: self, inbox: inbox)
+            // Owner: the connection, through the inbox: the handler returns when it finishes
+            // (the socket closed, or the server stopped), and the task ends with it.
             Task {
                 await handler(socket)
                 socket.close()

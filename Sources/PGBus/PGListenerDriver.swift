@@ -73,6 +73,8 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
             listener.publish(.connecting)
             generation += 1
             let attempt = generation, configuration = listener.configuration
+            // Owner: the driver, through `attempt`: a connection that opens after a newer
+            // attempt or a stop is closed in `connected`, never used.
             Task {
                 let result: Result<PGConnect.OwnedHandle, Error>
                 do { result = .success(try await PGConnect.openOffLoop(configuration)) } catch { result = .failure(error) }

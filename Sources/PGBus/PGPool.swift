@@ -120,6 +120,8 @@ public actor PGPool {
             return least
         }
         if let opening = sharedOpening { return try await opening.value }
+        // Owner: the pool, in `sharedOpening`: every caller meanwhile awaits this one opening,
+        // and a connection it opens after shutdown is closed below.
         let opening = Task { try await self.openConnection() }
         sharedOpening = opening
         defer { sharedOpening = nil }
@@ -206,6 +208,7 @@ public actor PGPool {
         let timeout = acquireTimeout
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
+                // Owner: the waiter, which cancels it when it is served or fails.
                 let timer = Task { [weak self] in
                     try? await Task.sleep(for: timeout)
                     if !Task.isCancelled { await self?.failWaiter(id, PGError(.poolTimeout, detail: "no free connection")) }
@@ -213,6 +216,7 @@ public actor PGPool {
                 waiters.append(Waiter(id: id, continuation: continuation, timeout: timer))
             }
         } onCancel: {
+            // Owner: the pool actor; a waiter served before it runs is not found, and nothing happens.
             Task { await self.failWaiter(id, CancellationError()) }
         }
     }

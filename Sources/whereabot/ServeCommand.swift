@@ -112,6 +112,7 @@ enum ServeCommand {
         let signals = [SIGTERM, SIGINT].map { number in
             SignalHandler.on(number) {
                 logger.info("draining", ["signal": String(number)])
+                // Owner: `relay.run()` below, which returns only once this drain has ended.
                 Task { await relay.shutdown() }
             }
         }

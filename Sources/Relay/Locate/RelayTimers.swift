@@ -21,11 +21,14 @@ struct RelayTimers: Sendable {
     /// Runs `body` (in a new task, on the loop when there is one) after `delay`.
     func after(_ delay: Duration, _ body: @escaping @Sendable () async -> Void) -> Handle {
         guard let loop else {
+            // Owner: the returned handle, whose `cancel()` cancels it.
             return Handle(timer: nil, task: Task {
                 guard (try? await Task.sleep(for: delay)) != nil else { return }
                 await Logger.untraced { await body() }
             })
         }
+        // Owner of the timer: the returned handle; the body's task, once it fired, is the
+        // body's own (it cannot be cancelled halfway: each body is one event of its owner).
         return Handle(timer: loop.schedule(after: delay) { Task(executorPreference: loop) { await body() } }, task: nil)
     }
 }

@@ -24,6 +24,8 @@ enum MCPProgress {
                        _ respond: @escaping @Sendable (Call) async -> JSONValue) async {
         enum Event: Sendable { case tick, done([UInt8]) }
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
+        // Owners: this call. `work` ends with the response, or is cancelled below when the
+        // client went away; `ticks` is cancelled when the call returns (the defer).
         let work = Task {
             continuation.yield(.done(await respond(call).bytes))
             continuation.finish()

@@ -54,6 +54,7 @@ final class RelayMaintenance: Sendable {
     /// Beats and resyncs until the task is cancelled.
     func run() async {
         let input = self.input, interval = self.interval
+        // Owners: this run, which cancels both when it returns (the defer below).
         let ticker = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
