@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
 # `make test`: every suite against a fresh test database.
-#   scripts/test.sh               build the relay, and beside the build install the Python
-#                                 test tools, start the cluster if needed, reset the test
-#                                 database and run pgTAP and the schema check; then the fault
-#                                 tests (two parts, each on clusters of its own), the test
-#                                 targets' build and swift test, and the fuzz smoke beside the
-#                                 acceptance tests in TEST_WORKERS (4) pytest-xdist workers
-#                                 with a database each; the fault tests' storm alone at the
-#                                 end; stop what it started
+#   scripts/test.sh               build once, and beside the build install the Python test
+#                                 tools, start the cluster if needed, reset the test database
+#                                 and run pgTAP and the schema check; then the fault tests
+#                                 (two parts, each on clusters of its own), swift test and the
+#                                 fuzz smoke beside the acceptance tests in TEST_WORKERS (4)
+#                                 pytest-xdist workers with a database each; the fault tests'
+#                                 storm alone at the end; stop what it started
 #   scripts/test.sh pgtap         pg_prove over supabase/tests (test database must exist)
 #   scripts/test.sh pgtap-on URL  the same on any Supabase-shaped database with the migrations
 #                                 applied (a branch project): pgTAP and the tests' helpers
@@ -53,27 +52,8 @@ run_schemas() {
 # The relay and the echo server, unless the whole run built everything first (BUILT=1).
 build_binaries() {
   [ "${BUILT:-}" = 1 ] && return
-  build_binaries_now >/dev/null
-}
-
-build_binaries_now() {
-  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product http-echo-server
-  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product whereabot
-}
-
-# make test's swift test: the test targets build at the lowest priority (beside the
-# acceptance tests, which do not need them), then the tests run at the normal one.
-build_tests_then_run_swift() {
-  local started=$SECONDS log
-  log=$(mktemp)
-  echo "== the test targets (swift build --build-tests -Xswiftc -gnone, at the lowest priority)"
-  if ! nice -n 19 swift build --build-tests "${SWIFT_DEBUG_FLAGS[@]}" >"$log" 2>&1; then
-    grep -E "error:" "$log" || tail -20 "$log"; rm -f "$log"
-    echo "the build of the test targets failed"; return 1
-  fi
-  rm -f "$log"
-  echo "the test targets: built in $((SECONDS - started)) s"
-  run_swift
+  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product http-echo-server >/dev/null
+  swift build "${SWIFT_DEBUG_FLAGS[@]}" --product whereabot >/dev/null
 }
 
 # pytest over Tests/Acceptance; with TEST_WORKERS > 1, in that many pytest-xdist workers,
@@ -162,13 +142,13 @@ case "${1:-all}" in
     echo "make test-fast: passed (make test runs the acceptance and fault tests too)"
     ;;
   all)
-    # The build of what the acceptance and fault tests run (the relay and the echo server)
-    # goes first, and the rest of the set-up beside it: the Python test tools, the cluster
-    # and the test database, then pgTAP and the schema check, which need no build.
-    echo "== build (swift build -Xswiftc -gnone of whereabot and http-echo-server), beside the venv, the database, pgTAP and the schema check"
+    # The build goes first and the rest of the set-up beside it: the Python test tools,
+    # the cluster and the test database, then pgTAP and the schema check, which need no
+    # build. Everything else waits for it.
+    echo "== build (swift build --build-tests -Xswiftc -gnone), beside the venv, the database, pgTAP and the schema check"
     started=$SECONDS
     build_log=$(mktemp)
-    build_binaries_now >"$build_log" 2>&1 &
+    swift build --build-tests "${SWIFT_DEBUG_FLAGS[@]}" >"$build_log" 2>&1 &
     build=$!
     make --no-print-directory venv
     state=$(scripts/db.sh start)
@@ -180,22 +160,22 @@ case "${1:-all}" in
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
-    # Four acceptance workers; beside them the fault tests, which restart and crash clusters
-    # of their own, and at the lowest priority the fuzz smoke and the build of the test
-    # targets (together they take the cores the tests leave idle: at normal priority the
-    # fuzz's instrumented build slowed the acceptance tests by as much as it saved,
-    # clean-clone run 11; the test targets, 124 s of CPU, are not needed before swift
-    # test). swift test (about 20 s, most of it waiting on Postgres) then runs on the test
-    # database, once the workers' copies of it are made. (Its keep-alive test answered pings
-    # in real time and once missed a 3-s deadline here, clean-clone run 23: it runs on a
-    # manual clock now.) Their output comes at the end, and the storm last, alone.
+    # Four acceptance workers, then swift test; beside them the fault tests, which restart
+    # and crash clusters of their own, and the fuzz smoke at the lowest priority (it takes
+    # the cores the tests leave idle: at normal priority its instrumented build slowed the
+    # acceptance tests by as much as it saved, clean-clone run 11). Their output comes at
+    # the end, and the storm last, alone.
+    # swift test (about 20 s, most of it waiting on Postgres) runs beside them too, on the
+    # test database, once the workers' copies of it are made. (Its keep-alive test answered
+    # pings in real time and once missed a 3-s deadline here, clean-clone run 23: it runs
+    # on a manual clock now.)
     export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
     failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp) swift_log=$(mktemp)
     start_faults "$failover_log" "$single_log"
     (renice -n 19 -p $BASHPID >/dev/null; timed run_fuzz_smoke >"$fuzz_log" 2>&1) &
     fuzz=$!
     worker_databases "$TEST_DB" "$TEST_WORKERS"
-    (timed build_tests_then_run_swift >"$swift_log" 2>&1) &
+    (timed run_swift >"$swift_log" 2>&1) &
     swift=$!
     WORKER_DATABASES=ready timed run_acceptance || failed="$failed acceptance"
     wait "$swift" || failed="$failed swift"
