@@ -116,3 +116,9 @@ LONGEST_FIRST = ["test_push_services.py", "test_push.py", "test_hostile.py", "te
 def pytest_collection_modifyitems(items):
     rank = {name: place for place, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONGEST_FIRST)))
+
+
+def pytest_configure(config):
+    """A helper thread that dies fails its test: pytest only warns by default, and a helper
+    that stopped early leaves a test checking less than it says (clean-clone run 26)."""
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")

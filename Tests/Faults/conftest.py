@@ -4,3 +4,8 @@ import sys
 import pathlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+
+def pytest_configure(config):
+    """A helper thread that dies fails its test (pytest only warns by default)."""
+    config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")
