@@ -15,26 +15,12 @@ import pytest
 import websockets
 
 from conftest import through_the_api
-from push_kit import Locate, Push
-from relay_server import RelayServer, token
+from push_accounts import push, relay  # noqa: F401,F811 (fixtures)
+from push_kit import Locate
+from relay_server import token
 from test_hostile import user
 
 NOBODY = "Nobody named {} shares their location with you. Ask them to share it with you in Whereabot."
-
-
-@pytest.fixture
-def push():
-    kit = Push()
-    yield kit
-    kit.stop()
-
-
-@pytest.fixture
-def relay(push):
-    server = RelayServer(**push.env)
-    yield server
-    if server.process.poll() is None:
-        server.stop()
 
 
 def as_user(admin, who, sql, params=()):

@@ -17,20 +17,13 @@ import uuid
 
 import pytest
 
-from push_kit import Locate, Push, hex_token, wait_for
+from push_accounts import Owner, push  # noqa: F401,F811 (push is a fixture)
+from push_kit import Locate, hex_token, wait_for
 from relay_server import RelayServer, token
-from push_accounts import Owner
 
 FLOOD_SECONDS = 10
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux), spelled out for Python 3.11
 PER_TARGET, PER_ACCOUNT = 30, 100
-
-
-@pytest.fixture
-def push():
-    kit = Push()
-    yield kit
-    kit.stop()
 
 
 @pytest.fixture
