@@ -1,5 +1,4 @@
 import Foundation
-import HTTPServer
 
 /// The transitions behind `InstanceState.handle(_:now:)`.
 extension InstanceState {
@@ -21,7 +20,7 @@ extension InstanceState {
         case .registering(let hello, var queued):
             if case .hello = message { return }  // one hello per socket
             guard queued.count < Self.maximumQueuedMessages else {
-                actions.append(.close(handle, code: WebSocketCloseCode.policyViolation, reason: "too many messages"))
+                actions.append(.close(handle, code: Self.policyViolationCode, reason: "too many messages"))
                 return
             }
             queued.append(message)
@@ -67,14 +66,14 @@ extension InstanceState {
             let wasRegistered: Bool = if case .registered? = socket { true } else { false }
             if result?.failed.contains(connection) == true {
                 // This hello alone was refused (a server error): the phone tries again.
-                refuse(connection, handle, code: WebSocketCloseCode.internalError, reason: "try again", into: &actions)
+                refuse(connection, handle, code: Self.internalErrorCode, reason: "try again", into: &actions)
                 continue
             }
             guard let result, let status = result.statuses[connection] else {
                 // Unreachable: a socket not registered yet tries again elsewhere; a
                 // registered one stays (the next re-registration retries).
                 if socket != nil, !wasRegistered {
-                    refuse(connection, handle, code: WebSocketCloseCode.internalError, reason: "try again", into: &actions)
+                    refuse(connection, handle, code: Self.internalErrorCode, reason: "try again", into: &actions)
                 }
                 continue
             }
@@ -106,9 +105,9 @@ extension InstanceState {
             case .tooMany, .tooManyDevices:
                 refuse(connection, handle, code: Self.tooManyDevicesCode, reason: "too_many_devices", into: &actions)
             case .invalid:
-                refuse(connection, handle, code: WebSocketCloseCode.policyViolation, reason: "invalid hello", into: &actions)
+                refuse(connection, handle, code: Self.policyViolationCode, reason: "invalid hello", into: &actions)
             case .forbidden:
-                refuse(connection, handle, code: WebSocketCloseCode.policyViolation, reason: "device belongs to another user",
+                refuse(connection, handle, code: Self.policyViolationCode, reason: "device belongs to another user",
                        into: &actions)
             }
         }

@@ -129,4 +129,9 @@ struct InstanceState<Handle: PhoneHandle> {
 
     /// Close code for a socket of a draining instance (the phone reconnects elsewhere).
     static var restartCode: UInt16 { 1012 }
+    /// Close code for a socket that broke the protocol (RFC 6455's 1008, as
+    /// `WebSocketCloseCode.policyViolation`: the value needs no server to name it).
+    static var policyViolationCode: UInt16 { 1008 }
+    /// Close code for a socket whose hello could not be registered now (RFC 6455's 1011).
+    static var internalErrorCode: UInt16 { 1011 }
 }
