@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import ADMIN_URL, ROOT, make_oauth_client
+from conftest import ADMIN_URL, make_oauth_client, screenshot_path
 from fake_webpush import b64url
 from push_kit import Locate, Push, wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
@@ -209,7 +209,7 @@ def test_a4_allow_shares_the_browser_position_and_a11_history_has_none(browser, 
         expect(page.locator("#prompt-reason")).to_have_text("“To pick you up at the station”, says Claude")
         expect(page.locator("#prompt-countdown")).to_contain_text("s left")
         if os.environ.get("WHEREABOT_SCREENSHOTS"):
-            page.screenshot(path=str(ROOT / "docs" / "app-prompt.png"))
+            page.screenshot(path=screenshot_path("app-prompt.png"))
         page.click("#allow")
         call.join()
         assert call.status == 200, call.body
@@ -217,7 +217,7 @@ def test_a4_allow_shares_the_browser_position_and_a11_history_has_none(browser, 
         assert (fix["latitude"], fix["longitude"], fix["accuracy_m"]) == (LAT, LON, ACC)
         expect(page.locator("#history li").first).to_contain_text("Claude: Shared")
         if os.environ.get("WHEREABOT_SCREENSHOTS"):
-            page.screenshot(path=str(ROOT / "docs" / "app-history.png"))
+            page.screenshot(path=screenshot_path("app-history.png"))
         # A11: nothing stored on the device holds the position.
         stored = page.evaluate("Object.keys(localStorage).filter(k => k !== 'whereabot.session')"
                                ".map(k => localStorage.getItem(k)).join('\\n')")

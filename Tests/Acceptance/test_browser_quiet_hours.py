@@ -10,7 +10,7 @@ import re
 
 from playwright.sync_api import expect
 
-from conftest import ROOT
+from conftest import screenshot_path
 from push_kit import Locate, wait_for
 from test_browser_phone import Person, browser, push, relay, signed_in  # noqa: F401 (fixtures)
 
@@ -44,7 +44,7 @@ def test_quiet_hours_set_in_the_page_hold_agents_back_until_they_end(browser, ad
         expect(page.locator("#quiet-list li")).to_contain_text("Every day")
         expect(page.locator("#quiet-now")).to_have_text(
             f"Quiet hours now, until {end} (UTC). Agents you have not let wake you are told to ask again then.")
-        page.screenshot(path=str(ROOT / "docs" / "app-quiet-hours.png"))
+        page.screenshot(path=screenshot_path("app-quiet-hours.png"))
 
         call = Locate(relay.base, person.agent, 10).begin()
         call.join()
@@ -111,7 +111,7 @@ def test_may_wake_me_from_the_prompts_agent_menu_lets_the_agent_ask_in_quiet_hou
         expect(page.locator("#prompt-quiet")).to_have_text(f"Quiet hours now, until {end} (UTC): Claude may wake you.")
         expect(page.locator("#prompt-wake input[type=checkbox]")).to_be_checked()
         page.evaluate("window.scrollTo(0, 0)")  # the form left the page scrolled down
-        page.screenshot(path=str(ROOT / "docs" / "app-prompt-quiet.png"))
+        page.screenshot(path=screenshot_path("app-prompt-quiet.png"))
         page.click("#allow")
         call.join()
         assert call.status == 200, call.body
@@ -139,7 +139,7 @@ def test_stop_all_sharing_names_what_ends_then_ends_it(browser, admin, make_user
         expect(page.locator("#stop-all-ends li")).to_have_text([
             "1 agent you always allow", "every person you share your location with, and every invitation waiting",
             "1 agent key", "0 connected agents", "every request waiting for your answer (its agent is told you declined)"])
-        page.screenshot(path=str(ROOT / "docs" / "app-stop-all.png"))
+        page.screenshot(path=screenshot_path("app-stop-all.png"))
         page.click("#stop-all-cancel")
         expect(page.locator("#stop-all-confirm")).to_be_hidden()
         assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s", (person.user,)).fetchone() == (1,)
