@@ -160,15 +160,15 @@ case "${1:-all}" in
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
-    # Four acceptance workers, then swift test; beside them the fault tests, which restart
-    # and crash clusters of their own, and the fuzz smoke at the lowest priority (it takes
+    # Four acceptance workers; beside them the fault tests, which restart and crash
+    # clusters of their own, swift test, and the fuzz smoke at the lowest priority (it takes
     # the cores the tests leave idle: at normal priority its instrumented build slowed the
     # acceptance tests by as much as it saved, clean-clone run 11). Their output comes at
     # the end, and the storm last, alone.
-    # swift test (about 20 s, most of it waiting on Postgres) runs beside them too, on the
-    # test database, once the workers' copies of it are made. (Its keep-alive test answered
-    # pings in real time and once missed a 3-s deadline here, clean-clone run 23: it runs
-    # on a manual clock now.)
+    # swift test (about 20 s, most of it waiting on Postgres) runs on the test database,
+    # once the workers' copies of it are made. (Its keep-alive test answered pings in real
+    # time and once missed a 3-s deadline here, clean-clone run 23: it runs on a manual
+    # clock now.)
     export BUILT=1 TEST_WORKERS=${TEST_WORKERS:-4}
     failover_log=$(mktemp) single_log=$(mktemp) fuzz_log=$(mktemp) swift_log=$(mktemp)
     start_faults "$failover_log" "$single_log"
