@@ -34,7 +34,12 @@ def ws(base):
 
 
 def in_flight(relays, phones):
-    wait_until(lambda: pending(relays) >= SENT and phones.pings >= SENT, 30, f"{SENT} requests waiting and pinged")
+    try:
+        wait_until(lambda: pending(relays) >= SENT and phones.pings >= SENT, 30, f"{SENT} requests waiting and pinged")
+    except AssertionError as timeout:
+        # Say how far it got (clean-clone run 36 timed out here once, on a slowed machine).
+        raise AssertionError(f"{timeout}: {pending(relays)} waiting, {phones.pings} pinged,"
+                             f" {len(phones.connected)} phones connected") from None
 
 
 def load(deployment, delay, first_url=None, agents_base=None):
