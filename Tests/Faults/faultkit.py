@@ -240,6 +240,11 @@ class Phones:
 
     def __init__(self, users, url, first_url=None, delay=2.0):
         self.users, self.url, self.first_url, self.delay = users, url, first_url or url, delay
+        # Answers wait for this too: a test holds them until its whole load is in flight
+        # (`hold()` … `release()`), then each comes `delay` seconds after the later of its
+        # ping and the release.
+        self.released = threading.Event()
+        self.released.set()
         self.loop = asyncio.new_event_loop()
         self.stopping = False
         self.hellos = 0
@@ -299,7 +304,16 @@ class Phones:
         twice = {request: times for request, times in self.pinged.items() if len(times) > 1}
         return f"pinged more than once: {twice}; reconnects: {self.reconnects}"
 
+    def hold(self):
+        """Answers wait until `release()`."""
+        self.released.clear()
+
+    def release(self):
+        self.released.set()
+
     async def answer(self, ws, request_id):
+        while not self.released.is_set():
+            await asyncio.sleep(0.05)
         await asyncio.sleep(self.delay)
         fix = {"type": "location", "id": request_id, "latitude": 52.52, "longitude": 13.405, "accuracy_m": 12,
                "timestamp_ms": int(time.time() * 1000)}
