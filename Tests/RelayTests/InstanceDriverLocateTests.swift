@@ -198,7 +198,7 @@ import TestSupport
         let request = try await pendingRequest(of: owner.user)
         let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
                               deviceName: "Here", platform: "ios")
-        #expect(await driver.settlingHere(request, fix: fix))
+        #expect(await driver.keptHere(request, fix))
         #expect(try await db.settle(id: request, user: owner.user, device: nil, answer: .localLocation, instance: instance) == .settled)
         let sealed = try await admin.query("select outcome from relay.pending_requests where id = $1", [request])
         #expect(try sealed.scalar(String.self) == "location")

@@ -113,8 +113,9 @@ import Testing
     @Test func aLostSettleResultIsDeliveredByTheResync() throws {
         var (state, _) = openedCall(try waiter())
         let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: 4, deviceName: "Here", platform: "ios")
-        let kept = state.settlingHere(id, fix: fix)
-        #expect(kept)
+        guard case .keptHere(id)? = state.handle(.settling(id, fix), now: start).first else {
+            Issue.record("the call waiting here keeps the fix"); return
+        }
         #expect(state.unanswered == [id])
         let row = RelayDatabase.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
         let actions = state.handle(.states([row], asked: [id], now: Date()), now: start)
@@ -234,6 +235,7 @@ extension Array where Element == WaiterState.Action {
             case .wakePolls: "wakePolls"
             case .complete: "complete"
             case .unexpected: "unexpected"
+            case .keptHere: "keptHere"
             }
         }
     }

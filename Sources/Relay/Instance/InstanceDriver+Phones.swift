@@ -44,36 +44,36 @@ extension InstanceDriver {
             if case .hello = message { session.leaveWaitingRoom() }
             stateEvent = .received(session, message)
         }
-        await handle(stateEvent)
+        await handle(.phones(stateEvent))
     }
 
     /// A new request for `owner` (its notification, or the waiter here): ping every phone
     /// of the owner connected here, and keep it for a hello of theirs still in flight.
     func ping(_ ping: LocateMessage, owner: UUID) async {
-        await handle(.locate(ping, owner: owner))
+        await handle(.phones(.locate(ping, owner: owner)))
     }
 
     /// A request ended (its cancel notification, or an answer settled here): tell every
     /// phone that got the ping.
     func cancel(request: UUID) async {
-        await handle(.cancel(request))
+        await handle(.phones(.cancel(request)))
     }
 
     /// Sends `text` to every phone of `owner` connected here that said hello (a reminder).
     func tell(owner: UUID, _ text: String) async {
-        await handle(.tell(text, owner: owner))
+        await handle(.phones(.tell(text, owner: owner)))
     }
 
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
     func deviceEvent(device: UUID, event: DeviceEvent, connection: UUID?) async {
-        await handle(.device(device, revoked: event == .revoked, except: connection))
+        await handle(.phones(.device(device, revoked: event == .revoked, except: connection)))
     }
 
     /// Closes this instance's sockets whose session was signed out or revoked, or whose
     /// device was removed (4000 "revoked"); called at every heartbeat.
     func closeRevoked() async throws {
-        await handle(.revoked(try await database.revokedConnections(on: instance)))
+        await handle(.phones(.revoked(try await database.revokedConnections(on: instance))))
     }
 
     /// Catches up with the tables: re-registers every socket when `reregister` (after a
@@ -81,9 +81,9 @@ extension InstanceDriver {
     /// `RelayDatabase.maxHellosPerBatch`; sends pings whose notification was missed,
     /// settles held answers, and forgets expired pings.
     func resyncPhones(reregister: Bool) async throws {
-        let actions = phones.handle(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch), now: Date())
+        let actions = state.handle(.phones(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch)))
         let registrations = actions.compactMap { action -> [State.Hello]? in
-            guard case .registerHellos(let batch, batched: false) = action else { return nil }
+            guard case .phones(.registerHellos(let batch, batched: false)) = action else { return nil }
             return batch
         }
         var reachable = true
@@ -92,15 +92,15 @@ extension InstanceDriver {
             // registered yet close "try again"; registered ones are tried at the next beat).
             let result = reachable ? await helloStatuses(batch) : nil
             reachable = result != nil
-            await handle(.hellosRegistered(batch, result, batched: false))
+            await handle(.phones(.hellosRegistered(batch, result, batched: false)))
         }
         guard reachable else { throw PhoneResyncError.reregistrationFailed }
-        for (owner, ping) in try await database.pendingLocates(on: instance) { await handle(.locate(ping, owner: owner)) }
-        for case .settle(let answer) in actions {
+        for (owner, ping) in try await database.pendingLocates(on: instance) { await handle(.phones(.locate(ping, owner: owner))) }
+        for case .phones(.settle(let answer)) in actions {
             // `gone` may mean the waiter has not re-created the row after a crash yet: kept
             // until the request expires (a cancel drops it sooner).
             guard let settled = await settle(answer) else { throw PhoneResyncError.settleFailed }
-            await handle(.settled(answer, settled))
+            await handle(.phones(.settled(answer, settled)))
         }
     }
 
@@ -111,120 +111,13 @@ extension InstanceDriver {
         do { try await database.drainConnections(on: instance) } catch {
             logger.failure("drain_connections_failed", error)  // each socket's close forgets it then
         }
-        await handle(.drain)
+        await handle(.phones(.drain))
     }
 
-    // MARK: Actions
-
-    /// Handles `event` and performs its actions in order. Those that need no waiting (most
-    /// events have only such) are performed from `scratch` in place; from the first that is
-    /// awaited on, the rest are taken out and performed by `perform`.
-    func handle(_ event: State.Event) async {
-        phones.handle(event, now: Date(), into: &scratch)
-        var next = 0
-        while next < scratch.count, performNow(scratch[next]) { next += 1 }
-        let rest = next < scratch.count ? Array(scratch[next...]) : []
-        // The buffer keeps its storage between events, unless a burst (a drain, a resync) grew it.
-        if scratch.capacity > 64 { scratch = [] } else { scratch.removeAll(keepingCapacity: true) }
-        guard !rest.isEmpty else { return }
-        guard case .hellosRegistered = event else {
-            await perform(rest)
-            return
-        }
-        // The sockets' queued messages are handled here, not by their own events: each
-        // socket's next event waits until they are (see `replaying`).
-        let sockets = Set(rest.compactMap(\.socket))
-        for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
-        await perform(rest)
-        for connection in sockets {
-            for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
-        }
-    }
-
-    /// Performs actions in order. What a socket asked for (an account request, a token
-    /// check, a settle) is awaited, so the socket's next message comes after it; batched
-    /// calls run in tasks of their own and report back as events.
-    private func perform(_ actions: [State.Action]) async {
-        for action in actions where !performNow(action) {
-            switch action {
-            case .settle(let answer):
-                await handle(.settled(answer, await settle(answer)))
-            case .checkToken(let session, let token):
-                await handle(.tokenChecked(session, await check(token, of: session)))
-            case .account(let session, let device, let request):
-                session.send(await account.handle(request, user: session.user, device: device))
-            case .forgetSession(let id):
-                await authenticator.forgetSession(id)
-            default:
-                preconditionFailure("performed by performNow")
-            }
-        }
-    }
-
-    /// Performs `action` when it needs no waiting; false (nothing done) when it must be awaited.
-    private func performNow(_ action: State.Action) -> Bool {
-        switch action {
-        case .send(let session, let text):
-            session.send(text)
-        case .close(let session, let code, let reason):
-            session.close(code: code, reason: reason)
-        case .registerHellos(let batch, let batched):
-            guard callStarting() else { break }
-            // Owner: the driver (`finish()` waits for it); the result comes back as the event
-            // `hellosRegistered`.
-            Task(executorPreference: executor) {
-                await Logger.untraced {
-                    let result = await self.helloStatuses(batch)
-                    await self.handle(.hellosRegistered(batch, result, batched: batched))
-                    await self.callEnded()
-                }
-            }
-        case .disconnect(let batch):
-            batchCall(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
-        case .markDelivered(let batch):
-            batchCall(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
-        case .armWindow(let call, let delay):
-            _ = timers.after(delay) { await self.handle(.windowEnded(call)) }
-        case .sendAlwaysAllowed(let session):
-            guard callStarting() else { break }
-            let account = self.account
-            // Owner: the driver (`finish()` waits for it); a socket closed meanwhile drops the send.
-            Task(executorPreference: executor) {
-                for list in await account.lists(user: session.user) ?? [] { session.send(list) }
-                await self.callEnded()
-            }
-        case .renewCredential(let session, let expiry):
-            session.renewCredential(until: expiry)
-        case .requestReregistration:
-            reregistrationInput.yield()
-        case .info(let event, let connection):
-            logger.info(event, ["connection": connection.uuidString])
-        case .warn(let event, let connection):
-            logger.warning(event, ["connection": connection.uuidString])
-        case .settle, .checkToken, .account, .forgetSession:
-            return false
-        }
-        return true
-    }
-
-    /// One disconnects or delivered-marks call in a task of its own; its end is an event.
-    private func batchCall(_ call: State.Call, _ failure: String, _ count: Int,
-                      _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
-        guard callStarting() else { return }
-        let database = self.database, logger = self.logger
-        // Owner: the driver (`finish()` waits for it); its end is the event `batchSent`, which
-        // lets the next batch go.
-        Task(executorPreference: executor) {
-            await Logger.untraced {
-                do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
-                await self.handle(.batchSent(call))
-                await self.callEnded()
-            }
-        }
-    }
+    // MARK: What the actions need
 
     /// Seals and settles a phone's answer; nil when the database could not be reached.
-    private func settle(_ answer: State.Answer) async -> RelayStatus.Settle? {
+    func settle(_ answer: State.Answer) async -> RelayStatus.Settle? {
         let record = answer.record
         do {
             return try await settle(id: answer.id, user: record.handle.user, device: record.device,
@@ -239,7 +132,7 @@ extension InstanceDriver {
     /// A `token` message: a fresh access token for the same user and session, without
     /// client_id, keeps the socket open past the old token's expiry; anything else closes
     /// it 4001 "token_expired".
-    private func check(_ token: String, of session: DeviceSession) async -> State.TokenCheck {
+    func check(_ token: String, of session: DeviceSession) async -> State.TokenCheck {
         do {
             let fresh = try await authenticator.phone("Bearer " + token)
             guard fresh.userID == session.user, fresh.sessionID == session.sessionID else { return .expired }
@@ -292,15 +185,4 @@ extension InstanceDriver {
 enum PhoneResyncError: Error {
     case reregistrationFailed
     case settleFailed
-}
-
-private extension InstanceState.Action {
-    /// The socket whose own message this awaited action answers; nil for the others.
-    var socket: UUID? {
-        switch self {
-        case .settle(let answer): answer.record.handle.connection
-        case .checkToken(let handle, _), .account(let handle, _, _): handle.connection
-        default: nil
-        }
-    }
 }

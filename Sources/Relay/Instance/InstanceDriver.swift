@@ -1,22 +1,24 @@
 import Foundation
 import HTTPServer
 
-/// The one executor of an instance (issue 41): it holds the instance's two values — the
-/// phones' `InstanceState` (sockets, pings, held answers, batched calls) and the waiters'
-/// `WaiterState` (the agents' calls waiting here) — and performs the actions they return.
-/// Every event goes through one of the values; the driver only does I/O: it sends and
-/// closes sockets, calls the database, arms timers and resumes the agents' calls.
+/// The one executor of an instance (issue 41): it holds the instance's one value,
+/// `Instance` (the phones' sockets, pings, held answers and batched calls, and the agents'
+/// calls waiting here), hands it every event and performs the actions it returns, in one
+/// place (`InstanceDriver+Perform.swift`). The driver only does I/O: it sends and closes
+/// sockets, calls the database, arms timers and resumes the agents' calls; it keeps only
+/// what a value cannot hold (continuations, timer handles).
 ///
-/// One actor for both sides means a request opened here reaches the phones here, and a
-/// phone's answer here reaches the call waiting here, without crossing between executors:
-/// the ping of a new request is an event of the phones' value performed in place
-/// (`InstanceDriver+Locate.swift`), and a fix answered on this instance is kept by the
-/// waiters' value and handed to its call without being sealed (`InstanceDriver+Settle.swift`).
+/// A request opened here reaches the phones here, and a phone's answer here reaches the
+/// call waiting here, as transitions of that one value: the ping of a new request goes out
+/// in the event that opened it, and a fix answered on this instance is kept by its call and
+/// handed over without being sealed (`InstanceDriver+Settle.swift`).
 ///
-/// The parts: `+Phones` (socket events, notifications for phones, the phones' resync and
-/// drain), `+Locate` (the agents' calls), `+Durable` (polls and cancels of durable
-/// requests), `+Settle` (a phone's answer, from its socket or `POST /v1/device/answer`).
+/// The parts: `+Perform` (events in, actions out), `+Phones` (socket events, notifications
+/// for phones, the phones' resync and drain), `+Locate` (the agents' calls), `+Durable`
+/// (polls and cancels of durable requests), `+Settle` (a phone's answer, from its socket or
+/// `POST /v1/device/answer`).
 public actor InstanceDriver {
+    typealias Value = Instance<DeviceSession>
     typealias State = InstanceState<DeviceSession>
 
     // MARK: Phones
@@ -72,12 +74,11 @@ public actor InstanceDriver {
     let grace: Duration
     let maxWaiting: Int
 
-    /// The phones: every socket here, its pings and held answers, and every decision about them.
-    var phones = State(helloBatch: helloBatch, disconnectWindow: disconnectWindow,
-                       maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
-                       deliveredMarkDelay: deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered)
-    /// The actions of the phones' event being handled (reused: see `handle(_:)`).
-    var scratch: [State.Action] = []
+    /// The instance: its phones (every socket here, its pings and held answers) and the
+    /// calls waiting here, and every decision about them.
+    var state: Value
+    /// The actions of the event being handled (reused: see `handle(_:)`).
+    var scratch: [Value.Action] = []
     /// Each time a hello found this instance's row gone (reaped, or lost in a crash): whoever
     /// keeps the instance's row (its maintenance) beats now, which re-creates it, and
     /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
@@ -96,14 +97,13 @@ public actor InstanceDriver {
     /// was answered after a key created after it, and emptied the page's list).
     var replaying: [UUID: [CheckedContinuation<Void, Never>]] = [:]
 
-    /// Every call waiting here, and every decision about them.
-    var waiters: WaiterState
-    /// What each waiting call needs that is not a decision: its continuation and its reply
-    /// key (to open a sealed fix).
+    /// What each waiting call needs that is not a decision: its request (to open it), its
+    /// reply key (to open a sealed fix) and its continuation.
     var calls: [UUID: Call] = [:]
     /// Each waiting call's one timer (its current wait).
     var waitTimers: [UUID: RelayTimers.Handle] = [:]
-    /// The waiters' actions not performed yet, and whether a drain is performing them.
+    /// The waiters' actions not performed yet (performed in the order their events came,
+    /// across events: see `drain()`), and whether a drain is performing them.
     var queue: [WaiterState.Action] = []
     var performing = false
     /// Polls of durable requests waiting here for an answer, by request and poll.
@@ -115,8 +115,9 @@ public actor InstanceDriver {
     /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
     var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
 
-    /// A waiting call's continuation and reply key.
+    /// A waiting call's request, reply key and continuation.
     struct Call {
+        let request: LocateRequest
         let replyKey: ReplyKey
         /// Set once the call waits.
         var continuation: CheckedContinuation<LocateOutcome, any Error>?
@@ -140,7 +141,10 @@ public actor InstanceDriver {
         self.executor = executor
         self.timers = timers
         self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
-        self.waiters = WaiterState(grace: grace)
+        self.state = Value(phones: State(helloBatch: Self.helloBatch, disconnectWindow: Self.disconnectWindow,
+                                         maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
+                                         deliveredMarkDelay: Self.deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered),
+                           waiters: WaiterState(grace: grace))
         (reregistrationRequests, reregistrationInput) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -148,13 +152,13 @@ public actor InstanceDriver {
     nonisolated let waitingRoom = HelloWaitingRoom()
 
     /// Phones connected here (after hello).
-    var connectedCount: Int { phones.registeredCount }
+    var connectedCount: Int { state.phones.registeredCount }
 
     /// Answers waiting for the database (for /metrics).
-    var heldCount: Int { phones.held.count }
+    var heldCount: Int { state.phones.held.count }
 
     /// Requests waiting here now (for /metrics, resync and drain).
-    var waitingCount: Int { waiters.count }
+    var waitingCount: Int { state.waiters.count }
 
     // MARK: Shutdown
 

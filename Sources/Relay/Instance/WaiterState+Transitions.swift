@@ -34,7 +34,7 @@ extension WaiterState {
                 if let ping = opened.ping { actions.append(.ping(id, ping, owner: waiter.request.owner)) }
                 actions.append(.pushesOpened(id, connections: opened.connections ?? 0, expires: waiter.expiresAt))
                 let total = waiter.request.timeout + grace
-                if let bound = waiter.request.resumable?.callBound, bound < total {
+                if let bound = waiter.request.callBound, bound < total {
                     wait(id, .bound, after: bound, into: &actions)
                 } else {
                     wait(id, .deadline, after: waiter.calledAt + total - now, into: &actions)
@@ -87,6 +87,12 @@ extension WaiterState {
             finished(id, waiter, result, into: &actions)
         case .states(let states, let asked, let now):
             resynced(states, asked: asked, at: now, into: &actions, clock: clockNow)
+        case .settling(let id, let fix):
+            guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { break }
+            waiters[id]!.settlingFix = fix
+            actions.append(.keptHere(id))
+        case .settledElsewhere(let id):
+            waiters[id]?.settlingFix = nil
         }
     }
 

@@ -13,10 +13,35 @@ import Foundation
 /// with each event): `InstanceDriver` performs the actions, and the tests drive the
 /// value with instants of their own.
 struct WaiterState {
+    /// What the value needs of a call's request (the rest — its token and binding, the
+    /// agent's names, its reason — stays with the driver, which opens the request).
+    struct Request: Sendable {
+        /// Whose phones are asked.
+        let owner: UUID
+        /// The credential's email, for the 503 text.
+        let email: String?
+        /// How long the phone has to answer.
+        let timeout: Duration
+        /// How long the call waits before the request outlives it, when it may.
+        let callBound: Duration?
+        /// Whether its result is kept for the agent's token (its fix always comes sealed:
+        /// the agent may fetch it elsewhere).
+        let resumable: Bool
+
+        /// What the value needs of a call.
+        init(owner: UUID, email: String?, timeout: Duration, callBound: Duration? = nil, resumable: Bool = false) {
+            self.owner = owner
+            self.email = email
+            self.timeout = timeout
+            self.callBound = callBound
+            self.resumable = resumable
+        }
+    }
+
     /// One waiting call.
     struct Waiter: Sendable {
-        /// The request as the agent asked it.
-        let request: LocateRequest
+        /// What the agent asked.
+        let request: Request
         /// The reply key's public half (the ping carries it).
         let publicKey: [UInt8]
         /// When the phone's answer is due.
@@ -34,7 +59,16 @@ struct WaiterState {
         var hungUp = false
 
         /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
-        var resumable: Bool { request.resumable != nil }
+        var resumable: Bool { request.resumable }
+
+        /// A call of `request`, its reply key's public half, when its phone's answer is due
+        /// and when it began.
+        init(request: Request, publicKey: [UInt8], expiresAt: Date, calledAt: ContinuousClock.Instant) {
+            self.request = request
+            self.publicKey = publicKey
+            self.expiresAt = expiresAt
+            self.calledAt = calledAt
+        }
     }
 
     /// Where a call is.
@@ -96,6 +130,13 @@ struct WaiterState {
         /// A resync read these rows of the requests it asked for (`asked`); rows missing
         /// were lost in a Postgres crash.
         case states([RelayRows.RequestState], asked: [UUID], now: Date)
+        /// A phone on this instance answered request `id` with `fix`, and the settle is about
+        /// to run: a call waiting here for it keeps the fix (`keptHere`), which then never
+        /// needs sealing (it does not cross Postgres); otherwise nothing happens and the fix
+        /// must travel sealed.
+        case settling(UUID, LocationFix)
+        /// The settle of a kept fix did not win (another answer did): the fix is dropped.
+        case settledElsewhere(UUID)
     }
 
     /// What to do.
@@ -128,6 +169,9 @@ struct WaiterState {
         /// (`waiter_event_unexpected`) instead of it being dropped silently. A timer or a
         /// hang-up after the call ended is not one of these: those races are expected.
         case unexpected(UUID, event: String)
+        /// The call waiting here keeps the fix of `settling`: settle it as `local_location`,
+        /// unsealed (a decision for the settle under way rather than work to do).
+        case keptHere(UUID)
     }
 
     /// The grace after `expires_ms` during which the phone's own answer is still awaited.
@@ -149,17 +193,4 @@ struct WaiterState {
 
     /// The requests whose answer has not arrived (a resync reads their rows).
     var unanswered: [UUID] { waiters.filter { $0.value.answer == nil }.map(\.key) }
-
-    /// Keeps `fix` for request `id` while a phone's answer on this instance is settled;
-    /// false when the request does not wait here (then the fix must travel sealed).
-    mutating func settlingHere(_ id: UUID, fix: LocationFix) -> Bool {
-        guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { return false }
-        waiters[id]!.settlingFix = fix
-        return true
-    }
-
-    /// The settle of a fix kept by `settlingHere` did not win (another answer did).
-    mutating func settledElsewhere(_ id: UUID) {
-        waiters[id]?.settlingFix = nil
-    }
 }

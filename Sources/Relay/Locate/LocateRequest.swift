@@ -1,7 +1,8 @@
 import Foundation
 
 /// One locate as the agent asked it: whose phones, who asks, for how long, and, for a
-/// durable request, how it outlives its call. A plain value, held by `WaiterState`.
+/// durable request, how it outlives its call. A plain value, held by the driver for each
+/// call (the waiters' value keeps what it decides with: `WaiterState.Request`).
 public struct LocateRequest: Sendable {
     /// Whose phones to ask.
     public var owner: UUID
@@ -60,5 +61,20 @@ public struct LocateRequest: Sendable {
             self.ttl = ttl
             self.wrapped = wrapped
         }
+    }
+}
+
+extension WaiterState.Request {
+    /// What the waiters' value needs of `request`.
+    init(_ request: LocateRequest) {
+        self.init(owner: request.owner, email: request.email, timeout: request.timeout,
+                  callBound: request.resumable?.callBound, resumable: request.resumable != nil)
+    }
+}
+
+extension WaiterState.Waiter {
+    /// A call of `request` (see `init(request:publicKey:expiresAt:calledAt:)`).
+    init(request: LocateRequest, publicKey: [UInt8], expiresAt: Date, calledAt: ContinuousClock.Instant) {
+        self.init(request: WaiterState.Request(request), publicKey: publicKey, expiresAt: expiresAt, calledAt: calledAt)
     }
 }

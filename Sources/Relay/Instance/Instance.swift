@@ -1,0 +1,111 @@
+import Foundation
+
+/// Everything one relay instance knows, as one value driven by events: its phones
+/// (`InstanceState`: sockets, pings, held answers, batched calls) and the agents' calls
+/// waiting on it (`WaiterState`). One `Event` vocabulary goes in and one `Action` vocabulary
+/// comes out; `InstanceDriver` performs the actions, in one place, and keeps only what a
+/// value cannot hold (continuations, timer handles, I/O).
+///
+/// What crosses between the two sides is a transition of this value, not a hop between
+/// executors:
+/// - a request opened here pings the owner's phones here in the same event (the waiters'
+///   `ping` becomes the phones' `locate`), unless its call ended in that event;
+/// - a fix a phone here answers for a call waiting here is kept by the call while it is
+///   settled (`settling` → `keptHere`), so it never needs sealing;
+/// - an answer settled here reaches the call waiting here, and the phones that got the
+///   ping are told it ended (`settledHere`).
+///
+/// Each side stays testable alone (`InstanceStateTests`, `WaiterStateTests` drive the
+/// parts); `InstanceTests` drive what crosses.
+struct Instance<Handle: PhoneHandle> {
+    /// The phones connected here and every decision about them.
+    var phones: InstanceState<Handle>
+    /// The calls waiting here and every decision about them.
+    var waiters: WaiterState
+    /// Reused buffers for the parts' actions (no array is made per event).
+    private var phoneActions: [InstanceState<Handle>.Action] = []
+    private var waiterActions: [WaiterState.Action] = []
+
+    /// What happened.
+    enum Event {
+        /// On a socket, on the bus for phones, on a phones' timer, or a phones' database result.
+        case phones(InstanceState<Handle>.Event)
+        /// A call, its database results, its timers, its hang-up, or an answer for it.
+        case waiters(WaiterState.Event)
+        /// A phone here answered request `id` with `fix` and its settle is about to run.
+        case settling(UUID, LocationFix)
+        /// That settle did not win (another answer did): the kept fix is dropped.
+        case settledElsewhere(UUID)
+        /// This instance settled `answer` (with the fix it carries when answered here):
+        /// the call waiting here takes it, and with `cancelPings` (an answer without a
+        /// socket, `POST /v1/device/answer`) the phones here that got the ping are told it
+        /// ended — a socket's settle does that in the phones' own `settled` event.
+        case settledHere(AnswerNotification, fix: LocationFix?, cancelPings: Bool)
+    }
+
+    /// What to do, in order.
+    enum Action {
+        /// A phones' action (send, close, call the database, arm a window).
+        case phones(InstanceState<Handle>.Action)
+        /// A waiters' action (open, push, arm a wait, finish, complete a call).
+        case waiters(WaiterState.Action)
+    }
+
+    /// An instance with the phones' batch windows and the waiters' grace.
+    init(phones: InstanceState<Handle>, waiters: WaiterState) {
+        self.phones = phones
+        self.waiters = waiters
+    }
+
+    /// Handles one event at `now` (`instant` on the continuous clock), appending the
+    /// actions to perform, in order, to `actions`.
+    mutating func handle(_ event: Event, now: Date, instant: ContinuousClock.Instant, into actions: inout [Action]) {
+        switch event {
+        case .phones(let event):
+            phonesHandle(event, now: now, into: &actions)
+        case .waiters(let event):
+            waitersHandle(event, now: now, instant: instant, into: &actions)
+        case .settling(let id, let fix):
+            waitersHandle(.settling(id, fix), now: now, instant: instant, into: &actions)
+        case .settledElsewhere(let id):
+            waitersHandle(.settledElsewhere(id), now: now, instant: instant, into: &actions)
+        case .settledHere(let answer, let fix, let cancelPings):
+            waitersHandle(.answer(answer, fix: fix), now: now, instant: instant, into: &actions)
+            if cancelPings { phonesHandle(.cancel(answer.id), now: now, into: &actions) }
+        }
+    }
+
+    /// Handles one event and returns its actions (for tests).
+    mutating func handle(_ event: Event, now: Date = Date(), instant: ContinuousClock.Instant = .now) -> [Action] {
+        var actions: [Action] = []
+        handle(event, now: now, instant: instant, into: &actions)
+        return actions
+    }
+
+    private mutating func phonesHandle(_ event: InstanceState<Handle>.Event, now: Date, into actions: inout [Action]) {
+        phones.handle(event, now: now, into: &phoneActions)
+        for action in phoneActions { actions.append(.phones(action)) }
+        clear(&phoneActions)
+    }
+
+    private mutating func waitersHandle(_ event: WaiterState.Event, now: Date, instant: ContinuousClock.Instant,
+                                  into actions: inout [Action]) {
+        waiters.handle(event, now: instant, into: &waiterActions)
+        for action in waiterActions {
+            guard case .ping(let id, let ping, let owner) = action else {
+                actions.append(.waiters(action))
+                continue
+            }
+            // The phones here, in place. A call that ended in this same event (its answer
+            // came while it opened) pings nobody: its request is settled already.
+            guard waiters.waiters[id] != nil else { continue }
+            phonesHandle(.locate(ping, owner: owner), now: now, into: &actions)
+        }
+        clear(&waiterActions)
+    }
+
+    /// Empties a reused buffer, keeping its storage unless a burst (a resync, a drain) grew it.
+    private func clear<T>(_ buffer: inout [T]) {
+        if buffer.capacity > 64 { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
+    }
+}

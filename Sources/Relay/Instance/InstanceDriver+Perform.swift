@@ -1,0 +1,240 @@
+import Foundation
+
+/// Events in, actions out: every event of the instance goes through `handle(_:)`, which
+/// hands it to the value and performs the actions it returns, each in `performNow` (the
+/// ones that need no waiting) or `perform` (the ones awaited). Nothing else changes the
+/// value, and nothing else performs an action.
+///
+/// Two orders are kept. A socket's awaited actions (a settle, a token check, an account
+/// request) are performed before the socket's next event is handled, so a phone's messages
+/// are answered in the order it sent them (SPEC §5). The waiters' actions are performed in
+/// the order their events produced them, across events: one drain at a time takes them from
+/// `queue`, so a request's pushes never start after they were stopped. A database call runs
+/// in a task of its own and reports its result as the next event, so no event waits for
+/// Postgres except the one a socket's own message asked for.
+extension InstanceDriver {
+    /// Handles `event` and performs its actions in order. Those that need no waiting (most
+    /// events have only such) are performed from `scratch` in place; from the first that is
+    /// awaited on, the rest are taken out and performed by `perform`.
+    func handle(_ event: Value.Event) async {
+        state.handle(event, now: Date(), instant: .now, into: &scratch)
+        var next = 0
+        while next < scratch.count, performNow(scratch[next]) { next += 1 }
+        let rest = next < scratch.count ? Array(scratch[next...]) : []
+        // The buffer keeps its storage between events, unless a burst (a drain, a resync) grew it.
+        if scratch.capacity > 64 { scratch = [] } else { scratch.removeAll(keepingCapacity: true) }
+        if !rest.isEmpty {
+            if case .phones(.hellosRegistered) = event {
+                // The sockets' queued messages are handled here, not by their own events: each
+                // socket's next event waits until they are (see `replaying`).
+                let sockets = Set(rest.compactMap(\.socket))
+                for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
+                for action in rest where !performNow(action) { await perform(action) }
+                for connection in sockets {
+                    for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
+                }
+            } else {
+                for action in rest where !performNow(action) { await perform(action) }
+            }
+        }
+        if !queue.isEmpty { await drain() }
+    }
+
+    /// Performs actions a caller took from the value itself, in order (a resync's, which
+    /// performs some of its steps in its own task).
+    func perform(_ actions: some Sequence<Value.Action>) async {
+        for action in actions where !performNow(action) { await perform(action) }
+        if !queue.isEmpty { await drain() }
+    }
+
+    /// Performs the queued waiters' actions in the order the events produced them (see the
+    /// extension's overview); only the push scheduler is awaited.
+    private func drain() async {
+        guard !performing else { return }
+        performing = true
+        var next = 0
+        while next < queue.count {
+            let action = Value.Action.waiters(queue[next])
+            next += 1
+            if !performNow(action, queued: true) { await perform(action) }
+        }
+        // The queue keeps its storage between drains, unless a burst (a resync) grew it.
+        if queue.capacity > 64 { queue = [] } else { queue.removeAll(keepingCapacity: true) }
+        performing = false
+        if state.waiters.count == 0, !idleWaiters.isEmpty { idleWaiters.keys.forEach(endIdleWait) }
+    }
+
+    /// Performs `action` when it needs no waiting; false (nothing done) when it must be
+    /// awaited (`perform`). A waiters' action is queued for the drain unless it is the drain
+    /// performing it (`queued`).
+    private func performNow(_ action: Value.Action, queued: Bool = false) -> Bool {
+        switch action {
+        case .phones(let action):
+            return performNow(action)
+        case .waiters(let action) where !queued:
+            queue.append(action)
+            return true
+        case .waiters(let action):
+            return performNow(action)
+        }
+    }
+
+    /// Performs an action that must be awaited. What a socket asked for (an account request,
+    /// a token check, a settle) is awaited, so the socket's next message comes after it.
+    private func perform(_ action: Value.Action) async {
+        switch action {
+        case .phones(.settle(let answer)):
+            await handle(.phones(.settled(answer, await settle(answer))))
+        case .phones(.checkToken(let session, let token)):
+            await handle(.phones(.tokenChecked(session, await check(token, of: session))))
+        case .phones(.account(let session, let device, let request)):
+            session.send(await account.handle(request, user: session.user, device: device))
+        case .phones(.forgetSession(let id)):
+            await authenticator.forgetSession(id)
+        case .waiters(.pushesOpened(let id, let connections, let expires)):
+            await pushes?.opened(id, connections: connections, expires: expires)
+        case .waiters(.pushesSettled(let id)):
+            await pushes?.settled(id)
+        default:
+            preconditionFailure("performed by performNow")
+        }
+    }
+
+    // MARK: The phones' actions
+
+    private func performNow(_ action: State.Action) -> Bool {
+        switch action {
+        case .send(let session, let text):
+            session.send(text)
+        case .close(let session, let code, let reason):
+            session.close(code: code, reason: reason)
+        case .registerHellos(let batch, let batched):
+            guard callStarting() else { break }
+            // Owner: the driver (`finish()` waits for it); the result comes back as the event
+            // `hellosRegistered`.
+            Task(executorPreference: executor) {
+                await Logger.untraced {
+                    let result = await self.helloStatuses(batch)
+                    await self.handle(.phones(.hellosRegistered(batch, result, batched: batched)))
+                    await self.callEnded()
+                }
+            }
+        case .disconnect(let batch):
+            batchCall(.disconnects, "device_disconnect_failed", batch.count) { try await $0.deviceDisconnects(batch) }
+        case .markDelivered(let batch):
+            batchCall(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
+        case .armWindow(let call, let delay):
+            _ = timers.after(delay) { await self.handle(.phones(.windowEnded(call))) }
+        case .sendAlwaysAllowed(let session):
+            guard callStarting() else { break }
+            let account = self.account
+            // Owner: the driver (`finish()` waits for it); a socket closed meanwhile drops the send.
+            Task(executorPreference: executor) {
+                for list in await account.lists(user: session.user) ?? [] { session.send(list) }
+                await self.callEnded()
+            }
+        case .renewCredential(let session, let expiry):
+            session.renewCredential(until: expiry)
+        case .requestReregistration:
+            reregistrationInput.yield()
+        case .info(let event, let connection):
+            logger.info(event, ["connection": connection.uuidString])
+        case .warn(let event, let connection):
+            logger.warning(event, ["connection": connection.uuidString])
+        case .settle, .checkToken, .account, .forgetSession:
+            return false
+        }
+        return true
+    }
+
+    /// One disconnects or delivered-marks call in a task of its own; its end is an event.
+    private func batchCall(_ call: State.Call, _ failure: String, _ count: Int,
+                           _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
+        guard callStarting() else { return }
+        let database = self.database, logger = self.logger
+        // Owner: the driver (`finish()` waits for it); its end is the event `batchSent`, which
+        // lets the next batch go.
+        Task(executorPreference: executor) {
+            await Logger.untraced {
+                do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
+                await self.handle(.phones(.batchSent(call)))
+                await self.callEnded()
+            }
+        }
+    }
+
+    // MARK: The waiters' actions
+
+    private func performNow(_ action: WaiterState.Action) -> Bool {
+        let database = self.database, instance = self.instance
+        switch action {
+        case .open(let id, _):
+            guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { break }
+            databaseCall { try await self.open(id, request, waiter) } then: { .opened(id, $0) }
+        case .ping:
+            preconditionFailure("the value turns a ping into the phones' locate")
+        case .pushesOpened, .pushesSettled:
+            return false
+        case .arm(let id, let wait, let delay):
+            waitTimers.removeValue(forKey: id)?.cancel()
+            waitTimers[id] = timers.after(delay) { [weak self] in await self?.handle(.waiters(.timerFired(id, wait))) }
+        case .cancelTimer(let id):
+            waitTimers.removeValue(forKey: id)?.cancel()
+        case .makeDurable(let id):
+            databaseCall { try await database.makeDurable(id: id, instance: instance) } then: { .madeDurable(id, $0) }
+        case .finish(let id, let abandoned):
+            let logger = self.logger
+            databaseCall { try await database.finish(id: id, instance: instance, abandoned: abandoned) } then: { result in
+                if case .failure(let error) = result {
+                    logger.failure(abandoned ? "abandon_failed" : "finish_failed", error, ["request": id.uuidString])
+                }
+                return .finished(id, result)
+            }
+        case .requestReplay(let ids):
+            databaseCall { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
+        case .wakePolls(let id):
+            wakeWatchers(of: id)
+        case .unexpected(let id, let event):
+            logger.warning("waiter_event_unexpected", ["event": event, "request": id.uuidString])
+        case .keptHere:
+            break  // read by the settle that asked (`settling`)
+        case .complete(let id, let completion):
+            waitTimers.removeValue(forKey: id)?.cancel()
+            guard let call = calls[id] else { break }
+            guard let continuation = call.continuation else {
+                calls[id]?.completion = completion  // its call is still on its first steps
+                break
+            }
+            calls[id] = nil
+            if calls.isEmpty { calls = [:] }
+            resume(continuation, with: completion, replyKey: call.replyKey)
+        }
+        return true
+    }
+
+    /// Runs a database call in a task of its own; its result (its error included) comes
+    /// back as the event `then` makes of it (nil: none).
+    private func databaseCall<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
+                                           then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
+        // Owner: the driver, which waits for the event the result becomes (a call
+        // that waits on it is resumed from there, a drain waits in `untilIdle`).
+        Task(executorPreference: timers.loop) {
+            await Logger.untraced {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                if let event = event(result) { await self.handle(.waiters(event)) }
+            }
+        }
+    }
+}
+
+private extension Instance.Action {
+    /// The socket whose own message this awaited action answers; nil for the others.
+    var socket: UUID? {
+        switch self {
+        case .phones(.settle(let answer)): answer.record.handle.connection
+        case .phones(.checkToken(let handle, _)), .phones(.account(let handle, _, _)): handle.connection
+        default: nil
+        }
+    }
+}
