@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "Crypto", targets: ["Crypto"]),
         .library(name: "JSON", targets: ["JSON"]),
         .library(name: "Push", targets: ["Push"]),
+        .library(name: "RelayCore", targets: ["RelayCore"]),
         .library(name: "Relay", targets: ["Relay"]),
     ],
     targets: [
@@ -34,7 +35,10 @@ let package = Package(
         .target(name: "JSON"),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
         .target(name: "Push", dependencies: ["CSystem", "CCurl", "Crypto", "JSON"]),
-        .target(name: "Relay", dependencies: ["Loop", "PGBus", "HTTPServer", "Crypto", "JSON", "Push", "CSystem", "COpenSSL"],
+        // The instance's values and the domain's messages, statuses and texts: decisions with
+        // no I/O, no clock and no database (InstanceDriver in Relay performs them).
+        .target(name: "RelayCore", dependencies: ["JSON"]),
+        .target(name: "Relay", dependencies: ["RelayCore", "Loop", "PGBus", "HTTPServer", "Crypto", "JSON", "Push", "CSystem", "COpenSSL"],
                 resources: [.copy("Resources/app")]),
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "JSON", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
@@ -52,7 +56,8 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
-        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "JSON"]),
+        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
     ],
     swiftLanguageModes: [.v6]

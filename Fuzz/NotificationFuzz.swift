@@ -2,6 +2,7 @@
 // The first byte picks the channel. Any crash, hang or sanitizer report is a bug.
 import JSON
 @testable import Relay
+@testable import RelayCore
 let fuzzChannels = ["whereabot_i_00000000000000000000000000000000", "whereabot_device", "whereabot_key",
                     "whereabot_replay", "other"]
 

@@ -3,6 +3,7 @@
 // crash (an unchecked numeric conversion, a trap), hang or sanitizer report is a bug; a
 // location answer that decodes must be in range.
 @testable import Relay
+@testable import RelayCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzPhoneMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

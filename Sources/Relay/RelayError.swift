@@ -1,5 +1,6 @@
 import HTTPServer
 import JSON
+import RelayCore
 
 /// Every refusal and failure the relay answers an agent or a phone with: a stable code, the
 /// HTTP status, the exact text (SPEC §3, §5, §11) and, when retrying later can help, how

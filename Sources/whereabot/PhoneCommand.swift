@@ -5,6 +5,7 @@ import JSON
 import PGBus
 import Push
 import Relay
+import RelayCore
 
 /// `whereabot phone`: the reference device. It connects to /v1/device, says hello, answers
 /// every ping as told (`ask` prompts in the terminal), honours cancel, and reconnects with

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Relay
+import RelayCore
 
 /// What `whereabot phone --settings FILE` reads (SPEC §14, as the browser phone keeps it):
 /// places, matched here only and never sent, and quiet-hours windows, sent to the relay

@@ -1,5 +1,6 @@
 import Foundation
 import Relay
+@testable import RelayCore
 import Testing
 
 /// The status table of SPEC §3, row by row.

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 @testable import Relay
+@testable import RelayCore
 import Testing
 import TestSupport
 

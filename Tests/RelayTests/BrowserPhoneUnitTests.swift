@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The browser phone's pure parts: the subprotocol credential, account messages, /app/ files.

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// Agent names for pings are looked up once per lifetime, not on every locate.

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// "Share approximate" and "Allow for 1 hour" (SPEC §13) as the relay reads them from a

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// Durable requests' parts without sockets: the token and what derives from it, the

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The reminder notification (SPEC §14) as the relay decodes it and as the phone gets it.

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Relay
+@testable import RelayCore
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The hand-written JSON of the hot path: the writers produce what the Codable and

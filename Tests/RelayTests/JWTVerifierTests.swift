@@ -1,5 +1,6 @@
 import Foundation
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// Supabase access tokens: the algorithm bound to the key, and every claim checked.

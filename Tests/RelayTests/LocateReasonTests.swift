@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The agent's reason (SPEC §13): cleaned, bounded, carried in the ping and the push text,

@@ -1,5 +1,6 @@
 import Foundation
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// docs/openapi.yaml is built from the code: every agent failure's status and exact text

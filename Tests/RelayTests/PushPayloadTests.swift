@@ -1,5 +1,6 @@
 import Foundation
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// Push payloads against golden files (Tests/RelayTests/Golden), and their texts.

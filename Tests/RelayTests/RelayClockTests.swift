@@ -1,6 +1,7 @@
 import Foundation
 import Loop
 import Relay
+@testable import RelayCore
 import Synchronization
 import Testing
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 import Relay
+@testable import RelayCore
 import Testing
 
 /// The typed gateway over relay.* functions, as the whereabot_relay role on the real database.

@@ -5,6 +5,7 @@ import Foundation
 import HTTPServer
 import PGBus
 import Relay
+@testable import RelayCore
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import HTTPServer
 import JSON
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// One failure renders the same status, text and retry delay on both transports.

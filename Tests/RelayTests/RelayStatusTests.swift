@@ -2,6 +2,7 @@ import Foundation
 import JSON
 import PGBus
 @testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The database's status words as enums: each word the enums know is one the current SQL

@@ -1,6 +1,7 @@
 import Foundation
 import PGBus
 import Relay
+@testable import RelayCore
 
 /// The real test database that `make test` prepares, as the relay's role and as admin.
 enum TestDatabase {

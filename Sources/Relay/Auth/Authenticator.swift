@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import RelayCore
 
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// Session checks (`relay.session_states`) of many requests and sockets in one call: the
 /// first check goes at once, and those that arrive while a call is running go together

@@ -1,3 +1,4 @@
+import RelayCore
 import Synchronization
 
 /// Calls of one kind that come while `maximumInFlight` of them are in flight wait, and go

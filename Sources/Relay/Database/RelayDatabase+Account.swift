@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 extension RelayDatabase {
     /// Saves the Web Push subscription `device` of `user` sent over its socket:

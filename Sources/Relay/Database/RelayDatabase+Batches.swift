@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 /// The opens and settles an instance makes while others are in flight go to Postgres as one
 /// call (`relay.open_requests`, `relay.settle_many`): see `CallCoalescer`. A lone call is

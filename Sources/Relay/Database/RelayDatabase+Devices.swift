@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 extension RelayDatabase {
     /// One socket's hello, as `relay.device_hellos` takes it.

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 /// The calls behind durable requests (SPEC §11): opening one bound to its credential,
 /// polling, cancelling and listing it.

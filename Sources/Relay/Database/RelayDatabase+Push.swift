@@ -1,5 +1,6 @@
 import Foundation
 import PGBus
+import RelayCore
 
 extension RelayDatabase {
     /// Claims push stage `stage` (wake or checking) of request `id` for its waiter

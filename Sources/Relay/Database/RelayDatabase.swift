@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 /// The relay's only way into Postgres: one typed method per `relay.*` function, called as
 /// the `whereabot_relay` role (which can read no table). No SQL lives elsewhere in Relay.

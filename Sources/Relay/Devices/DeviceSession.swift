@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import RelayCore
 import Synchronization
 
 /// One phone's WebSocket. Its events reach the driver in order through a queue drained by a

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// A reminder of a standing grant (SPEC §14): a for-good always-allow was just used again
 /// after standing `GRANT_REMINDER_DAYS` since it was made or kept. The database claims it

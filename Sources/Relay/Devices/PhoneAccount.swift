@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import PGBus
+import RelayCore
 
 /// Answers a phone's requests about its own account over its socket (APP.md §A.3, SPEC
 /// §14): Web Push subscriptions (the endpoint allow-list is checked in Postgres),

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// Polls, cancels and lists of durable requests (SPEC §11): any instance answers them. A
 /// poll that may wait asks Postgres to tell this instance of the answer (`watch`) and

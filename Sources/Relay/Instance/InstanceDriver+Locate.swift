@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// The agents' calls (the waiters' side of the instance's value): the driver opens the
 /// request in Postgres, the phones here are pinged in the event that saw it opened, and the

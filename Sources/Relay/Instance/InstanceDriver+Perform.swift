@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// Events in, actions out: every event of the instance goes through `handle(_:)`, which
 /// hands it to the value and performs the actions it returns, each in `performNow` (the

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import PGBus
+import RelayCore
 
 /// The phones' side of the driver, as the executor of `InstanceState`: every event — a
 /// socket's message or close, a notification, a batch window's timer, the result of one of

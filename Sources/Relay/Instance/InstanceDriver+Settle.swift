@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// A phone's answer, from its socket (the phones' `settle` action) or from
 /// `POST /v1/device/answer`: a fix is sealed to the waiter's reply key first, so it crosses

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import RelayCore
 
 /// The one executor of an instance (issue 41): it holds the instance's one value,
 /// `Instance` (the phones' sockets, pings, held answers and batched calls, and the agents'

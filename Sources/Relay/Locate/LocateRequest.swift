@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// One locate as the agent asked it: whose phones, who asks, for how long, and, for a
 /// durable request, how it outlives its call. A plain value, held by the driver for each

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// One locate as both transports (HTTP and MCP) ask it: resolve `person` for shared
 /// locations, ask the phones, and phrase the result.

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// The texts of durable requests (SPEC §11), for both transports; docs/openapi.yaml and
 /// the tool description quote them from here.

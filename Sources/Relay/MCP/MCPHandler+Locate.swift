@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// `get_phone_location`: a first call (which answers "still waiting" at the wait bound), a
 /// resumed call with `request_id`, and a call made a task (2025-11-25's `params.task`, or

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import JSON
+import RelayCore
 
 /// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses
 /// (an event stream with progress for tool calls that ask for it), no session id (SPEC §3). The bearer check runs before any JSON-RPC.

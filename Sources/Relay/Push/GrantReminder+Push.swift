@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// A reminder as a push (SPEC §14): an alert with Keep and Remove, for phones that hold no
 /// socket. It carries the agent and the sentence, never a location.

@@ -1,6 +1,7 @@
 import Foundation
 import JSON
 import Push
+import RelayCore
 
 /// A claimed push stage as `relay.claim_push` returns it: what kind to send, to whom, and
 /// what the payloads need (PUSH.md §2).

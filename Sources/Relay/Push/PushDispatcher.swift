@@ -1,5 +1,6 @@
 import Foundation
 import Push
+import RelayCore
 import Synchronization
 
 /// Sends one claimed push stage to each of its targets, through a queue shared fairly

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// The texts and payloads of pushes, exactly as PUSH.md §3-4 give them. No coordinate is
 /// ever part of one.

@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// The push timers of the requests waiting on this instance (the only sender for them,
 /// PUSH.md §2): one `PushPlan` per request, fed by the driver (`opened`, `settled`),

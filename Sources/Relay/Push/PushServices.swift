@@ -1,5 +1,6 @@
 import Foundation
 import Push
+import RelayCore
 
 /// The push services one instance may use: APNs and Web Push, each on only when fully
 /// configured (PUSH.md §6), sharing one libcurl transport.

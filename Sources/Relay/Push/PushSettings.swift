@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Push
+import RelayCore
 
 /// Push settings from the environment (PUSH.md §6). APNs is on only when `APNS_KEY_ID`,
 /// `APNS_TEAM_ID`, `APNS_TOPIC` and `APNS_PRIVATE_KEY` or `APNS_PRIVATE_KEY_FILE` are all

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import RelayCore
 
 /// The `request_id` (and MCP task id) of a resumable request: `wbr_` and 32 base64url
 /// characters of a 192-bit secret that Postgres never sees (SPEC §11).

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import JSON
+import RelayCore
 
 /// The agents' routes: `POST /v1/locate` (a waiting call, or with `Prefer: respond-async` a
 /// durable request), the durable requests' polls, and `/mcp`. Every one passes the bearer

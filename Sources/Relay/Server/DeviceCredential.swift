@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 
 /// Where a phone socket's credential comes from (APP.md §A.3): the `Authorization` header,
 /// or — for browsers, which cannot set headers on a WebSocket — one `Sec-WebSocket-Protocol`

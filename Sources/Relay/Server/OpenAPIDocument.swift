@@ -1,4 +1,5 @@
 import Foundation
+import RelayCore
 /// The OpenAPI 3.1 description of the relay's plain-HTTP routes (SPEC §3, §5), built from
 /// the code's own statuses, limits and texts — `AgentFailure`, `RelayRoutes` and
 /// `AgentGate` — so the texts exist once. Served at `/openapi.yaml`, printed by

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import RelayCore
 
 /// The phones' routes: `GET /v1/device` (the socket, SPEC §5) and `POST /v1/device/answer`
 /// (one answer without a socket, from a notification action). A draining instance

@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import RelayCore
 
 /// One notification of the relay's channels, decoded from its JSON payload; nil for a
 /// channel the relay does not know or a payload that does not fit its channel.

@@ -8,7 +8,7 @@ import Foundation
 ///
 /// No I/O: `InstanceState` owns one; tests drive it directly. `Handle` is what actions send
 /// through (a `DeviceSession`; anything in tests).
-struct SocketTable<Handle: PhoneHandle> {
+package struct SocketTable<Handle: PhoneHandle> {
     /// A socket's life: awaiting hello → registering → registered, or refused (closed by an
     /// action, then absent) — or unregistered, when the instance's row was gone, until the
     /// re-registration. A closed socket is absent.
@@ -35,41 +35,41 @@ struct SocketTable<Handle: PhoneHandle> {
 
     /// A hello to register: the socket and what its phone said (no app version at
     /// re-registration: the relay keeps none, and the database leaves it unchanged).
-    struct Hello {
-        let handle: Handle
-        let device: UUID
-        let name: String
-        let platform: Platform
-        let appVersion: String?
+    package struct Hello {
+        package let handle: Handle
+        package let device: UUID
+        package let name: String
+        package let platform: Platform
+        package let appVersion: String?
 
         /// The hello as `relay.device_hellos` takes it.
-        var database: RelayRows.SocketHello {
+        package var database: RelayRows.SocketHello {
             .init(connection: handle.connection, user: handle.user, session: handle.sessionID, device: device,
                   name: name, platform: platform.text, appVersion: appVersion, openedAt: handle.openedAt)
         }
     }
 
     /// What the relay keeps of a phone that said hello (no email, no app version).
-    struct Record {
+    package struct Record {
         /// Where messages to the phone go (it knows the phone's verified user).
-        let handle: Handle
+        package let handle: Handle
         /// The device it said it is.
-        let device: UUID
+        package let device: UUID
         /// Its platform, as one byte.
-        let platform: Platform
+        package let platform: Platform
         /// Its name as it said it (for the agent's answer).
-        let name: String
+        package let name: String
 
         /// The hello that registers it again (re-registration).
-        var hello: Hello { Hello(handle: handle, device: device, name: name, platform: platform, appVersion: nil) }
+        package var hello: Hello { Hello(handle: handle, device: device, name: name, platform: platform, appVersion: nil) }
     }
 
     /// The platforms a phone may declare (`PhoneMessage.platforms`).
-    enum Platform: UInt8, Sendable {
+    package enum Platform: UInt8, Sendable {
         case ios, android, desktop, web
 
         /// The platform named `text`; web for anything else (as `PhoneMessage` reads hellos).
-        init(_ text: String) {
+        package init(_ text: String) {
             switch text {
             case "ios": self = .ios
             case "android": self = .android
@@ -79,7 +79,7 @@ struct SocketTable<Handle: PhoneHandle> {
         }
 
         /// Its name on the wire and in the database.
-        var text: String {
+        package var text: String {
             switch self {
             case .ios: "ios"
             case .android: "android"
@@ -179,7 +179,7 @@ struct SocketTable<Handle: PhoneHandle> {
 
 /// What the socket table keeps a socket by: a reference that knows the socket's id, its
 /// verified user and session, and when it opened.
-protocol PhoneHandle: AnyObject {
+package protocol PhoneHandle: AnyObject {
     /// The socket's id (relay.connections.id).
     var connection: UUID { get }
     /// The verified user of the socket.

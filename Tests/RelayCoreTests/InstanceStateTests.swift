@@ -1,5 +1,5 @@
 import Foundation
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The instance's state value driven by events alone — no sockets, no Postgres, a fake
@@ -109,7 +109,7 @@ import Testing
         let first = fixture.registered(Phone(user: user)), second = fixture.registered(Phone(user: user))
         let waiting = Phone(user: user), other = fixture.registered()
         _ = fixture.hello(waiting)
-        let reminder = GrantReminder(clientID: "agent", agentName: "Helper", requesterID: nil).phoneJSON
+        let reminder = #"{"type":"reminder","client_id":"agent","agent_name":"Helper"}"#  // GrantReminder.phoneJSON's form
         let actions = fixture.on(.tell(reminder, owner: user))
         #expect(actions.sent(to: first) == [reminder] && actions.sent(to: second) == [reminder])
         #expect(actions.sent(to: waiting).isEmpty && actions.sent(to: other).isEmpty && actions.count == 2)

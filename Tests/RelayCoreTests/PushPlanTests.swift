@@ -1,5 +1,5 @@
 import Foundation
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// PushPlan: every transition of PUSH.md §1-2, with no I/O and a hand-set clock.

@@ -7,31 +7,31 @@
 /// A state machine without I/O: every event returns the actions to perform (arm the
 /// window's timer, send a batch). Hellos, disconnects and delivered marks use one each, so
 /// a storm of N sockets costs N / batch calls, not N.
-struct CallBatcher<Item> {
+package struct CallBatcher<Item> {
     /// What the owner must do after an event.
-    enum Action {
+    package enum Action {
         /// Call `windowEnded()` after this long.
         case armTimer(Duration)
         /// Make one call with these items, then call `sent()`.
         case send([Item])
     }
 
-    let window: Duration
-    let maximumBatch: Int
-    let maximumInFlight: Int
-    private(set) var waiting: [Item] = []
+    package let window: Duration
+    package let maximumBatch: Int
+    package let maximumInFlight: Int
+    package private(set) var waiting: [Item] = []
     private var timerArmed = false
-    private(set) var inFlight = 0
+    package private(set) var inFlight = 0
 
     /// A batcher; `maximumBatch` and `maximumInFlight` are at least 1.
-    init(window: Duration, maximumBatch: Int, maximumInFlight: Int = 1) {
+    package init(window: Duration, maximumBatch: Int, maximumInFlight: Int = 1) {
         self.window = window
         self.maximumBatch = max(1, maximumBatch)
         self.maximumInFlight = max(1, maximumInFlight)
     }
 
     /// An item to send.
-    mutating func add(_ item: Item) -> [Action] {
+    package mutating func add(_ item: Item) -> [Action] {
         waiting.append(item)
         if waiting.count >= maximumBatch || window == .zero { return sendable() }
         if timerArmed { return [] }
@@ -41,20 +41,20 @@ struct CallBatcher<Item> {
 
     /// Takes a call slot for an item its owner sends at once by itself (without queueing
     /// it) when one is free and nothing waits; `sent()` gives the slot back as for a batch.
-    mutating func takeSlotIfFree() -> Bool {
+    package mutating func takeSlotIfFree() -> Bool {
         guard waiting.isEmpty, inFlight < maximumInFlight else { return false }
         inFlight += 1
         return true
     }
 
     /// The window's timer fired: send what waits.
-    mutating func windowEnded() -> [Action] {
+    package mutating func windowEnded() -> [Action] {
         timerArmed = false
         return sendable()
     }
 
     /// A call finished: what waited for a free slot goes out.
-    mutating func sent() -> [Action] {
+    package mutating func sent() -> [Action] {
         inFlight -= 1
         return timerArmed && waiting.count < maximumBatch ? [] : sendable()
     }

@@ -1,6 +1,5 @@
 import Foundation
-import HTTPServer
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The instance state's I/O-free parts, driven without sockets or a database: the socket
@@ -17,16 +16,6 @@ import Testing
     /// One phone per user and one socket per device are held inline; a second socket of a
     /// user (or of a device, while a replacement is under way) makes a set, which shrinks
     /// back; only registered sockets are indexed; forgetting the last socket empties every index.
-    /// The phones' value names its close codes itself (it imports no server); they are the
-    /// server's and RFC 6455's.
-    @Test func theValuesCloseCodesAreTheServers() {
-        typealias State = InstanceState<InstanceStateTests.Phone>
-        #expect(State.policyViolationCode == WebSocketCloseCode.policyViolation)
-        #expect(State.internalErrorCode == WebSocketCloseCode.internalError)
-        #expect(State.restartCode == WebSocketCloseCode.serviceRestart)
-        #expect(InstanceDriver.replacedCode == 4000 && InstanceDriver.tokenExpiredCode == 4001 && InstanceDriver.tooManyDevicesCode == 4002)
-    }
-
     @Test func theSocketTableIndexesRegisteredSocketsByUserAndDevice() {
         var table = SocketTable<Handle>()
         let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()

@@ -17,17 +17,17 @@ import Foundation
 ///
 /// Each side stays testable alone (`InstanceStateTests`, `WaiterStateTests` drive the
 /// parts); `InstanceTests` drive what crosses.
-struct Instance<Handle: PhoneHandle> {
+package struct Instance<Handle: PhoneHandle> {
     /// The phones connected here and every decision about them.
-    var phones: InstanceState<Handle>
+    package internal(set) var phones: InstanceState<Handle>
     /// The calls waiting here and every decision about them.
-    var waiters: WaiterState
+    package internal(set) var waiters: WaiterState
     /// Reused buffers for the parts' actions (no array is made per event).
     private var phoneActions: [InstanceState<Handle>.Action] = []
     private var waiterActions: [WaiterState.Action] = []
 
     /// What happened.
-    enum Event {
+    package enum Event {
         /// On a socket, on the bus for phones, on a phones' timer, or a phones' database result.
         case phones(InstanceState<Handle>.Event)
         /// A call, its database results, its timers, its hang-up, or an answer for it.
@@ -44,7 +44,7 @@ struct Instance<Handle: PhoneHandle> {
     }
 
     /// What to do, in order.
-    enum Action {
+    package enum Action {
         /// A phones' action (send, close, call the database, arm a window).
         case phones(InstanceState<Handle>.Action)
         /// A waiters' action (open, push, arm a wait, finish, complete a call).
@@ -52,14 +52,14 @@ struct Instance<Handle: PhoneHandle> {
     }
 
     /// An instance with the phones' batch windows and the waiters' grace.
-    init(phones: InstanceState<Handle>, waiters: WaiterState) {
+    package init(phones: InstanceState<Handle>, waiters: WaiterState) {
         self.phones = phones
         self.waiters = waiters
     }
 
     /// Handles one event at `now` (`instant` on the continuous clock), appending the
     /// actions to perform, in order, to `actions`.
-    mutating func handle(_ event: Event, now: Date, instant: ContinuousClock.Instant, into actions: inout [Action]) {
+    package mutating func handle(_ event: Event, now: Date, instant: ContinuousClock.Instant, into actions: inout [Action]) {
         switch event {
         case .phones(let event):
             phonesHandle(event, now: now, into: &actions)
@@ -76,7 +76,7 @@ struct Instance<Handle: PhoneHandle> {
     }
 
     /// Handles one event and returns its actions (for tests).
-    mutating func handle(_ event: Event, now: Date = Date(), instant: ContinuousClock.Instant = .now) -> [Action] {
+    package mutating func handle(_ event: Event, now: Date = Date(), instant: ContinuousClock.Instant = .now) -> [Action] {
         var actions: [Action] = []
         handle(event, now: now, instant: instant, into: &actions)
         return actions

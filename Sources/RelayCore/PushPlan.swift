@@ -30,15 +30,15 @@ public struct PushTiming: Sendable, Equatable {
 /// The push stages of one request on its waiting instance, as a state machine: events in,
 /// actions out, no I/O (PUSH.md §2). The waiter remembers what it claimed, so a row
 /// re-created after a Postgres crash (claims lost) never gets a stage twice.
-struct PushPlan: Sendable {
+package struct PushPlan: Sendable {
     /// A push stage.
-    enum Stage: String, Sendable { case wake, checking, realert }
+    package enum Stage: String, Sendable { case wake, checking, realert }
 
     /// What a claimed wake turned out to be.
-    enum Kind: String, Sendable { case alert, silent, checking }
+    package enum Kind: String, Sendable { case alert, silent, checking }
 
     /// What `relay.claim_push` answered.
-    enum ClaimResult: Sendable, Equatable {
+    package enum ClaimResult: Sendable, Equatable {
         /// Send this kind now.
         case claimed(Kind)
         /// settled, expired, already or not_applicable: nothing to send (gone: retried,
@@ -49,7 +49,7 @@ struct PushPlan: Sendable {
     }
 
     /// What happened.
-    enum Event: Sendable {
+    package enum Event: Sendable {
         case opened(connections: Int, now: Date)
         case timerFired(Stage, now: Date)
         case claimResult(Stage, ClaimResult, now: Date)
@@ -57,7 +57,7 @@ struct PushPlan: Sendable {
     }
 
     /// What to do.
-    enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Fire `timerFired(stage)` at `at`.
         case arm(Stage, at: Date)
         /// Ask `relay.claim_push` for the stage; feed back `claimResult`.
@@ -79,11 +79,11 @@ struct PushPlan: Sendable {
     private let timing: PushTiming
     private var state = State.new
     /// The wake kind claimed and sent (nil: none yet).
-    private(set) var wakeSent: Kind?
+    package private(set) var wakeSent: Kind?
     /// Whether the checking alert was claimed and sent.
-    private(set) var checkingSent = false
+    package private(set) var checkingSent = false
     /// Whether the re-alert was claimed and sent.
-    private(set) var realertSent = false
+    package private(set) var realertSent = false
     /// When the request opened (the re-alert counts from there).
     private var openedAt: Date?
     /// Whether the wake claim was made again to restore claims a crash erased.
@@ -91,16 +91,16 @@ struct PushPlan: Sendable {
     private var restored = false
 
     /// A plan for a request whose deadline is `expires`.
-    init(expires: Date, timing: PushTiming) {
+    package init(expires: Date, timing: PushTiming) {
         self.expires = expires
         self.timing = timing
     }
 
     /// Whether the plan is over.
-    var isFinished: Bool { state == .finished }
+    package var isFinished: Bool { state == .finished }
 
     /// Feeds one event; returns what to do, in order.
-    mutating func handle(_ event: Event) -> [Action] {
+    package mutating func handle(_ event: Event) -> [Action] {
         switch (state, event) {
         case (_, .answered), (.finished, _):
             return finish()

@@ -3,5 +3,5 @@ import JSON
 
 extension JSONValue {
     /// The string as a UUID, if it is one.
-    var uuid: UUID? { string.flatMap(UUIDText.parse) }
+    package var uuid: UUID? { string.flatMap(UUIDText.parse) }
 }

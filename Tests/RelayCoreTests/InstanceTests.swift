@@ -1,5 +1,5 @@
 import Foundation
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The instance's one value, driven by events alone: what crosses between its phones and
@@ -34,16 +34,13 @@ import Testing
         return value
     }
 
-    func waiter(resumable: Bool = false) throws -> WaiterState.Waiter {
-        let resumable = resumable ? LocateRequest.Resumable(
-            token: try RequestToken(), binding: .init(AgentIdentity(userID: owner, clientID: "agent", keyID: nil, keyName: nil,
-                                                                   email: nil)), callBound: .seconds(5)) : nil
-        return WaiterState.Waiter(request: .init(owner: owner, clientID: "agent", timeout: .seconds(30), resumable: resumable),
-                                  publicKey: Array(repeating: 1, count: 32), expiresAt: now.addingTimeInterval(30),
-                                  calledAt: start)
+    func waiter(resumable: Bool = false) -> WaiterState.Waiter {
+        WaiterState.Waiter(request: .init(owner: owner, email: nil, timeout: .seconds(30),
+                                          callBound: resumable ? .seconds(5) : nil, resumable: resumable),
+                           publicKey: Array(repeating: 1, count: 32), expiresAt: now.addingTimeInterval(30), calledAt: start)
     }
 
-    func opened() -> RelayDatabase.Opened {
+    func opened() -> RelayRows.Opened {
         .init(status: .opened, connections: 1,
               ping: LocateMessage(id: id, clientID: "agent", expiresMs: Int64((now.timeIntervalSince1970 + 30) * 1000),
                                   requester: nil, replyKey: Array(repeating: 1, count: 32)))
@@ -62,7 +59,7 @@ import Testing
     @Test func anOpenedRequestPingsThePhonesHereInTheSameEvent() throws {
         let phone = Phone(user: owner)
         var value = instance(with: phone)
-        _ = value.handle(.waiters(.called(id, try waiter())), now: now, instant: start)
+        _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
         let actions = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
         #expect(sent(to: phone, actions).count == 1 && sent(to: phone, actions)[0].contains(#""type":"locate""#), "\(actions)")
         let pinged = actions.firstIndex { if case .phones(.send) = $0 { true } else { false } }
@@ -78,7 +75,7 @@ import Testing
     @Test func aCallAnsweredWhileItOpenedPingsNobody() throws {
         let phone = Phone(user: owner)
         var value = instance(with: phone)
-        _ = value.handle(.waiters(.called(id, try waiter())), now: now, instant: start)
+        _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
         let answer = AnswerNotification(id: id, waiter: "here", outcome: .denied, reason: "user", sealed: nil)
         _ = value.handle(.waiters(.answer(answer, fix: nil)), now: now, instant: start)
         let actions = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
@@ -94,7 +91,7 @@ import Testing
     @Test func aFixAnsweredHereStaysWithTheCallWaitingHere() throws {
         let phone = Phone(user: owner)
         var value = instance(with: phone)
-        _ = value.handle(.waiters(.called(id, try waiter())), now: now, instant: start)
+        _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
         _ = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
         guard case .waiters(.keptHere(id))? = value.handle(.settling(id, fix), now: now, instant: start).first else {
             Issue.record("kept here"); return
@@ -109,7 +106,7 @@ import Testing
         #expect(value.handle(.settling(UUID(), fix), now: now, instant: start).isEmpty, "not waiting here: sealed")
 
         var resumable = instance(with: phone)
-        _ = resumable.handle(.waiters(.called(id, try waiter(resumable: true))), now: now, instant: start)
+        _ = resumable.handle(.waiters(.called(id, waiter(resumable: true))), now: now, instant: start)
         _ = resumable.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
         #expect(resumable.handle(.settling(id, fix), now: now, instant: start).isEmpty, "a resumable call's fix is sealed")
     }
@@ -119,11 +116,11 @@ import Testing
     /// the fix that lost.
     @Test func aLostSettleDropsTheKeptFix() throws {
         var value = instance(with: Phone(user: owner))
-        _ = value.handle(.waiters(.called(id, try waiter())), now: now, instant: start)
+        _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
         _ = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
         _ = value.handle(.settling(id, fix), now: now, instant: start)
         #expect(value.handle(.settledElsewhere(id), now: now, instant: start).isEmpty)
-        let row = RelayDatabase.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
+        let row = RelayRows.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
         let actions = value.handle(.waiters(.states([row], asked: [id], now: now)), now: now, instant: start)
         guard case .waiters(.requestReplay([id]))? = actions.last else { Issue.record("replayed: \(actions)"); return }
         #expect(!actions.contains { if case .waiters(.complete) = $0 { true } else { false } })

@@ -49,7 +49,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
     /// The least accuracy radius an approximate fix claims (metres).
     public static let approximateAccuracyM: Double = 3000
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case latitude, longitude, platform
         case accuracyM = "accuracy_m"
         case timestampMs = "timestamp_ms"
@@ -150,7 +150,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
 
     /// Decodes the sealed form (`sealedJSON`, or the `Codable` form it matches); nil when
     /// a field is missing or not of its type.
-    init?(sealedJSON text: String) {
+    package init?(sealedJSON text: String) {
         if let json = JSONValue.parse(text), json["precision"]?.string == Precision.place.rawValue {
             guard let place = json["place"]?.string, let timestamp = json["timestamp_ms"]?.integer,
                   let deviceName = json["device_name"]?.string, let platform = json["platform"]?.string,
@@ -179,7 +179,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
     }
 
     /// The fix as it is sealed for the waiter (the `Codable` form, written by hand).
-    var sealedJSON: String {
+    package var sealedJSON: String {
         var json = JSONText()
         if let place {
             json.string("place", place)
@@ -229,11 +229,20 @@ public struct AnswerNotification: Sendable, Equatable {
     public let reason: String?
     /// The fix sealed to the waiter's reply key (location only).
     public let sealed: String?
+
+    /// Creates one (the gateway maps its rows into these).
+    package init(id: UUID, waiter: String, outcome: RelayStatus.Outcome, reason: String?, sealed: String?) {
+        self.id = id
+        self.waiter = waiter
+        self.outcome = outcome
+        self.reason = reason
+        self.sealed = sealed
+    }
 }
 
 extension AnswerNotification {
     /// Decodes the payload from parsed JSON; nil when a field is missing or malformed.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let id = json["id"]?.uuid, let waiter = json["waiter"]?.string, let outcome = json["outcome"]?.string.flatMap(RelayStatus.Outcome.init(rawValue:)) else {
             return nil
         }

@@ -67,14 +67,14 @@ public struct Person: Decodable, Sendable, Equatable {
     /// Email address.
     public let email: String
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case userID = "user_id"
         case name
         case email
     }
 
     /// The person as JSON text, with the user id in lowercase as Postgres writes UUIDs.
-    var json: String {
+    package var json: String {
         var json = JSONText()
         if let userID { json.string("user_id", UUIDText.lowercase(userID)) }
         json.string("name", name)
@@ -120,7 +120,7 @@ public enum PhoneAnswer: Sendable, Equatable {
         case error
     }
 
-    var outcome: RelayStatus.Outcome {
+    package var outcome: RelayStatus.Outcome {
         switch self {
         case .location, .localLocation: .location
         case .denied: .denied
@@ -128,7 +128,7 @@ public enum PhoneAnswer: Sendable, Equatable {
         }
     }
 
-    var reason: String? {
+    package var reason: String? {
         switch self {
         case .location, .localLocation: nil
         case .denied(let reason): reason.rawValue
@@ -136,7 +136,7 @@ public enum PhoneAnswer: Sendable, Equatable {
         }
     }
 
-    var sealed: String? {
+    package var sealed: String? {
         if case .location(let sealed) = self { sealed } else { nil }
     }
 }
@@ -144,7 +144,7 @@ public enum PhoneAnswer: Sendable, Equatable {
 extension LocateMessage {
     /// Decodes the notification, table or phone form from parsed JSON (`type` and `owner`
     /// are ignored); nil when a field is missing or malformed.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let id = json["id"]?.uuid, let clientID = json["client_id"]?.string,
               let expiresMs = json["expires_ms"]?.integer else { return nil }
         var requester: Person?
@@ -179,7 +179,7 @@ extension LocateMessage {
 
 extension Person {
     /// Decodes a user card from parsed JSON; nil when name or email is missing.
-    init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard let name = json["name"]?.string, let email = json["email"]?.string else { return nil }
         var userID: UUID?
         if let id = json["user_id"], !id.isNull {

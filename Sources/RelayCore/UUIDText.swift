@@ -3,11 +3,11 @@ import Foundation
 /// UUIDs as text without Foundation's `uuid_unparse`/`uuid_parse` (sprintf and sscanf per
 /// call on Linux): the lowercase form Postgres writes, and a strict parser of the
 /// 8-4-4-4-12 form (either case).
-enum UUIDText {
+package enum UUIDText {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// `id` as lowercase 8-4-4-4-12 text.
-    static func lowercase(_ id: UUID) -> String {
+    package static func lowercase(_ id: UUID) -> String {
         withUnsafeBytes(of: id.uuid) { bytes in
             String(unsafeUninitializedCapacity: 36) { buffer in
                 var out = 0
@@ -26,7 +26,7 @@ enum UUIDText {
     }
 
     /// The UUID in `text`, or nil unless it is exactly 8-4-4-4-12 hex digits.
-    static func parse(_ text: String) -> UUID? {
+    package static func parse(_ text: String) -> UUID? {
         var text = text
         return text.withUTF8 { bytes -> UUID? in
             guard bytes.count == 36 else { return nil }

@@ -16,19 +16,19 @@ import Foundation
 ///
 /// Its parts are internal only so that the transitions can live in their own file
 /// (`InstanceState+Transitions.swift`); nothing outside this folder changes them.
-struct InstanceState<Handle: PhoneHandle> {
+package struct InstanceState<Handle: PhoneHandle> {
     typealias Socket = SocketTable<Handle>.Socket
-    typealias Hello = SocketTable<Handle>.Hello
-    typealias Record = SocketTable<Handle>.Record
+    package typealias Hello = SocketTable<Handle>.Hello
+    package typealias Record = SocketTable<Handle>.Record
 
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
-    static var replacedCode: UInt16 { 4000 }
+    package static var replacedCode: UInt16 { 4000 }
     /// Close code for an expired or unusable credential (the app signs in again).
-    static var tokenExpiredCode: UInt16 { 4001 }
+    package static var tokenExpiredCode: UInt16 { 4001 }
     /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
-    static var tooManyDevicesCode: UInt16 { 4002 }
+    package static var tooManyDevicesCode: UInt16 { 4002 }
     /// Messages a registering socket may send before its hello is answered (SPEC §5).
-    static var maximumQueuedMessages: Int { 64 }
+    package static var maximumQueuedMessages: Int { 64 }
     /// How long an answer to a ping this instance never sent is held (longer than any request).
     static var heldAnswerFallbackLifetime: TimeInterval { 130 }
 
@@ -36,7 +36,7 @@ struct InstanceState<Handle: PhoneHandle> {
     var pings = PingLedger()
     var hellosInFlight = HellosInFlight()
     /// Answers the database could not take yet, by request.
-    var held: [UUID: Answer] = [:]
+    package internal(set) var held: [UUID: Answer] = [:]
     var hellos: CallBatcher<Hello>
     var disconnects: CallBatcher<UUID>
     var delivered: CallBatcher<UUID>
@@ -47,7 +47,7 @@ struct InstanceState<Handle: PhoneHandle> {
     var draining = false
 
     /// A state with the driver's batch windows and sizes.
-    init(helloBatch: Int, disconnectWindow: Duration, maximumDisconnects: Int, deliveredMarkDelay: Duration,
+    package init(helloBatch: Int, disconnectWindow: Duration, maximumDisconnects: Int, deliveredMarkDelay: Duration,
          maximumDelivered: Int) {
         hellos = CallBatcher(window: .zero, maximumBatch: helloBatch, maximumInFlight: 2)
         disconnects = CallBatcher(window: disconnectWindow, maximumBatch: maximumDisconnects)
@@ -55,7 +55,7 @@ struct InstanceState<Handle: PhoneHandle> {
     }
 
     /// Registered sockets.
-    var registeredCount: Int { sockets.registeredCount }
+    package var registeredCount: Int { sockets.registeredCount }
 
     /// Handles one event; the actions to perform, in order.
     mutating func handle(_ event: Event, now: Date) -> [Action] {
@@ -128,10 +128,10 @@ struct InstanceState<Handle: PhoneHandle> {
     }
 
     /// Close code for a socket of a draining instance (the phone reconnects elsewhere).
-    static var restartCode: UInt16 { 1012 }
+    package static var restartCode: UInt16 { 1012 }
     /// Close code for a socket that broke the protocol (RFC 6455's 1008, as
     /// `WebSocketCloseCode.policyViolation`: the value needs no server to name it).
-    static var policyViolationCode: UInt16 { 1008 }
+    package static var policyViolationCode: UInt16 { 1008 }
     /// Close code for a socket whose hello could not be registered now (RFC 6455's 1011).
-    static var internalErrorCode: UInt16 { 1011 }
+    package static var internalErrorCode: UInt16 { 1011 }
 }

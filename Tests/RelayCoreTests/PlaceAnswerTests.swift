@@ -1,6 +1,6 @@
 import Foundation
 import JSON
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// Places (SPEC §14) as the relay reads a phone's place answer and writes it for the agent:

@@ -12,24 +12,24 @@ import Foundation
 /// runs is kept and taken by the next wait. No I/O and no clock of its own (`now` comes
 /// with each event): `InstanceDriver` performs the actions, and the tests drive the
 /// value with instants of their own.
-struct WaiterState {
+package struct WaiterState {
     /// What the value needs of a call's request (the rest — its token and binding, the
     /// agent's names, its reason — stays with the driver, which opens the request).
-    struct Request: Sendable {
+    package struct Request: Sendable {
         /// Whose phones are asked.
-        let owner: UUID
+        package let owner: UUID
         /// The credential's email, for the 503 text.
-        let email: String?
+        package let email: String?
         /// How long the phone has to answer.
-        let timeout: Duration
+        package let timeout: Duration
         /// How long the call waits before the request outlives it, when it may.
-        let callBound: Duration?
+        package let callBound: Duration?
         /// Whether its result is kept for the agent's token (its fix always comes sealed:
         /// the agent may fetch it elsewhere).
-        let resumable: Bool
+        package let resumable: Bool
 
         /// What the value needs of a call.
-        init(owner: UUID, email: String?, timeout: Duration, callBound: Duration? = nil, resumable: Bool = false) {
+        package init(owner: UUID, email: String?, timeout: Duration, callBound: Duration? = nil, resumable: Bool = false) {
             self.owner = owner
             self.email = email
             self.timeout = timeout
@@ -39,15 +39,15 @@ struct WaiterState {
     }
 
     /// One waiting call.
-    struct Waiter: Sendable {
+    package struct Waiter: Sendable {
         /// What the agent asked.
-        let request: Request
+        package let request: Request
         /// The reply key's public half (the ping carries it).
-        let publicKey: [UInt8]
+        package let publicKey: [UInt8]
         /// When the phone's answer is due.
-        let expiresAt: Date
+        package let expiresAt: Date
         /// When the call began (its deadline is timeout + grace from then).
-        let calledAt: ContinuousClock.Instant
+        package let calledAt: ContinuousClock.Instant
         var phase = Phase.opening
         var answer: AnswerNotification?
         /// The fix itself when the phone answered on this instance (no need to open it).
@@ -56,14 +56,14 @@ struct WaiterState {
         /// a resync delivers it when the settle committed but its result was lost.
         var settlingFix: LocationFix?
         /// The agent hung up: the request is abandoned at the next step.
-        var hungUp = false
+        package var hungUp = false
 
         /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
         var resumable: Bool { request.resumable }
 
         /// A call of `request`, its reply key's public half, when its phone's answer is due
         /// and when it began.
-        init(request: Request, publicKey: [UInt8], expiresAt: Date, calledAt: ContinuousClock.Instant) {
+        package init(request: Request, publicKey: [UInt8], expiresAt: Date, calledAt: ContinuousClock.Instant) {
             self.request = request
             self.publicKey = publicKey
             self.expiresAt = expiresAt
@@ -72,7 +72,7 @@ struct WaiterState {
     }
 
     /// Where a call is.
-    enum Phase: Equatable, Sendable {
+    package enum Phase: Equatable, Sendable {
         case opening
         case waiting(Wait)
         case makingDurable
@@ -80,7 +80,7 @@ struct WaiterState {
     }
 
     /// What a call waits for its answer until.
-    enum Wait: Equatable, Sendable {
+    package enum Wait: Equatable, Sendable {
         /// The call's wait bound: then the request outlives the call.
         case bound
         /// The phone's deadline plus the grace.
@@ -102,7 +102,7 @@ struct WaiterState {
     }
 
     /// How a call ends.
-    enum Completion: Sendable {
+    package enum Completion: Sendable {
         /// With this answer (the executor opens a sealed fix with the call's key).
         case answered(AnswerNotification, fix: LocationFix?)
         case outcome(LocateOutcome)
@@ -110,7 +110,7 @@ struct WaiterState {
     }
 
     /// What happened.
-    enum Event: Sendable {
+    package enum Event: Sendable {
         /// A call waits for request `id`: open it.
         case called(UUID, Waiter)
         /// The open came back.
@@ -140,7 +140,7 @@ struct WaiterState {
     }
 
     /// What to do.
-    enum Action {
+    package enum Action {
         /// Open request `id` (first, or again after a crash with `again`); its waiter is
         /// `waiters[id]` (actions stay small: they are built and queued per event).
         case open(UUID, again: Bool)
@@ -177,20 +177,20 @@ struct WaiterState {
     /// The grace after `expires_ms` during which the phone's own answer is still awaited.
     let grace: Duration
     /// The calls by request (internal only so that the transitions can live in their own file).
-    var waiters: [UUID: Waiter] = [:]
+    package internal(set) var waiters: [UUID: Waiter] = [:]
 
     /// How long a call waits after a settle at its bound, and after `finish` found a late settle.
     static let lateAnswerWait: Duration = .seconds(1)
     /// How long it waits for the sealer's replay of a fix it never received.
     static let lateReplayWait: Duration = .seconds(3)
 
-    init(grace: Duration) {
+    package init(grace: Duration) {
         self.grace = grace
     }
 
     /// Calls waiting here.
-    var count: Int { waiters.count }
+    package var count: Int { waiters.count }
 
     /// The requests whose answer has not arrived (a resync reads their rows).
-    var unanswered: [UUID] { waiters.filter { $0.value.answer == nil }.map(\.key) }
+    package var unanswered: [UUID] { waiters.filter { $0.value.answer == nil }.map(\.key) }
 }

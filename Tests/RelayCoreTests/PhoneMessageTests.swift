@@ -1,5 +1,5 @@
 import Foundation
-import Relay
+@testable import RelayCore
 import Testing
 
 /// The phone's messages, including the lenient cases the protocol asks for.

@@ -4,15 +4,15 @@
 /// characters (the bidi controls U+202A-U+202E and U+2066-U+2069, zero-width ones) are
 /// removed, runs of whitespace collapse to one space, and the ends are trimmed. At most
 /// `maximumLength` Unicode scalar values may remain.
-enum LocateReason {
+package enum LocateReason {
     /// The most Unicode scalar values a cleaned reason may have.
-    static let maximumLength = 120
+    package static let maximumLength = 120
 
     /// The answer to a reason that is too long (400 for `POST /v1/locate`, `isError` for MCP).
-    static let tooLongText = "reason must be at most \(maximumLength) characters after cleaning; shorten it."
+    package static let tooLongText = "reason must be at most \(maximumLength) characters after cleaning; shorten it."
 
     /// What a raw reason is.
-    enum Checked: Equatable {
+    package enum Checked: Equatable {
         /// Usable: the cleaned text, or nil when nothing visible was given.
         case reason(String?)
         /// Longer than `maximumLength` after cleaning.
@@ -20,7 +20,7 @@ enum LocateReason {
     }
 
     /// Cleans and checks a raw reason (nil: none given).
-    static func check(_ raw: String?) -> Checked {
+    package static func check(_ raw: String?) -> Checked {
         guard let raw else { return .reason(nil) }
         let cleaned = clean(raw)
         if cleaned.unicodeScalars.count > maximumLength { return .tooLong }
@@ -28,7 +28,7 @@ enum LocateReason {
     }
 
     /// The cleaned text (possibly empty).
-    static func clean(_ raw: String) -> String {
+    package static func clean(_ raw: String) -> String {
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         for scalar in raw.unicodeScalars {

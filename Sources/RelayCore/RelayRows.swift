@@ -37,6 +37,13 @@ public enum RelayRows {
         public var failed: Set<UUID> = []
         /// The pings waiting for the users of the registered sockets, oldest first.
         public let pending: [(owner: UUID, ping: LocateMessage)]
+
+        /// Creates one (the gateway maps its rows into these).
+        package init(statuses: [UUID: RelayStatus.Hello], failed: Set<UUID> = [], pending: [(owner: UUID, ping: LocateMessage)]) {
+            self.statuses = statuses
+            self.failed = failed
+            self.pending = pending
+        }
     }
 
     /// What `openRequest` did.
@@ -50,6 +57,14 @@ public enum RelayRows {
         public let ping: LocateMessage?
         /// For `quiet`: whose quiet hours, and until when.
         public var quiet: QuietHours? = nil
+
+        /// Creates one (the gateway maps its rows into these).
+        package init(status: RelayStatus.Open, connections: Int?, ping: LocateMessage?, quiet: QuietHours? = nil) {
+            self.status = status
+            self.connections = connections
+            self.ping = ping
+            self.quiet = quiet
+        }
     }
 
     /// A quiet-hours window holding when a request was opened (SPEC §14).
@@ -79,6 +94,14 @@ public enum RelayRows {
         public let outcome: RelayStatus.Outcome?
         /// The recorded reason.
         public let reason: String?
+
+        /// Creates one (the gateway maps its rows into these).
+        package init(status: RelayStatus.Finish, delivered: Bool?, outcome: RelayStatus.Outcome?, reason: String?) {
+            self.status = status
+            self.delivered = delivered
+            self.outcome = outcome
+            self.reason = reason
+        }
     }
 
     /// The row behind one of a waiter's requests, for resync.
@@ -93,5 +116,14 @@ public enum RelayRows {
         public let reason: String?
         /// Whether any device got the ping.
         public let delivered: Bool
+
+        /// Creates one (the gateway maps its rows into these).
+        package init(id: UUID, settled: Bool, outcome: RelayStatus.Outcome?, reason: String?, delivered: Bool) {
+            self.id = id
+            self.settled = settled
+            self.outcome = outcome
+            self.reason = reason
+            self.delivered = delivered
+        }
     }
 }

@@ -42,14 +42,14 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     case stopAllSharing
 
     /// Longest endpoint accepted (the table's limit).
-    static let maximumEndpointLength = 2048
+    package static let maximumEndpointLength = 2048
     /// How long an always-allow "for a while" may last (relay.set_always_allowed's bounds).
-    static let alwaysAllowSeconds = 1...86_400
+    package static let alwaysAllowSeconds = 1...86_400
     /// Quiet-hours windows an account may have (relay.set_quiet_hours refuses more).
-    static let maximumQuietWindows = 8
+    package static let maximumQuietWindows = 8
 
     /// Decodes the account messages; nil for other types, `.none` results are malformed.
-    static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
+    package static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
         func requester() -> UUID?? {
             guard let value = object["requester_id"], !value.isNull else { return .some(nil) }
             guard let id = value.uuid else { return nil }

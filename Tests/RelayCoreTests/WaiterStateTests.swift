@@ -1,5 +1,5 @@
 import Foundation
-@testable import Relay
+@testable import RelayCore
 import Testing
 
 /// The waiting calls' state value driven by events alone, with instants of the tests' own:
@@ -12,19 +12,13 @@ import Testing
     let id = UUID()
     let owner = UUID()
 
-    func waiter(timeout: Duration = .seconds(30), bound: Duration? = nil, email: String? = "ada@example.com") throws
+    func waiter(timeout: Duration = .seconds(30), bound: Duration? = nil, email: String? = "ada@example.com")
         -> WaiterState.Waiter {
-        let resumable = try bound.map { bound in
-            LocateRequest.Resumable(token: try RequestToken(), binding: .init(AgentIdentity(
-                userID: owner, clientID: "agent", keyID: nil, keyName: nil, email: nil)), callBound: bound)
-        }
-        return WaiterState.Waiter(request: .init(owner: owner, clientID: "agent", email: email, timeout: timeout,
-                                                 resumable: resumable),
-                                  publicKey: Array(repeating: 1, count: 32), expiresAt: Date().addingTimeInterval(30),
-                                  calledAt: start)
+        WaiterState.Waiter(request: .init(owner: owner, email: email, timeout: timeout, callBound: bound, resumable: bound != nil),
+                           publicKey: Array(repeating: 1, count: 32), expiresAt: Date().addingTimeInterval(30), calledAt: start)
     }
 
-    func opened(ping: Bool = true) -> RelayDatabase.Opened {
+    func opened(ping: Bool = true) -> RelayRows.Opened {
         .init(status: .opened, connections: 1,
               ping: ping ? LocateMessage(id: id, clientID: "agent", expiresMs: 1, requester: nil, replyKey: nil) : nil)
     }
@@ -48,7 +42,7 @@ import Testing
     /// the deadline plus the grace (counted from the call); the answer stops the pushes
     /// and completes it.
     @Test func aCallWaitsForItsAnswer() throws {
-        var (state, actions) = openedCall(try waiter())
+        var (state, actions) = openedCall(waiter())
         guard actions.count == 3, case .ping(id, _, owner)? = actions.first, case .pushesOpened(id, 1, _) = actions[1],
               case .arm(id, .deadline, let delay) = actions[2] else { Issue.record("\(actions)"); return }
         #expect(delay == .seconds(32) - .milliseconds(5))
@@ -64,7 +58,7 @@ import Testing
     /// 503 (none did); an unreachable database at the deadline is still 504.
     @Test func theDeadlineFinishesTheRequest() throws {
         for (finished, expected) in [
-            (Result<RelayDatabase.Finished, any Error>.success(.init(status: .finished, delivered: true, outcome: nil, reason: nil)),
+            (Result<RelayRows.Finished, any Error>.success(.init(status: .finished, delivered: true, outcome: nil, reason: nil)),
              LocateOutcome.failure(.phoneSilent)),
             (.success(.init(status: .finished, delivered: false, outcome: nil, reason: nil)),
              .failure(.notConnected(email: "ada@example.com"))),
@@ -73,7 +67,7 @@ import Testing
             (.success(.init(status: .alreadySettled, delivered: false, outcome: .expired, reason: nil)),
              .failure(.notConnected(email: "ada@example.com"))),
         ] {
-            var (state, _) = openedCall(try waiter())
+            var (state, _) = openedCall(waiter())
             #expect(state.handled(.timerFired(id, .deadline), now: start).labels == ["pushesSettled", "finish"])
             guard case .complete(id, .outcome(let outcome))? = state.handle(.finished(id, finished), now: start).last else {
                 Issue.record("completes"); continue
@@ -86,9 +80,9 @@ import Testing
     /// second for its notification; a fix whose notification never comes is asked for
     /// again from its sealer, and only then is it 504 — never "no fix".
     @Test func aLateAnswerIsAwaitedAndAMissedFixReplayed() throws {
-        var (state, _) = openedCall(try waiter())
+        var (state, _) = openedCall(waiter())
         _ = state.handle(.timerFired(id, .deadline), now: start)
-        let late = RelayDatabase.Finished(status: .alreadySettled, delivered: true, outcome: .location, reason: nil)
+        let late = RelayRows.Finished(status: .alreadySettled, delivered: true, outcome: .location, reason: nil)
         guard case .arm(id, .lastMoment(late), .seconds(1))? = state.handle(.finished(id, .success(late)), now: start).last else {
             Issue.record("waits a moment"); return
         }
@@ -98,9 +92,9 @@ import Testing
         }
         let replayed = state.handle(.answer(answer(.location, reason: nil), fix: nil), now: start)
         #expect(replayed.labels == ["wakePolls", "cancelTimer", "complete"], "the replay completes it; pushes stopped already")
-        var (silent, _) = openedCall(try waiter())
+        var (silent, _) = openedCall(waiter())
         _ = silent.handle(.timerFired(id, .deadline), now: start)
-        let denied = RelayDatabase.Finished(status: .alreadySettled, delivered: true, outcome: .denied, reason: "user")
+        let denied = RelayRows.Finished(status: .alreadySettled, delivered: true, outcome: .denied, reason: "user")
         _ = silent.handle(.finished(id, .success(denied)), now: start)
         guard case .complete(id, .answered(let answer, nil))? = silent.handle(.timerFired(id, .lastMoment(denied)), now: start).last
         else { Issue.record("from the row"); return }
@@ -111,19 +105,19 @@ import Testing
     /// never came back; the resync finds the row settled with a location and hands over
     /// the fix kept while settling (it was never sealed, so no replay could bring it).
     @Test func aLostSettleResultIsDeliveredByTheResync() throws {
-        var (state, _) = openedCall(try waiter())
+        var (state, _) = openedCall(waiter())
         let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: 4, deviceName: "Here", platform: "ios")
         guard case .keptHere(id)? = state.handle(.settling(id, fix), now: start).first else {
             Issue.record("the call waiting here keeps the fix"); return
         }
         #expect(state.unanswered == [id])
-        let row = RelayDatabase.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
+        let row = RelayRows.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
         let actions = state.handle(.states([row], asked: [id], now: Date()), now: start)
         let delivered = actions.compactMap { action -> LocationFix? in
             if case .complete(id, .answered(_, let fix?)) = action { fix } else { nil }
         }
         #expect(delivered == [fix], "\(actions.labels)")
-        var (sealed, _) = openedCall(try waiter())
+        var (sealed, _) = openedCall(waiter())
         guard case .requestReplay([id])? = sealed.handle(.states([row], asked: [id], now: Date()), now: start).last else {
             Issue.record("a fix sealed elsewhere is replayed"); return
         }
@@ -132,11 +126,11 @@ import Testing
     /// A reaped request ends its wait at the resync (finish then reports how); a row lost
     /// in a Postgres crash is opened again while its call still waits.
     @Test func theResyncEndsReapedWaitsAndReopensLostRows() throws {
-        var (state, _) = openedCall(try waiter())
-        let reaped = RelayDatabase.RequestState(id: id, settled: true, outcome: .expired, reason: nil, delivered: false)
+        var (state, _) = openedCall(waiter())
+        let reaped = RelayRows.RequestState(id: id, settled: true, outcome: .expired, reason: nil, delivered: false)
         #expect(state.handled(.states([reaped], asked: [id], now: Date()), now: start).labels
                 == ["cancelTimer", "pushesSettled", "finish"])
-        var (lost, _) = openedCall(try waiter())
+        var (lost, _) = openedCall(waiter())
         guard case .open(id, again: true)? = lost.handle(.states([], asked: [id], now: Date()), now: start).first else {
             Issue.record("re-opened"); return
         }
@@ -148,13 +142,13 @@ import Testing
     /// open it is abandoned as soon as the open returns; an answer that arrives then does
     /// not reach a caller who is gone.
     @Test func aHangUpAbandonsTheRequest() throws {
-        var (state, _) = openedCall(try waiter())
+        var (state, _) = openedCall(waiter())
         #expect(state.handled(.hungUp(id), now: start).labels == ["cancelTimer", "pushesSettled", "finish"])
         #expect(state.handled(.answer(answer(), fix: nil), now: start).labels == ["wakePolls"], "kept, not completed")
         guard case .complete(id, .outcome(.abandoned))? = state.handle(.finished(id, .failure(CancellationError())), now: start)
             .last else { Issue.record("abandoned"); return }
         var opening = WaiterState(grace: .seconds(2))
-        _ = opening.handle(.called(id, try waiter()), now: start)
+        _ = opening.handle(.called(id, waiter()), now: start)
         #expect(opening.handled(.hungUp(id), now: start).isEmpty)
         #expect(opening.handled(.opened(id, .success(opened(ping: false))), now: start).labels
                 == ["pushesOpened", "pushesSettled", "finish"])
@@ -163,13 +157,13 @@ import Testing
     /// A call with a wait bound: at the bound the request is made durable and the call
     /// answers "still waiting"; when it settled meanwhile, its answer is awaited a second.
     @Test func aBoundedCallOutlivesItsCallOrTakesTheSettledAnswer() throws {
-        var (state, actions) = openedCall(try waiter(bound: .seconds(5)))
+        var (state, actions) = openedCall(waiter(bound: .seconds(5)))
         guard case .arm(id, .bound, .seconds(5))? = actions.last else { Issue.record("\(actions)"); return }
         #expect(state.handled(.timerFired(id, .bound), now: start).labels == ["makeDurable"])
         guard case .complete(id, .outcome(.waiting))? = state.handle(.madeDurable(id, .success(.durable)), now: start).last else {
             Issue.record("still waiting"); return
         }
-        var (settled, _) = openedCall(try waiter(bound: .seconds(5)))
+        var (settled, _) = openedCall(waiter(bound: .seconds(5)))
         _ = settled.handle(.timerFired(id, .bound), now: start)
         _ = settled.handle(.answer(answer(), fix: nil), now: start)  // arrives during make_durable: kept
         #expect(settled.handled(.madeDurable(id, .success(.settled)), now: start).labels
@@ -180,15 +174,15 @@ import Testing
     /// database refused; a stale timer is ignored.
     @Test func refusalsAndStaleTimers() throws {
         var state = WaiterState(grace: .seconds(2))
-        _ = state.handle(.called(id, try waiter()), now: start)
-        let full = RelayDatabase.Opened(status: .tooMany, connections: nil, ping: nil)
+        _ = state.handle(.called(id, waiter()), now: start)
+        let full = RelayRows.Opened(status: .tooMany, connections: nil, ping: nil)
         guard case .complete(id, .outcome(.failure(.tooManyWaiting)))? = state.handle(.opened(id, .success(full)), now: start)
             .last else { Issue.record("429"); return }
-        _ = state.handle(.called(id, try waiter()), now: start)
+        _ = state.handle(.called(id, waiter()), now: start)
         guard case .complete(id, .failed)? = state.handle(.opened(id, .failure(CancellationError())), now: start).last else {
             Issue.record("503"); return
         }
-        var (waiting, _) = openedCall(try waiter())
+        var (waiting, _) = openedCall(waiter())
         #expect(waiting.handled(.timerFired(id, .bound), now: start).isEmpty, "not the current wait")
         #expect(waiting.count == 1)
     }
@@ -196,8 +190,8 @@ import Testing
     /// A database result for a call not waiting for it cannot happen: it changes nothing and
     /// is answered with `unexpected` (logged and counted), never dropped silently.
     @Test func impossibleEventsAreAnsweredExplicitly() throws {
-        var (waiting, _) = openedCall(try waiter())
-        let opened = RelayDatabase.Opened(status: .opened, connections: 1, ping: nil)
+        var (waiting, _) = openedCall(waiter())
+        let opened = RelayRows.Opened(status: .opened, connections: 1, ping: nil)
         let events: [(WaiterState.Event, String)] = [
             (.opened(id, .success(opened)), "opened"), (.madeDurable(id, .failure(CancellationError())), "made_durable"),
             (.finished(id, .failure(CancellationError())), "finished"), (.opened(UUID(), .success(opened)), "opened"),

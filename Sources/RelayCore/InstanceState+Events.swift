@@ -3,7 +3,7 @@ import Foundation
 extension InstanceState {
     /// What happened: on a socket, on the bus, on a timer, or as a result of this
     /// instance's own database call.
-    enum Event {
+    package enum Event {
         /// A socket opened (it has the hello timeout to say hello).
         case opened(Handle)
         /// A socket sent a message (decoded; frames that are not JSON objects never come here).
@@ -42,7 +42,7 @@ extension InstanceState {
     }
 
     /// What to do, in order.
-    enum Action {
+    package enum Action {
         /// Send a text frame.
         case send(Handle, String)
         /// Close a socket.
@@ -77,12 +77,12 @@ extension InstanceState {
     }
 
     /// The batched calls.
-    enum Call: Sendable {
+    package enum Call: Sendable {
         case hellos, disconnects, deliveredMarks
     }
 
     /// What a `token` message's check found.
-    enum TokenCheck: Sendable {
+    package enum TokenCheck: Sendable {
         /// A fresh token of the same user and session, valid until then.
         case renewed(Date)
         /// Another user or session, an OAuth client's token, or an invalid one.
@@ -94,15 +94,15 @@ extension InstanceState {
     }
 
     /// A phone's answer to settle, and what settling it needs.
-    struct Answer {
+    package struct Answer {
         /// The request.
-        let id: UUID
+        package let id: UUID
         /// The answering socket's record.
-        let record: Record
+        package let record: Record
         /// What it answered.
-        let reply: PhoneMessage.PhoneReply
+        package let reply: PhoneMessage.PhoneReply
         /// The waiter's key, when the ping came through this socket.
-        let replyKey: [UInt8]?
+        package let replyKey: [UInt8]?
         /// Until when it is held if the database cannot take it (nil while it is first settled).
         var heldUntil: Date?
     }
