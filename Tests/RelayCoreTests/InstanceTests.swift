@@ -17,11 +17,11 @@ import Testing
     let start = ContinuousClock.now
     let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: 4, deviceName: "Here", platform: "ios")
 
-    /// An instance with one registered phone of the owner.
-    func instance(with phone: Phone) -> Value {
+    /// An instance with one registered phone of the owner (and push plans with `pushes`).
+    func instance(with phone: Phone, pushes: PushTiming? = nil) -> Value {
         var value = Value(phones: InstanceState(helloBatch: 250, disconnectWindow: .milliseconds(50), maximumDisconnects: 1000,
                                                 deliveredMarkDelay: .milliseconds(200), maximumDelivered: 1000),
-                          waiters: WaiterState(grace: .seconds(2)))
+                          waiters: WaiterState(grace: .seconds(2)), pushTiming: pushes)
         _ = value.handle(.phones(.opened(phone)), now: now, instant: start)
         let batch = value.handle(.phones(.received(phone, .hello(deviceID: UUID(), name: "Ada's phone", platform: "ios",
                                                                   appVersion: "1"))), now: now, instant: start)
@@ -58,12 +58,12 @@ import Testing
     /// executors and no action left for the driver to route.
     @Test func anOpenedRequestPingsThePhonesHereInTheSameEvent() throws {
         let phone = Phone(user: owner)
-        var value = instance(with: phone)
+        var value = instance(with: phone, pushes: PushTiming())
         _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
         let actions = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
         #expect(sent(to: phone, actions).count == 1 && sent(to: phone, actions)[0].contains(#""type":"locate""#), "\(actions)")
         let pinged = actions.firstIndex { if case .phones(.send) = $0 { true } else { false } }
-        let pushed = actions.firstIndex { if case .waiters(.pushesOpened(id, 1, _)) = $0 { true } else { false } }
+        let pushed = actions.firstIndex { if case .push(id, .arm(.wake, _)) = $0 { true } else { false } }
         #expect(pinged != nil && pushed != nil && pinged! < pushed!, "the ping, then the pushes: \(actions)")
         #expect(!actions.contains { if case .waiters(.ping) = $0 { true } else { false } }, "no ping left to route")
         #expect(value.phones.pings.contains(id), "the ping is in the phones' ledger")
@@ -124,5 +124,39 @@ import Testing
         let actions = value.handle(.waiters(.states([row], asked: [id], now: now)), now: now, instant: start)
         guard case .waiters(.requestReplay([id]))? = actions.last else { Issue.record("replayed: \(actions)"); return }
         #expect(!actions.contains { if case .waiters(.complete) = $0 { true } else { false } })
+    }
+
+    /// A call that opened its request starts the request's push plan in the same event (its
+    /// wake timer is armed for the driver), a claimed stage is sent with its stage, and the
+    /// answer stops the plan in the event that completes the call: no push actor between.
+    /// A request opened for nobody waiting here (a task) starts its plan by its own event.
+    @Test func theRequestsPushesStartAndStopWithItsCall() throws {
+        let timing = PushTiming()
+        var value = instance(with: Phone(user: owner), pushes: timing)
+        _ = value.handle(.waiters(.called(id, waiter())), now: now, instant: start)
+        let opened = value.handle(.waiters(.opened(id, .success(opened()))), now: now, instant: start)
+        #expect(opened.contains { action in
+            if case .push(id, .arm(.wake, let at)) = action { at == now.addingTimeInterval(timing.wakeDelay) } else { false }
+        }, "\(opened)")
+        #expect(!opened.contains { if case .waiters(.pushesOpened) = $0 { true } else { false } }, "no push left to route")
+        let later = now.addingTimeInterval(timing.wakeDelay)
+        guard case .push(id, .claim(.wake))? = value.handle(.push(id, .timerFired(.wake, now: later)), now: later, instant: start).first
+        else { Issue.record("claims the wake"); return }
+        let sent = value.handle(.push(id, .claimResult(.wake, .claimed(.silent), now: later)), now: later, instant: start)
+        guard case .pushSend(id, .silent, stage: .wake)? = sent.first else { Issue.record("sends the wake: \(sent)"); return }
+        #expect(value.pushes[id] != nil, "a silent wake arms the checking alert")
+        let answer = AnswerNotification(id: id, waiter: "here", outcome: .denied, reason: "user", sealed: nil)
+        let answered = value.handle(.waiters(.answer(answer, fix: nil)), now: later, instant: start)
+        #expect(answered.contains { if case .push(id, .done) = $0 { true } else { false } }, "\(answered)")
+        #expect(value.pushes.isEmpty, "the plan is forgotten")
+
+        let task = UUID()
+        guard case .push(task, .arm(.wake, at: now))? = value.handle(.pushesOpened(task, connections: 0, expires: now.addingTimeInterval(30)),
+                                                                  now: now, instant: start).first
+        else { Issue.record("a task's plan: no phone connected, the wake at once"); return }
+        #expect(instance(with: Phone(user: owner)).pushes.isEmpty)
+        var withoutPushes = instance(with: Phone(user: owner))
+        #expect(withoutPushes.handle(.pushesOpened(task, connections: 0, expires: now), now: now, instant: start).isEmpty,
+                "an instance without a sender plans no pushes")
     }
 }

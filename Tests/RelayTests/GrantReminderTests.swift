@@ -82,7 +82,7 @@ import Testing
         let logger = Logger(level: .error)
         let database = TestDatabase.relay()
         let metrics = PushMetrics()
-        let scheduler = PushScheduler(instance: "reminder-bound", database: database,
+        let scheduler = PushSender(instance: "reminder-bound", database: database,
                                       dispatcher: PushDispatcher(services: .none, database: database, metrics: metrics, logger: logger),
                                       timing: PushTiming(), metrics: metrics, logger: logger, maximumReminders: 1)
         let reminder = GrantReminder(clientID: "held", agentName: nil, requesterID: nil)

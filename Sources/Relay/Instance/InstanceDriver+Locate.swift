@@ -59,7 +59,7 @@ extension InstanceDriver {
                 return .failure(.quietHours(name: quiet.name, until: quiet.until, local: quiet.local))  // answered at once
             }
             if let ping = opened.ping { await handle(.phones(.locate(ping, owner: request.owner))) }
-            await pushes?.opened(id, connections: opened.connections ?? 0, expires: expiresAt)
+            await handle(.pushesOpened(id, connections: opened.connections ?? 0, expires: expiresAt))
             return .waiting(expiresAt: expiresAt)
         }
         // The call's own task performs its first steps (the open, then the ping, the pushes

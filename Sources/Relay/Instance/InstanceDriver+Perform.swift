@@ -2,17 +2,18 @@ import Foundation
 import RelayCore
 
 /// Events in, actions out: every event of the instance goes through `handle(_:)`, which
-/// hands it to the value and performs the actions it returns, each in `performNow` (the
-/// ones that need no waiting) or `perform` (the ones awaited). Nothing else changes the
-/// value, and nothing else performs an action.
+/// hands it to the value and performs the actions it returns, in order, each in
+/// `performNow` (the ones that need no waiting) or `perform` (the ones awaited). Nothing
+/// else changes the value, and nothing else performs an action.
 ///
-/// Two orders are kept. A socket's awaited actions (a settle, a token check, an account
-/// request) are performed before the socket's next event is handled, so a phone's messages
-/// are answered in the order it sent them (SPEC §5). The waiters' actions are performed in
-/// the order their events produced them, across events: one drain at a time takes them from
-/// `queue`, so a request's pushes never start after they were stopped. A database call runs
-/// in a task of its own and reports its result as the next event, so no event waits for
-/// Postgres except the one a socket's own message asked for.
+/// Only what a socket's own message asked for is awaited (a settle, a token check, an
+/// account request): it is performed before the socket's next event is handled, so a
+/// phone's messages are answered in the order it sent them (SPEC §5). Everything else — a
+/// waiting call's steps, its pushes, a batched call — is performed in place: a database
+/// call, a push claim or a push send runs in a task of its own and reports its result as
+/// the next event, so no event waits for Postgres or a push service except the one a
+/// socket's own message asked for, and actions of one event are never overtaken by
+/// another's.
 extension InstanceDriver {
     /// Handles `event` and performs its actions in order. Those that need no waiting (most
     /// events have only such) are performed from `scratch` in place; from the first that is
@@ -38,46 +39,30 @@ extension InstanceDriver {
                 for action in rest where !performNow(action) { await perform(action) }
             }
         }
-        if !queue.isEmpty { await drain() }
+        if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs actions a caller took from the value itself, in order (a resync's, which
     /// performs some of its steps in its own task).
     func perform(_ actions: some Sequence<Value.Action>) async {
         for action in actions where !performNow(action) { await perform(action) }
-        if !queue.isEmpty { await drain() }
-    }
-
-    /// Performs the queued waiters' actions in the order the events produced them (see the
-    /// extension's overview); only the push scheduler is awaited.
-    private func drain() async {
-        guard !performing else { return }
-        performing = true
-        var next = 0
-        while next < queue.count {
-            let action = Value.Action.waiters(queue[next])
-            next += 1
-            if !performNow(action, queued: true) { await perform(action) }
-        }
-        // The queue keeps its storage between drains, unless a burst (a resync) grew it.
-        if queue.capacity > 64 { queue = [] } else { queue.removeAll(keepingCapacity: true) }
-        performing = false
-        if state.waiters.count == 0, !idleWaiters.isEmpty { idleWaiters.keys.forEach(endIdleWait) }
+        if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs `action` when it needs no waiting; false (nothing done) when it must be
-    /// awaited (`perform`). A waiters' action is queued for the drain unless it is the drain
-    /// performing it (`queued`).
-    private func performNow(_ action: Value.Action, queued: Bool = false) -> Bool {
+    /// awaited (`perform`).
+    private func performNow(_ action: Value.Action) -> Bool {
         switch action {
         case .phones(let action):
             return performNow(action)
-        case .waiters(let action) where !queued:
-            queue.append(action)
-            return true
         case .waiters(let action):
-            return performNow(action)
+            performNow(action)
+        case .push(let id, let action):
+            performNow(action, of: id)
+        case .pushSend(let id, let kind, let stage):
+            send(kind, stage: stage, of: id)
         }
+        return true
     }
 
     /// Performs an action that must be awaited. What a socket asked for (an account request,
@@ -92,10 +77,6 @@ extension InstanceDriver {
             session.send(await account.handle(request, user: session.user, device: device))
         case .phones(.forgetSession(let id)):
             await authenticator.forgetSession(id)
-        case .waiters(.pushesOpened(let id, let connections, let expires)):
-            await pushes?.opened(id, connections: connections, expires: expires)
-        case .waiters(.pushesSettled(let id)):
-            await pushes?.settled(id)
         default:
             preconditionFailure("performed by performNow")
         }
@@ -166,16 +147,14 @@ extension InstanceDriver {
 
     // MARK: The waiters' actions
 
-    private func performNow(_ action: WaiterState.Action) -> Bool {
+    private func performNow(_ action: WaiterState.Action) {
         let database = self.database, instance = self.instance
         switch action {
         case .open(let id, _):
             guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { break }
             databaseCall { try await self.open(id, request, waiter) } then: { .opened(id, $0) }
-        case .ping:
-            preconditionFailure("the value turns a ping into the phones' locate")
-        case .pushesOpened, .pushesSettled:
-            return false
+        case .ping, .pushesOpened, .pushesSettled:
+            preconditionFailure("the value turns them into events of its phones and its pushes")
         case .arm(let id, let wait, let delay):
             waitTimers.removeValue(forKey: id)?.cancel()
             waitTimers[id] = timers.after(delay) { [weak self] in await self?.handle(.waiters(.timerFired(id, wait))) }
@@ -210,7 +189,66 @@ extension InstanceDriver {
             if calls.isEmpty { calls = [:] }
             resume(continuation, with: completion, replyKey: call.replyKey)
         }
-        return true
+    }
+
+    // MARK: The pushes' actions
+
+    private func performNow(_ action: PushPlan.Action, of id: UUID) {
+        guard let pushes else { return }  // without a sender the value plans no pushes
+        switch action {
+        case .arm(let stage, let at):
+            pushTimers.removeValue(forKey: id)?.cancel()
+            let delay = Duration.milliseconds(Int(max(0, at.timeIntervalSinceNow) * 1000))
+            pushTimers[id] = timers.after(delay) { [weak self] in
+                await self?.handle(.push(id, .timerFired(stage, now: Date())))
+            }
+        case .claim(let stage):
+            guard callStarting() else { return }
+            // Owner: the driver (`finish()` waits for it); the claim's result is the event
+            // `push(.claimResult)`.
+            Task(executorPreference: executor) {
+                await Logger.untraced {
+                    let (result, claim) = await pushes.claim(id, stage: stage)
+                    await self.claimed(id, stage, result, claim)
+                    await self.callEnded()
+                }
+            }
+        case .send:
+            preconditionFailure("the value plans a send as pushSend")
+        case .done:
+            pushTimers.removeValue(forKey: id)?.cancel()
+            pushClaims[id] = nil
+        }
+    }
+
+    /// A push claim came back: what it claimed is kept for the send, and the plan decides.
+    private func claimed(_ id: UUID, _ stage: PushPlan.Stage, _ result: PushPlan.ClaimResult, _ claim: PushClaim?) async {
+        guard state.pushes[id] != nil else { return }
+        pushClaims[id] = claim
+        await handle(.push(id, .claimResult(stage, result, now: Date())))
+    }
+
+    /// Sends a claimed push after the request's earlier sends (the checking alert never
+    /// overtakes the wake).
+    private func send(_ kind: PushPlan.Kind, stage: PushPlan.Stage, of id: UUID) {
+        guard let pushes, let claim = pushClaims[id], callStarting() else { return }
+        let previous = pushSends[id]?.task
+        pushSendNumber += 1
+        let number = pushSendNumber
+        // Owner: the driver, which keeps it in `pushSends` until it ends or a newer send of
+        // the request replaces it (that one waits for it), and whose `finish()` waits for it.
+        pushSends[id] = (number, Task(executorPreference: executor) {
+            await Logger.untraced {
+                await previous?.value
+                await pushes.send(kind, stage: stage, request: id, claim: claim)
+                await self.sent(id, number)
+                await self.callEnded()
+            }
+        })
+    }
+
+    private func sent(_ id: UUID, _ number: Int) {
+        if pushSends[id]?.number == number { pushSends[id] = nil }
     }
 
     /// Runs a database call in a task of its own; its result (its error included) comes

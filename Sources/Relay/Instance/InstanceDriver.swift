@@ -70,8 +70,8 @@ public actor InstanceDriver {
     nonisolated let account: PhoneAccount
     /// Sealed fixes this instance settled, for a waiter elsewhere that missed them.
     let sealedAnswers: SealedAnswerMemory
-    /// The push timers of the requests waiting here; nil in tests without pushes.
-    let pushes: PushScheduler?
+    /// Claims and sends the pushes the value plans; nil in tests without pushes.
+    let pushes: PushSender?
     let grace: Duration
     let maxWaiting: Int
 
@@ -103,10 +103,12 @@ public actor InstanceDriver {
     var calls: [UUID: Call] = [:]
     /// Each waiting call's one timer (its current wait).
     var waitTimers: [UUID: RelayTimers.Handle] = [:]
-    /// The waiters' actions not performed yet (performed in the order their events came,
-    /// across events: see `drain()`), and whether a drain is performing them.
-    var queue: [WaiterState.Action] = []
-    var performing = false
+    /// Each request's push timer, its last claim (what a send sends to), and its sends
+    /// under way (a request's sends go one after the other; `finish()` waits for them).
+    var pushTimers: [UUID: RelayTimers.Handle] = [:]
+    var pushClaims: [UUID: PushClaim] = [:]
+    var pushSends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
+    var pushSendNumber = 0
     /// Polls of durable requests waiting here for an answer, by request and poll.
     var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
     /// Polls in progress here per request, and the requests whose answer arrived while one
@@ -128,7 +130,7 @@ public actor InstanceDriver {
 
     /// Creates the driver of relay instance `instance`.
     init(instance: String, database: RelayDatabase, authenticator: Authenticator, logger: Logger,
-         pushes: PushScheduler? = nil, sealedAnswers: SealedAnswerMemory = SealedAnswerMemory(),
+         pushes: PushSender? = nil, sealedAnswers: SealedAnswerMemory = SealedAnswerMemory(),
          grace: Duration = InstanceDriver.defaultGrace, maxWaiting: Int = InstanceDriver.defaultMaxWaiting,
          pushOrigins: [String] = [], executor: (any TaskExecutor)? = nil, timers: RelayTimers = RelayTimers(loop: nil)) {
         self.instance = instance
@@ -145,7 +147,7 @@ public actor InstanceDriver {
         self.state = Value(phones: State(helloBatch: Self.helloBatch, disconnectWindow: Self.disconnectWindow,
                                          maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
                                          deliveredMarkDelay: Self.deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered),
-                           waiters: WaiterState(grace: grace))
+                           waiters: WaiterState(grace: grace), pushTiming: pushes?.timing)
         (reregistrationRequests, reregistrationInput) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 

@@ -15,7 +15,7 @@ struct RelayBus: Sendable {
     let authenticator: Authenticator
     let maintenance: RelayMaintenance
     /// The pushes this instance sends (a reminder it is named to push).
-    let pushes: PushScheduler
+    let pushes: PushSender
     let logger: Logger
 
     /// Consumes the listener until it stops; `ready` is called once LISTEN is active.

@@ -124,7 +124,7 @@ public final class RelayService: Sendable {
     private let health: RelayHealth
     private let driver: InstanceDriver
     private let maintenance: RelayMaintenance
-    private let pushes: PushScheduler
+    private let pushes: PushSender
     private let authenticator: Authenticator
 
     /// Builds an instance (nothing runs yet). The parts are created bottom-up, and each
@@ -152,8 +152,8 @@ public final class RelayService: Sendable {
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
-        let pushes = PushScheduler(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
-                                   timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics, logger: logger, timers: timers)
+        let pushes = PushSender(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
+                                   timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics, logger: logger)
         self.pushes = pushes
         let sealedAnswers = SealedAnswerMemory()
         let driver = InstanceDriver(instance: configuration.instanceID, database: database, authenticator: authenticator,
