@@ -25,25 +25,20 @@ extension InstanceDriver {
         let rest = next < scratch.count ? Array(scratch[next...]) : []
         // The buffer keeps its storage between events, unless a burst (a drain, a resync) grew it.
         if scratch.capacity > 64 { scratch = [] } else { scratch.removeAll(keepingCapacity: true) }
-        if !rest.isEmpty {
-            if case .phones(.hellosRegistered) = event {
-                // The sockets' queued messages are handled here, not by their own events: each
-                // socket's next event waits until they are (see `replaying`).
-                let sockets = Set(rest.compactMap(\.socket))
-                for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
-                for action in rest where !performNow(action) { await perform(action) }
-                for connection in sockets {
-                    for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
-                }
-            } else {
-                for action in rest where !performNow(action) { await perform(action) }
-            }
+        // After a hello's registration, the sockets' queued messages are handled here, not by
+        // their own events: each socket's next event waits until they are (see `replaying`).
+        var sockets = Set<UUID>()
+        if case .phones(.hellosRegistered) = event { sockets = Set(rest.compactMap(\.socket)) }
+        for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
+        await perform(rest)
+        for connection in sockets {
+            for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
         }
-        if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
-    /// Performs actions a caller took from the value itself, in order (a resync's, which
-    /// performs some of its steps in its own task).
+    /// Performs actions in order: the rest of an event's, or those a caller took from the
+    /// value itself (a resync's, which performs some of its steps in its own task). The
+    /// drain's wait ends with the last waiting call.
     func perform(_ actions: some Sequence<Value.Action>) async {
         for action in actions where !performNow(action) { await perform(action) }
         if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
