@@ -75,8 +75,9 @@ public actor InstanceDriver {
     let grace: Duration
     let maxWaiting: Int
 
-    /// The instance: its phones (every socket here, its pings and held answers) and the
-    /// calls waiting here, and every decision about them.
+    /// The instance: its phones (every socket here, its pings and held answers), the calls
+    /// waiting here and the push plans of the requests it opened, and every decision about
+    /// them (changed only by `handle(_:)`).
     var state: Value
     /// The actions of the event being handled (reused: see `handle(_:)`).
     var scratch: [Value.Action] = []
@@ -85,11 +86,12 @@ public actor InstanceDriver {
     /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
     nonisolated let reregistrationRequests: AsyncStream<Void>
     nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
-    /// The phones' database calls in tasks of their own (hellos, disconnects, delivered
-    /// marks, a browser phone's lists) running now, and who waits for there to be none.
+    /// The calls in tasks of their own that `finish()` waits for (hellos, disconnects,
+    /// delivered marks, a browser phone's lists, push claims and sends) running now, and who
+    /// waits for there to be none.
     var callsInFlight = 0
     var callWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Set by `finish()`: the pool is about to shut down, so no batched call starts.
+    /// Set by `finish()`: the pool is about to shut down, so no such call starts.
     var finished = false
     /// Sockets whose messages sent while their hello was in the database are being handled
     /// by the hello's task, and the socket events waiting for that to end: a socket's
@@ -165,9 +167,9 @@ public actor InstanceDriver {
 
     // MARK: Shutdown
 
-    /// The last step before the database pool shuts down: no phones' call in a task of its
-    /// own starts from now on (a batch window that ends later, a socket's late close), and
-    /// this returns when those already running have ended.
+    /// The last step before the database pool shuts down: no call in a task of its own
+    /// starts from now on (a batch window that ends later, a socket's late close, a push
+    /// timer), and this returns when those already running have ended.
     func finish() async {
         finished = true
         while callsInFlight > 0 { await withCheckedContinuation { callWaiters.append($0) } }
