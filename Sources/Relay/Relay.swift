@@ -3,12 +3,12 @@
 ///
 /// Shape of one instance (`RelayService` creates the parts bottom-up; each knows only the
 /// parts below it):
-/// - `InstanceDriver` is the instance's one executor (Instance/). It holds two values and
-///   performs the actions they return: `WaiterState`, every waiting call's step, answer and
-///   timer (a call's database results are events too), and `InstanceState`, every socket's
-///   state, ping, held answer and batch (frames, closes, notifications, timers and the
-///   phones' database results are its events). A request opened here pings the phones here,
-///   and a phone's answer here reaches the call waiting here, without leaving the actor.
+/// - `InstanceDriver` is the instance's one executor (Instance/). It holds one value,
+///   RelayCore's `Instance` (the phones, the calls waiting here, the push plans), hands it
+///   every event — a socket's frame or close, a notification, a timer, an agent's call, a
+///   database result, a push claim — and performs the actions it returns, in one place
+///   (`InstanceDriver+Perform.swift`). It keeps only continuations, timer handles and the
+///   tasks of its calls; every decision is the value's.
 /// - `RelayBus` feeds notifications to it; `RelayMaintenance` beats, reaps and resyncs.
 ///
 /// No part scans all sockets on a timer: deadlines are timers set when they are known.
