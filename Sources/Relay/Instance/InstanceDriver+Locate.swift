@@ -121,7 +121,10 @@ extension InstanceDriver {
                 let opened = try await open(id, request, waiter)
                 guard opened.status == .opened else { continue }
                 recreated += 1
-                if let ping = opened.ping { await handle(.phones(.locate(ping, owner: waiter.request.owner))) }
+                // Pinged only while its call still waits (it may have ended during the open).
+                if let ping = opened.ping, state.waiters.waiters[id] != nil {
+                    await handle(.phones(.locate(ping, owner: waiter.request.owner)))
+                }
             case .waiters(.requestReplay(let batch)):
                 for ids in batch.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(ids, instance: instance) }
             default:

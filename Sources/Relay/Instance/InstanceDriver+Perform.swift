@@ -30,7 +30,11 @@ extension InstanceDriver {
         var sockets = Set<UUID>()
         if case .phones(.hellosRegistered) = event { sockets = Set(rest.compactMap(\.socket)) }
         for connection in sockets where replaying[connection] == nil { replaying[connection] = [] }
-        await perform(rest)
+        if rest.isEmpty {
+            endIdleWaitsIfIdle()  // (no async call when nothing is left: most events)
+        } else {
+            await perform(rest)
+        }
         for connection in sockets {
             for waiter in replaying.removeValue(forKey: connection) ?? [] { waiter.resume() }
         }
@@ -41,6 +45,11 @@ extension InstanceDriver {
     /// drain's wait ends with the last waiting call.
     func perform(_ actions: some Sequence<Value.Action>) async {
         for action in actions where !performNow(action) { await perform(action) }
+        endIdleWaitsIfIdle()
+    }
+
+    /// Ends the drain's waits once no call waits here.
+    private func endIdleWaitsIfIdle() {
         if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
@@ -198,7 +207,7 @@ extension InstanceDriver {
                 await self?.handle(.push(id, .timerFired(stage, now: Date())))
             }
         case .claim(let stage):
-            guard callStarting() else { return }
+            guard !pushesFinished, callStarting() else { return }
             // Owner: the driver (`finish()` waits for it); the claim's result is the event
             // `push(.claimResult)`.
             Task(executorPreference: executor) {
@@ -226,7 +235,7 @@ extension InstanceDriver {
     /// Sends a claimed push after the request's earlier sends (the checking alert never
     /// overtakes the wake).
     private func send(_ kind: PushPlan.Kind, stage: PushPlan.Stage, of id: UUID) {
-        guard let pushes, let claim = pushClaims[id], callStarting() else { return }
+        guard let pushes, let claim = pushClaims[id], !pushesFinished, callStarting() else { return }
         let previous = pushSends[id]?.task
         pushSendNumber += 1
         let number = pushSendNumber

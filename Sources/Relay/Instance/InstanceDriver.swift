@@ -111,6 +111,8 @@ public actor InstanceDriver {
     var pushClaims: [UUID: PushClaim] = [:]
     var pushSends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
     var pushSendNumber = 0
+    /// Set by `finishPushes()`: the push transport is about to stop, so no claim or send starts.
+    var pushesFinished = false
     /// Polls of durable requests waiting here for an answer, by request and poll.
     var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
     /// Polls in progress here per request, and the requests whose answer arrived while one
@@ -173,6 +175,14 @@ public actor InstanceDriver {
     func finish() async {
         finished = true
         while callsInFlight > 0 { await withCheckedContinuation { callWaiters.append($0) } }
+    }
+
+    /// The step before the push transport stops: no push claim or send starts from now on,
+    /// and this returns when the sends under way have ended (a claimed stage is sent, not
+    /// cut off: it was claimed exactly once, across instances).
+    func finishPushes() async {
+        pushesFinished = true
+        for send in pushSends.values { await send.task.value }
     }
 
     /// A call in a task of its own may start (false once finished); counted until `callEnded()`.

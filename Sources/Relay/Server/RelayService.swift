@@ -315,7 +315,8 @@ public final class RelayService: Sendable {
         await driver.untilIdle(within: deadline - .now)
         await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
                               webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
-        await pushes.finishSending()
+        await driver.finishPushes()  // the requests' pushes under way are sent, and no more start
+        await pushes.finishSending()  // and the reminders'
         configuration.push.transport?.shutdown()
         maintenance.stop()
         listener.shutdown()
