@@ -20,9 +20,9 @@ import Foundation
 ///
 /// Each side stays testable alone (`InstanceStateTests`, `WaiterStateTests` drive the
 /// parts); `InstanceTests` drive what crosses.
-package struct Instance<Handle: PhoneHandle> {
+package struct Instance {
     /// The phones connected here and every decision about them.
-    package internal(set) var phones: InstanceState<Handle>
+    package internal(set) var phones: InstanceState
     /// The calls waiting here and every decision about them.
     package internal(set) var waiters: WaiterState
     /// The push plan of each request opened here that may still push.
@@ -30,13 +30,13 @@ package struct Instance<Handle: PhoneHandle> {
     /// The pushes' delays; nil when the instance sends no pushes.
     private let pushTiming: PushTiming?
     /// Reused buffers for the parts' actions (no array is made per event).
-    private var phoneActions: [InstanceState<Handle>.Action] = []
+    private var phoneActions: [InstanceState.Action] = []
     private var waiterActions: [WaiterState.Action] = []
 
     /// What happened.
     package enum Event {
         /// On a socket, on the bus for phones, on a phones' timer, or a phones' database result.
-        case phones(InstanceState<Handle>.Event)
+        case phones(InstanceState.Event)
         /// A call, its database results, its timers, its hang-up, or an answer for it.
         case waiters(WaiterState.Event)
         /// A phone here answered request `id` with `fix` and its settle is about to run.
@@ -58,7 +58,7 @@ package struct Instance<Handle: PhoneHandle> {
     /// What to do, in order.
     package enum Action {
         /// A phones' action (send, close, call the database, arm a window).
-        case phones(InstanceState<Handle>.Action)
+        case phones(InstanceState.Action)
         /// A waiters' action (open, arm a wait, finish, complete a call).
         case waiters(WaiterState.Action)
         /// A push plan's action: arm its timer, claim a stage, or forget the request's
@@ -70,7 +70,7 @@ package struct Instance<Handle: PhoneHandle> {
 
     /// An instance with the phones' batch windows, the waiters' grace and the pushes'
     /// delays (nil: no pushes).
-    package init(phones: InstanceState<Handle>, waiters: WaiterState, pushTiming: PushTiming? = nil) {
+    package init(phones: InstanceState, waiters: WaiterState, pushTiming: PushTiming? = nil) {
         self.phones = phones
         self.waiters = waiters
         self.pushTiming = pushTiming
@@ -105,7 +105,7 @@ package struct Instance<Handle: PhoneHandle> {
         return actions
     }
 
-    private mutating func phonesHandle(_ event: InstanceState<Handle>.Event, now: Date, into actions: inout [Action]) {
+    private mutating func phonesHandle(_ event: InstanceState.Event, now: Date, into actions: inout [Action]) {
         phones.handle(event, now: now, into: &phoneActions)
         for action in phoneActions { actions.append(.phones(action)) }
         clear(&phoneActions)

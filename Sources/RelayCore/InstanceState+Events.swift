@@ -108,4 +108,4 @@ extension InstanceState {
     }
 }
 
-extension InstanceState.Answer: Sendable where Handle: Sendable {}
+extension InstanceState.Answer: Sendable {}

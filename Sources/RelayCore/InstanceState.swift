@@ -16,10 +16,12 @@ import Foundation
 ///
 /// Its parts are internal only so that the transitions can live in their own file
 /// (`InstanceState+Transitions.swift`); nothing outside this folder changes them.
-package struct InstanceState<Handle: PhoneHandle> {
-    typealias Socket = SocketTable<Handle>.Socket
-    package typealias Hello = SocketTable<Handle>.Hello
-    package typealias Record = SocketTable<Handle>.Record
+package struct InstanceState {
+    /// The sockets it keeps (the driver's are `DeviceSession`s).
+    package typealias Handle = PhoneHandle
+    typealias Socket = SocketTable.Socket
+    package typealias Hello = SocketTable.Hello
+    package typealias Record = SocketTable.Record
 
     /// Close code for a replaced or revoked device (the app must not reconnect by itself).
     package static var replacedCode: UInt16 { 4000 }
@@ -32,7 +34,7 @@ package struct InstanceState<Handle: PhoneHandle> {
     /// How long an answer to a ping this instance never sent is held (longer than any request).
     static var heldAnswerFallbackLifetime: TimeInterval { 130 }
 
-    var sockets = SocketTable<Handle>()
+    var sockets = SocketTable()
     var pings = PingLedger()
     var hellosInFlight = HellosInFlight()
     /// Answers the database could not take yet, by request.

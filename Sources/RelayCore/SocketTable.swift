@@ -8,7 +8,10 @@ import Foundation
 ///
 /// No I/O: `InstanceState` owns one; tests drive it directly. `Handle` is what actions send
 /// through (a `DeviceSession`; anything in tests).
-package struct SocketTable<Handle: PhoneHandle> {
+package struct SocketTable {
+    /// The sockets it keeps (the driver's are `DeviceSession`s).
+    package typealias Handle = PhoneHandle
+
     /// A socket's life: awaiting hello → registering → registered, or refused (closed by an
     /// action, then absent) — or unregistered, when the instance's row was gone, until the
     /// re-registration. A closed socket is absent.
@@ -177,18 +180,29 @@ package struct SocketTable<Handle: PhoneHandle> {
     }
 }
 
-/// What the socket table keeps a socket by: a reference that knows the socket's id, its
-/// verified user and session, and when it opened.
-package protocol PhoneHandle: AnyObject {
+/// What the instance's value keeps a socket by: a reference that knows the socket's id, its
+/// verified user and session, and when it opened. The driver's sockets (`DeviceSession`)
+/// are its subclasses; the value hands them back in its actions and calls nothing on them.
+/// A class rather than a protocol, so that the values are not generic: Relay calls them
+/// across the module boundary, where generic code would run unspecialised.
+open class PhoneHandle: @unchecked Sendable {
     /// The socket's id (relay.connections.id).
-    var connection: UUID { get }
+    public let connection: UUID
     /// The verified user of the socket.
-    var user: UUID { get }
+    public let user: UUID
     /// The verified session of the socket.
-    var sessionID: UUID { get }
+    public let sessionID: UUID
     /// When it opened: of two sockets of one device, the later one wins.
-    var openedAt: Date { get }
+    public let openedAt: Date
+
+    /// A socket of `user`'s session `sessionID`.
+    public init(connection: UUID = UUID(), user: UUID, sessionID: UUID, openedAt: Date = Date()) {
+        self.connection = connection
+        self.user = user
+        self.sessionID = sessionID
+        self.openedAt = openedAt
+    }
 }
 
-extension SocketTable.Hello: Sendable where Handle: Sendable {}
-extension SocketTable.Record: Sendable where Handle: Sendable {}
+extension SocketTable.Hello: Sendable {}
+extension SocketTable.Record: Sendable {}

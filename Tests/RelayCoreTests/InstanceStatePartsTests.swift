@@ -17,7 +17,7 @@ import Testing
     /// user (or of a device, while a replacement is under way) makes a set, which shrinks
     /// back; only registered sockets are indexed; forgetting the last socket empties every index.
     @Test func theSocketTableIndexesRegisteredSocketsByUserAndDevice() {
-        var table = SocketTable<Handle>()
+        var table = SocketTable()
         let user = UUID(), phone = UUID(), tablet = UUID(), first = UUID(), second = UUID(), third = UUID()
         table[first] = .registered(.init(handle: Handle(user: user), device: phone, platform: .ios, name: "Ada's iPhone"))
         guard case .one(first)? = table.connections(ofUser: user) else { Issue.record("one inline"); return }

@@ -6,15 +6,11 @@ import Testing
 /// clock — so each race the relay has met is a deterministic sequence (the end-to-end
 /// versions are in PhoneRacesTests and ResyncAndDrainTests).
 @Suite struct InstanceStateTests {
-    final class Phone: PhoneHandle {
-        let connection = UUID()
-        let user: UUID
-        let sessionID = UUID()
-        let openedAt = Date()
-        init(user: UUID = UUID()) { self.user = user }
+    final class Phone: PhoneHandle, @unchecked Sendable {
+        init(user: UUID = UUID()) { super.init(user: user, sessionID: UUID()) }
     }
 
-    typealias State = InstanceState<Phone>
+    typealias State = InstanceState
     typealias Action = State.Action
 
     /// A state with the driver's windows, and the clock its events carry.
@@ -323,16 +319,16 @@ import Testing
     }
 }
 
-extension Array where Element == InstanceState<InstanceStateTests.Phone>.Action {
+extension Array where Element == InstanceState.Action {
     /// The hellos these actions register through the batcher.
-    var registrations: [InstanceState<InstanceStateTests.Phone>.Hello] {
-        flatMap { action -> [InstanceState<InstanceStateTests.Phone>.Hello] in
+    var registrations: [InstanceState.Hello] {
+        flatMap { action -> [InstanceState.Hello] in
             if case .registerHellos(let batch, batched: true) = action { batch } else { [] }
         }
     }
 
     /// The answers these actions settle.
-    var settles: [InstanceState<InstanceStateTests.Phone>.Answer] {
+    var settles: [InstanceState.Answer] {
         compactMap { action in if case .settle(let answer) = action { answer } else { nil } }
     }
 

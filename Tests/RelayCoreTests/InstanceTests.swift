@@ -9,7 +9,7 @@ import Testing
 /// `InstanceStateTests` and `WaiterStateTests`.
 @Suite struct InstanceTests {
     typealias Phone = InstanceStateTests.Phone
-    typealias Value = Instance<Phone>
+    typealias Value = Instance
 
     let owner = UUID()
     let id = UUID()
@@ -25,7 +25,7 @@ import Testing
         _ = value.handle(.phones(.opened(phone)), now: now, instant: start)
         let batch = value.handle(.phones(.received(phone, .hello(deviceID: UUID(), name: "Ada's phone", platform: "ios",
                                                                   appVersion: "1"))), now: now, instant: start)
-            .compactMap { action -> [InstanceState<Phone>.Hello]? in
+            .compactMap { action -> [InstanceState.Hello]? in
                 if case .phones(.registerHellos(let batch, _)) = action { batch } else { nil }
             }
         let hellos = batch.flatMap { $0 }

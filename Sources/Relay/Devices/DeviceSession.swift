@@ -12,7 +12,7 @@ import Synchronization
 /// deadline — its hello's until it says one, then its credential's expiry plus the leeway
 /// — is the WebSocket's own close deadline, kept by its connection's one timer: no sweep
 /// visits idle sockets, and no timer of its own is kept per socket.
-final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
+final class DeviceSession: PhoneHandle, WebSocketDelegate, @unchecked Sendable {
     /// What happened on the socket.
     enum Event: Sendable {
         case opened
@@ -23,13 +23,8 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     /// Messages that may wait for the driver per socket (SPEC §5).
     static let maximumQueuedEvents = 64
 
-    /// This socket's id (relay.connections.id).
-    let connection = UUID()
-    /// The phone's verified user and session when the socket opened (they never change).
-    let user: UUID
-    let sessionID: UUID
-    /// When the socket was opened: of two sockets of one device, the later one wins.
-    let openedAt = Date()
+    // Its id (relay.connections.id), its phone's verified user and session when it opened
+    // (they never change) and when it opened are the `PhoneHandle`'s.
     private let driver: InstanceDriver
     private let state: Mutex<State>
 
@@ -43,10 +38,9 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 
     init(phone: PhoneIdentity, driver: InstanceDriver, waiting: HelloWaitingRoom.Ticket?) {
-        self.user = phone.userID
-        self.sessionID = phone.sessionID
         self.driver = driver
         self.state = Mutex(State(credentialExpiresAt: phone.expiresAt, waiting: waiting))
+        super.init(user: phone.userID, sessionID: phone.sessionID)
     }
 
     /// The socket said hello or closed: its place in the waiting room is given back, and
@@ -135,4 +129,3 @@ final class DeviceSession: WebSocketDelegate, @unchecked Sendable {
     }
 }
 
-extension DeviceSession: PhoneHandle {}

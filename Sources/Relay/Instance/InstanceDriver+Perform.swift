@@ -75,10 +75,10 @@ extension InstanceDriver {
         switch action {
         case .phones(.settle(let answer)):
             await handle(.phones(.settled(answer, await settle(answer))))
-        case .phones(.checkToken(let session, let token)):
-            await handle(.phones(.tokenChecked(session, await check(token, of: session))))
-        case .phones(.account(let session, let device, let request)):
-            session.send(await account.handle(request, user: session.user, device: device))
+        case .phones(.checkToken(let handle, let token)):
+            await self.handle(.phones(.tokenChecked(handle, await check(token, of: handle.session))))
+        case .phones(.account(let handle, let device, let request)):
+            handle.session.send(await account.handle(request, user: handle.user, device: device))
         case .phones(.forgetSession(let id)):
             await authenticator.forgetSession(id)
         default:
@@ -90,10 +90,10 @@ extension InstanceDriver {
 
     private func performNow(_ action: State.Action) -> Bool {
         switch action {
-        case .send(let session, let text):
-            session.send(text)
-        case .close(let session, let code, let reason):
-            session.close(code: code, reason: reason)
+        case .send(let handle, let text):
+            handle.session.send(text)
+        case .close(let handle, let code, let reason):
+            handle.session.close(code: code, reason: reason)
         case .registerHellos(let batch, let batched):
             guard callStarting() else { break }
             // Owner: the driver (`finish()` waits for it); the result comes back as the event
@@ -111,16 +111,16 @@ extension InstanceDriver {
             batchCall(.deliveredMarks, "mark_delivered_failed", batch.count) { try await $0.markDelivered(batch) }
         case .armWindow(let call, let delay):
             _ = timers.after(delay) { await self.handle(.phones(.windowEnded(call))) }
-        case .sendAlwaysAllowed(let session):
+        case .sendAlwaysAllowed(let handle):
             guard callStarting() else { break }
-            let account = self.account
+            let account = self.account, session = handle.session
             // Owner: the driver (`finish()` waits for it); a socket closed meanwhile drops the send.
             Task(executorPreference: executor) {
                 for list in await account.lists(user: session.user) ?? [] { session.send(list) }
                 await self.callEnded()
             }
-        case .renewCredential(let session, let expiry):
-            session.renewCredential(until: expiry)
+        case .renewCredential(let handle, let expiry):
+            handle.session.renewCredential(until: expiry)
         case .requestReregistration:
             reregistrationInput.yield()
         case .info(let event, let connection):
@@ -280,4 +280,10 @@ private extension Instance.Action {
         default: nil
         }
     }
+}
+
+private extension PhoneHandle {
+    /// The socket behind a handle of the value's actions: the driver gives the value only
+    /// `DeviceSession`s (`handle(_:from:)`), so every handle it gets back is one.
+    var session: DeviceSession { unsafeDowncast(self, to: DeviceSession.self) }
 }

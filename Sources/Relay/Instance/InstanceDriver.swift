@@ -19,8 +19,8 @@ import RelayCore
 /// (polls and cancels of durable requests), `+Settle` (a phone's answer, from its socket or
 /// `POST /v1/device/answer`).
 public actor InstanceDriver {
-    typealias Value = Instance<DeviceSession>
-    typealias State = InstanceState<DeviceSession>
+    typealias Value = Instance
+    typealias State = InstanceState
 
     // MARK: Phones
 
