@@ -47,6 +47,8 @@ class FakeWebPush:
         self.pushes = []
         self.lock = threading.Lock()
         self.log_path = None
+        # Seconds to hold the answer to a push at a path (recorded at once, answered then).
+        self.hold = {}
 
     def start(self):
         fake = self
@@ -68,6 +70,7 @@ class FakeWebPush:
                 if fake.log_path:
                     with open(fake.log_path, "a") as log:
                         log.write(json.dumps(entry) + "\n")
+                time.sleep(fake.hold.get(self.path, 0))
                 text = (reason or "").encode()
                 self.send_response(status)
                 if status == 429:

@@ -181,3 +181,23 @@ def test_an_unanswered_request_is_realerted_once_with_the_same_collapse_id(admin
         relay.stop()
     assert 'whereabot_push_claims_total{stage="realert",status="claimed"} 1' in metrics
     assert len(push.apns_for(owner.tokens)) == 2, "and none after it"
+
+
+def test_a_push_on_its_way_at_shutdown_is_sent_not_cut_off(admin, make_user, push, relay):
+    """SIGTERM while a request's push is on its way (the push service holds its answer 4 s,
+    longer than the server's 2 s drain): the relay waits for the answer before it stops its
+    push transport. The stage was claimed exactly once across instances; cut off, the push
+    would be lost. (A task nobody waits for, so the drain itself does not wait for it.)"""
+    owner = Owner(admin, make_user, push, paths=["/sub/held"])
+    push.web.hold["/sub/held"] = 4.0
+    opened = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                             "-H", f"Authorization: Bearer {owner.agent}", "-H", "Prefer: respond-async",
+                             f"{relay.base}/v1/locate?timeout_secs=60"], capture_output=True, text=True, timeout=30)
+    assert opened.stdout == "202", opened
+    assert wait_for(lambda: push.web_for(["/sub/held"]), 5), "the wake push reached the service"
+    started = time.monotonic()
+    assert relay.stop() == 0
+    assert time.monotonic() - started >= 2.5, "the stop waited for the held answer"
+    pushes = [line for line in relay.logs.splitlines() if '"event":"push"' in line and '"service":"webpush"' in line]
+    assert len(pushes) == 1 and '"result":"sent"' in pushes[0] and '"status":"201"' in pushes[0], relay.logs[-3000:]
+
