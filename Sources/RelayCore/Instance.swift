@@ -98,7 +98,8 @@ package struct Instance {
         }
     }
 
-    /// Handles one event and returns its actions (for tests).
+    /// Handles one event and returns its actions (for a caller that performs some of them
+    /// itself — a call's first steps, a resync — and for tests).
     package mutating func handle(_ event: Event, now: Date = Date(), instant: ContinuousClock.Instant = .now) -> [Action] {
         var actions: [Action] = []
         handle(event, now: now, instant: instant, into: &actions)

@@ -91,7 +91,7 @@ extension InstanceDriver {
     }
 
     func resume(_ continuation: CheckedContinuation<LocateOutcome, any Error>, with completion: WaiterState.Completion,
-                        replyKey: ReplyKey) {
+                replyKey: ReplyKey) {
         switch completion {
         case .failed(let error): continuation.resume(throwing: error)
         case .outcome(let outcome): continuation.resume(returning: outcome)
