@@ -113,7 +113,7 @@ package struct Instance {
     }
 
     private mutating func waitersHandle(_ event: WaiterState.Event, now: Date, instant: ContinuousClock.Instant,
-                                  into actions: inout [Action]) {
+                                        into actions: inout [Action]) {
         waiters.handle(event, now: instant, into: &waiterActions)
         for action in waiterActions {
             switch action {
