@@ -68,9 +68,11 @@ extension InstanceDriver {
         calls[id] = Call(request: request, replyKey: replyKey)
         var first = waiter
         first.hungUp = Task.isCancelled
-        // (`called` asks for nothing but the open.)
-        for case .waiters(.open(id, again: false)) in state.handle(.waiters(.called(id, first))) {
-            guard let waiter = state.waiters.waiters[id] else { continue }
+        // `called` asks for nothing but the open, which this task performs itself.
+        let opens = decides(.waiters(.called(id, first))) {
+            if case .waiters(.open(id, again: false)) = $0 { true } else { false }
+        }
+        if opens, let waiter = state.waiters.waiters[id] {
             let result: Result<RelayDatabase.Opened, any Error>
             do { result = .success(try await open(id, request, waiter)) } catch { result = .failure(error) }
             await handle(.waiters(.opened(id, result)))

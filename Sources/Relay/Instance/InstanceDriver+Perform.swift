@@ -40,6 +40,15 @@ extension InstanceDriver {
         }
     }
 
+    /// Handles an event whose only action is a decision its caller performs itself (a call's
+    /// open, a fix kept here): whether an action of it matches. Read from the reused buffer
+    /// (no array per event), which is empty between events.
+    func decides(_ event: Value.Event, _ matches: (Value.Action) -> Bool) -> Bool {
+        state.handle(event, now: Date(), instant: .now, into: &scratch)
+        defer { scratch.removeAll(keepingCapacity: true) }
+        return scratch.contains(where: matches)
+    }
+
     /// Performs actions in order: the rest of an event's, or those a caller took from the
     /// value itself (a resync's, which performs some of its steps in its own task). The
     /// drain's wait ends with the last waiting call.

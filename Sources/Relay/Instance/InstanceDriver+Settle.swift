@@ -34,7 +34,8 @@ extension InstanceDriver {
                               deviceName: deviceName, platform: platform, precision: precision)
         }
         if keptHere(id, fix) {
-            return try await settle(id: id, user: user, device: device, answer: .localLocation, fix: fix, cancelPings: cancelPings)
+            return try await settle(id: id, user: user, device: device, answer: .localLocation, fix: fix,
+                                    cancelPings: cancelPings)
         }
         var key = replyKey
         if key == nil { key = try await database.replyKey(request: id, user: user) }
@@ -60,9 +61,7 @@ extension InstanceDriver {
     /// this instance is settled (the `settling` event); false when the request does not wait
     /// here, and then the fix must travel sealed. (The event's only action is `keptHere`.)
     func keptHere(_ id: UUID, _ fix: LocationFix) -> Bool {
-        state.handle(.settling(id, fix), now: Date(), instant: .now, into: &scratch)
-        defer { scratch.removeAll(keepingCapacity: true) }
-        return scratch.contains { if case .waiters(.keptHere(id)) = $0 { true } else { false } }
+        decides(.settling(id, fix)) { if case .waiters(.keptHere(id)) = $0 { true } else { false } }
     }
 
     /// Settles `answer` (with the fix it carries, if any) and hands a settled one to the

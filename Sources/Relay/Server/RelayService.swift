@@ -153,7 +153,8 @@ public final class RelayService: Sendable {
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
         let pushes = PushSender(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
-                                   timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics, logger: logger)
+                                timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics,
+                                logger: logger)
         self.pushes = pushes
         let sealedAnswers = SealedAnswerMemory()
         let driver = InstanceDriver(instance: configuration.instanceID, database: database, authenticator: authenticator,
