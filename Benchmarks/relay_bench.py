@@ -398,10 +398,13 @@ async def throughput(relays, users, seconds, cross, counting=False):
         agent = relays[(index + 1) % len(relays)] if cross else phone
         pairs.append((agent.port, phone.port, agent_token, phone_token))
     relay_pids = [relay.process.pid for relay in relays]
+    functions = function_stats() if counting else None
     before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), postgres_cpu_seconds(), wal_bytes()
     probes = asyncio.create_task(asyncio.to_thread(count_uprobes, relay_pids, seconds)) if counting else None
     result = await asyncio.to_thread(run_load, pairs, seconds)
     counts = await probes if probes else None
+    if counting:
+        functions = function_costs(functions, function_stats(), max(1, result["answered"]))
     relays_cpu = cpu_seconds(relay_pids) - before_relays
     postgres_cpu = postgres_cpu_seconds() - before_postgres
     wal = wal_bytes() - before_wal  # includes the phones' hellos and the warm-up: an upper bound
@@ -412,8 +415,28 @@ async def throughput(relays, users, seconds, cross, counting=False):
                   for name, count in counts.items()} if counts and result["locates"] else None
     return {"rate": result["locates"] / result["seconds"], "failed": result["failed"], "p50": result["p50_ms"],
             "p99": result["p99_ms"], "wal": wal / locates, "uprobes": per_locate,
+            "functions": functions and functions[1], "functions_us": functions and functions[0],
             "cpu": {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
                     "postgres": postgres_cpu / locates * 1000}}
+
+
+def function_stats():
+    """{function: (calls, self ms)} of the relay.* and private.* functions so far, once every
+    backend has flushed its statistics (PostgreSQL 15: an idle one within 10 s)."""
+    time.sleep(11)
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        return {f"{schema}.{name}": (calls, self_ms) for schema, name, calls, self_ms in conn.execute(
+            "select schemaname, funcname, sum(calls), sum(self_time) from pg_stat_user_functions"
+            " where schemaname in ('relay', 'private') group by 1, 2")}
+
+
+def function_costs(before, after, locates):
+    """(self µs per locate in all, [(function, calls per locate, self µs per locate)] busiest
+    first) between two function_stats snapshots."""
+    rows = [(name, (calls - before.get(name, (0, 0))[0]) / locates,
+             (self_ms - before.get(name, (0, 0))[1]) * 1000 / locates) for name, (calls, self_ms) in after.items()]
+    rows = sorted((row for row in rows if row[1] > 0), key=lambda row: -row[2])
+    return sum(row[2] for row in rows), rows
 
 
 def count_uprobes(pids, seconds):
@@ -677,7 +700,7 @@ def explain_misses(requests, pinged, phones):
 async def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    if "durable" in PARTS:
+    if "durable" in PARTS or UPROBES:
         enable_function_stats(ADMIN_URL)
     relays = [Relay("bench-relay-1", 18191), Relay("bench-relay-2", 18192)]
     for relay in relays:
@@ -755,6 +778,9 @@ async def throughput_table(relays, rows, ceiling):
             counted = await throughput(relays, make_users(AGENTS), SECONDS, cross, counting=True)
             rows.append((f"calls per locate, {where}", ", ".join(f"{name} {count:.1f}" for name, count in counted["uprobes"].items()),
                          "relays, uprobes (BENCH_UPROBES=1), in a run of its own"))
+            rows.append((f"Postgres functions per locate, {where}", f"{counted['functions_us']:.0f} µs self time",
+                         "; ".join(f"{name} {calls:.2f}x {us:.1f} µs" for name, calls, us in counted["functions"][:6])
+                         + " (pg_stat_user_functions, same run)"))
 
 
 async def phone_rows(relays, rows):

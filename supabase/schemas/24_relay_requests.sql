@@ -12,30 +12,6 @@
 -- sockets are, or the request is committed when the hello reads the pending pings.
 
 -- -----------------------------------------------------------------------------
--- The agent's reason lives only while the request waits
--- -----------------------------------------------------------------------------
--- Every statement that settles a request (an answer, the deadline, a hang-up, the reaper,
--- a revoked share) clears its reason by this trigger, and the table's check holds it.
-create or replace function private.forget_ask_reason()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  new.ask_reason := null;
-  return new;
-end;
-$$;
-comment on function private.forget_ask_reason() is
-  'Clears relay.pending_requests.ask_reason when a request settles (the reason is never kept after).';
-revoke execute on function private.forget_ask_reason() from public, anon, authenticated;
-
-create trigger pending_requests_forget_reason_when_settled
-  before update on relay.pending_requests
-  for each row when (new.settled_at is not null and new.ask_reason is not null)
-  execute function private.forget_ask_reason();
-
--- -----------------------------------------------------------------------------
 -- relay.open_request(...) → {status, connections, ping}
 -- -----------------------------------------------------------------------------
 -- status: opened, too_many (max_waiting requests already wait: nothing was opened), exists
@@ -61,14 +37,22 @@ set search_path = ''
 as $$
 declare
   v_request relay.pending_requests;
+  v_known boolean;
+  v_shared boolean;
+  v_exists boolean;
+  v_has_quiet boolean;
   v_waiting int;
   v_holders text[];
   v_connections int;
   v_ping jsonb;
   v_quiet jsonb;
-  v_reason text := nullif(private.clean_display_text(p_reason, 4000), '');
+  v_reason text := case when p_reason is not null then nullif(private.clean_display_text(p_reason, 4000), '') end;
 begin
-  perform private.check_instance_id(p_instance);
+  -- The checks of the arguments are expressions, evaluated in place; the function reads
+  -- the tables in two statements (before the owner's lock and after it) and writes one row.
+  if p_instance is null or p_instance !~ '^[A-Za-z0-9._:-]{1,64}$' then
+    raise exception 'an instance id is 1 to 64 letters, digits or ._:-' using errcode = '22023';
+  end if;
   if p_id is null or p_owner is null then
     raise exception 'open_request needs a request id and an owner' using errcode = '22004';
   end if;
@@ -90,12 +74,15 @@ begin
   if p_max_waiting is null or p_max_waiting not between 1 and 100 then
     raise exception 'max_waiting must be between 1 and 100' using errcode = '22023';
   end if;
-  if not exists (select from auth.users where id = p_owner) then
+  select exists (select from auth.users where id = p_owner),
+         p_requester is null or p_requester = p_owner or exists (
+           select from public.location_shares
+           where owner_id = p_owner and viewer_id = p_requester and revoked_at is null)
+    into v_known, v_shared;
+  if not v_known then
     raise exception 'no such owner' using errcode = 'P0002';
   end if;
-  if p_requester is not null and p_requester <> p_owner and not exists (
-       select from public.location_shares
-       where owner_id = p_owner and viewer_id = p_requester and revoked_at is null) then
+  if not v_shared then
     raise exception 'the owner does not share their location with the requester' using errcode = '42501';
   end if;
 
@@ -104,13 +91,26 @@ begin
   -- look at the owner's sockets and its commit.
   perform pg_advisory_xact_lock(hashtextextended('whereabot_open_request:' || p_owner::text, 0));
 
-  if exists (select from relay.pending_requests where id = p_id) then
+  -- Under the lock, in one statement: whether the row exists already, whether the owner
+  -- has quiet hours, the requests that wait (the owner's own agents and the people sharing
+  -- with them count separately, so a viewer can never keep the owner's own agents out;
+  -- durable requests are counted by open_durable_request against their own cap, so that an
+  -- agent's tasks never fill the cap of calls that wait) and where the owner's sockets are.
+  select exists (select from relay.pending_requests where id = p_id),
+         exists (select from public.quiet_hours where user_id = p_owner),
+         (select count(*) from relay.pending_requests
+          where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
+            and requester_id is not distinct from nullif(p_requester, p_owner)),
+         sockets.instances, sockets.connections
+    into v_exists, v_has_quiet, v_waiting, v_holders, v_connections
+    from (select coalesce(array_agg(distinct instance_id), '{}') as instances, count(*) as connections
+          from relay.connections where user_id = p_owner) sockets;
+  if v_exists then
     return jsonb_build_object('status', 'exists', 'connections', null, 'ping', null);
   end if;
   -- Quiet hours (SPEC §14): nothing is stored, pinged or pushed for an agent that may not
   -- wake the owner; the agent learns until when (and the owner's name to say so).
-  -- The common case (no windows at all) is one probe of an index, without the call.
-  if exists (select from public.quiet_hours where user_id = p_owner) then
+  if v_has_quiet then
     v_quiet := private.quiet_until(p_owner, p_client_id, p_requester, now());
   end if;
   if v_quiet is not null then
@@ -118,21 +118,12 @@ begin
       'quiet', v_quiet || jsonb_build_object('name', private.user_card(p_owner) ->> 'name',
         'until_ms', (extract(epoch from (v_quiet ->> 'until')::timestamptz) * 1000)::bigint));
   end if;
-  -- The owner's own agents and the people sharing with them count separately, so a viewer
-  -- can never keep the owner's own agents out; each requester also has a cap of their own
-  -- across every owner who shares with them.
-  -- Durable requests (tasks, async requests) are counted by open_durable_request against
-  -- their own cap, so that an agent's tasks never fill the cap of calls that wait.
-  select count(*) into v_waiting from relay.pending_requests
-  where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
-    and requester_id is not distinct from nullif(p_requester, p_owner);
+  -- Each requester also has a cap of their own across every owner who shares with them.
   if v_waiting < p_max_waiting and p_requester is not null and p_requester <> p_owner then
     perform pg_advisory_xact_lock(hashtextextended('whereabot_open_request_by:' || p_requester::text, 0));
     select count(*) into v_waiting from relay.pending_requests
     where requester_id = p_requester and settled_at is null and expires_at > now() and not durable;
   end if;
-  select coalesce(array_agg(distinct instance_id), '{}'), count(*) into v_holders, v_connections
-  from relay.connections where user_id = p_owner;
   if v_waiting >= p_max_waiting then
     return jsonb_build_object('status', 'too_many', 'connections', v_connections, 'ping', null);
   end if;
@@ -145,7 +136,10 @@ begin
 
   if v_connections > 0 then
     v_ping := private.locate_ping(v_request);
-    perform private.notify_instances(array_remove(v_holders, p_instance), v_ping || '{"kind":"locate"}');
+    -- The other instances holding the owner's sockets (none, most often: no call then).
+    if cardinality(array_remove(v_holders, p_instance)) > 0 then
+      perform private.notify_instances(array_remove(v_holders, p_instance), v_ping || '{"kind":"locate"}');
+    end if;
   end if;
   return jsonb_build_object('status', 'opened', 'connections', v_connections,
     'ping', case when p_instance = any (v_holders) then v_ping end);
@@ -232,6 +226,7 @@ declare
   v_watcher text;
   v_client_id text;
   v_requester uuid;
+  v_always boolean;
 begin
   if p_id is null or p_user is null then
     raise exception 'settle needs a request id and a user id' using errcode = '22004';
@@ -257,23 +252,25 @@ begin
     raise exception 'sealed must be base64 of at most 6000 characters' using errcode = '22023';
   end if;
 
-  if p_device is not null and not exists (
-       select from public.devices where id = p_device and user_id = p_user and revoked_at is null) then
-    return 'forbidden';
-  end if;
-
   -- The first answer wins: one statement finds the waiting row of this user and settles
-  -- it (a fix crosses Postgres only sealed; it need not cross at all when the answering
-  -- phone's instance is the waiter's, which hands it over in process).
+  -- it, if the answering device is the user's and not revoked (a fix crosses Postgres only
+  -- sealed; it need not cross at all when the answering phone's instance is the waiter's,
+  -- which hands it over in process).
   update relay.pending_requests
   set settled_at = now(), outcome = p_outcome, reason = p_reason, answered_by = p_device,
       delivered_at = coalesce(delivered_at, now()),
       keep_until = case when resumable then least(keep_until, now() + interval '10 minutes') end
   where id = p_id and owner_id = p_user and settled_at is null
     and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
+    and (p_device is null or exists (
+           select from public.devices where id = p_device and user_id = p_user and revoked_at is null))
   returning waiter_instance, owner_id, resumable, watcher_instance, client_id, requester_id
     into v_waiter, v_owner, v_resumable, v_watcher, v_client_id, v_requester;
   if not found then
+    if p_device is not null and not exists (
+         select from public.devices where id = p_device and user_id = p_user and revoked_at is null) then
+      return 'forbidden';
+    end if;
     select * into v_request from relay.pending_requests where id = p_id;
     if not found then
       return 'gone';
@@ -292,15 +289,17 @@ begin
     -- the request's TTL, cut above to at most 10 minutes from now.
     insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
   end if;
-  -- Most locations go to agents nobody always allows: one index probe, and the function
-  -- (a row lock and an UPDATE, 115 µs a call under the bench's load) only for the others.
-  if p_outcome = 'location' and exists (
-       select from public.always_allowed_agents where user_id = v_owner and client_id = v_client_id) then
+  -- One statement: where the owner's sockets are, and whether a location went to an agent
+  -- the owner always allows (most do not: then no call below).
+  select coalesce(array_agg(distinct c.instance_id), '{}'),
+         p_outcome = 'location' and exists (
+           select from public.always_allowed_agents where user_id = v_owner and client_id = v_client_id)
+    into v_holders, v_always
+    from relay.connections c where c.user_id = v_owner;
+  if v_always then
     perform private.note_always_allowed_use(v_owner, v_client_id, v_requester, p_remind_after_s, p_instance);
   end if;
 
-  select coalesce(array_agg(distinct c.instance_id), '{}') into v_holders
-  from relay.connections c where c.user_id = v_owner;
   if v_waiter is distinct from p_instance then
     perform private.notify(private.instance_channel(v_waiter), jsonb_build_object(
       'kind', 'answer', 'id', p_id, 'waiter', v_waiter, 'owner', v_owner,

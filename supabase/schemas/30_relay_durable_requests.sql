@@ -57,28 +57,6 @@ comment on function private.max_resumable_requests_hard() is
 revoke execute on function private.max_resumable_requests_hard() from public, anon, authenticated;
 
 -- -----------------------------------------------------------------------------
--- A call's row is forgotten soon after the call is answered
--- -----------------------------------------------------------------------------
-create or replace function private.forget_answered_call()
-returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  new.keep_until := least(new.keep_until, now() + interval '30 seconds');
-  return new;
-end;
-$$;
-comment on function private.forget_answered_call() is
-  'A resumable request settled before it was made durable (a call answered in the call) is kept 30 seconds, not 10 minutes.';
-revoke execute on function private.forget_answered_call() from public, anon, authenticated;
-
-create trigger pending_requests_forget_answered_call
-  before update on relay.pending_requests
-  for each row when (new.settled_at is not null and old.settled_at is null and new.resumable and not new.durable)
-  execute function private.forget_answered_call();
-
--- -----------------------------------------------------------------------------
 -- private.binds(request, user, client, key) — whether a credential may see a request
 -- -----------------------------------------------------------------------------
 create or replace function private.binds(p_request relay.pending_requests, p_user uuid, p_client_id text, p_key uuid)

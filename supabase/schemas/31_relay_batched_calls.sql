@@ -5,13 +5,58 @@
 -- element (SPEC §8); see 24_relay_requests.sql for the single functions they call.
 
 -- -----------------------------------------------------------------------------
+-- One element of a batch: relay.open_request's or relay.settle's arguments as an object
+-- -----------------------------------------------------------------------------
+create or replace function private.open_element(p_instance text, p_count int, p_element jsonb)
+returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if jsonb_typeof(p_element) <> 'object' then
+    raise exception 'a request is an object' using errcode = '22023';
+  end if;
+  if p_count > 1 and p_element ->> 'requester' is not null and p_element ->> 'requester' <> p_element ->> 'owner' then
+    raise exception 'a request on someone else''s behalf is opened alone' using errcode = '0A000';
+  end if;
+  return relay.open_request(
+    (p_element ->> 'id')::uuid, (p_element ->> 'owner')::uuid, (p_element ->> 'requester')::uuid,
+    p_element ->> 'client_id', p_element ->> 'client_name', p_instance,
+    decode(p_element ->> 'reply_key', 'base64'), to_timestamp((p_element ->> 'expires_at')::double precision),
+    coalesce((p_element ->> 'max_waiting')::int, 5), p_element ->> 'reason');
+end;
+$$;
+comment on function private.open_element(text, int, jsonb) is
+  'relay.open_request for one element of relay.open_requests (an object; on someone else''s behalf only alone).';
+revoke execute on function private.open_element(text, int, jsonb) from public, anon, authenticated;
+
+create or replace function private.settle_element(p_instance text, p_element jsonb, p_remind_after_s int)
+returns jsonb
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if jsonb_typeof(p_element) <> 'object' then
+    raise exception 'an answer is an object' using errcode = '22023';
+  end if;
+  return jsonb_build_object('status', relay.settle(
+    (p_element ->> 'id')::uuid, (p_element ->> 'user')::uuid, (p_element ->> 'device')::uuid,
+    p_element ->> 'outcome', p_element ->> 'reason', p_element ->> 'sealed', p_instance, p_remind_after_s));
+end;
+$$;
+comment on function private.settle_element(text, jsonb, int) is
+  'relay.settle for one element of relay.settle_many (an object), as {"status": …}.';
+revoke execute on function private.settle_element(text, jsonb, int) from public, anon, authenticated;
+
+-- -----------------------------------------------------------------------------
 -- relay.open_requests(instance, requests) → [open_request's result | {status: error, code}]
 -- -----------------------------------------------------------------------------
 -- The opens an instance has waiting while one call is in flight go as one call: one
 -- round trip, one commit, one executor start, instead of one each. Each element is
 -- relay.open_request's arguments as an object (id, owner, client_id, client_name,
--- reply_key in base64, expires_at in epoch seconds, max_waiting, reason), opened by relay.open_request
--- in a block of its own, so that one bad element is refused alone: its result is
+-- reply_key in base64, expires_at in epoch seconds, max_waiting, reason), opened by relay.open_request.
+-- The batch runs in one subtransaction; if an element fails, it is undone and each element
+-- is opened again in a block of its own, so that one bad element is refused alone: its result is
 -- {"status": "error", "code": SQLSTATE}, the SQLSTATE relay.open_request raised, and the
 -- others open. The results come in the elements' order.
 --
@@ -35,37 +80,41 @@ declare
   v_count int;
   v_results jsonb[];
   v_element record;
+  v_alone boolean := false;
 begin
   perform private.check_instance_id(p_instance);
   if p_requests is null or jsonb_typeof(p_requests) <> 'array' or jsonb_array_length(p_requests) not between 1 and 32 then
     raise exception 'open_requests needs an array of 1 to 32 requests' using errcode = '22023';
   end if;
   v_count := jsonb_array_length(p_requests);
-  v_results := array_fill(null::jsonb, array[v_count]);
-  for v_element in
-    select r.ord, r.value
-    from jsonb_array_elements(p_requests) with ordinality r(value, ord)
-    order by hashtextextended('whereabot_open_request:' || (r.value ->> 'owner'), 0), r.ord
+  -- Every element in one subtransaction; only if one fails is it undone, and each element
+  -- made again in a subtransaction of its own, so that a bad element is refused alone.
   loop
     begin
-      if jsonb_typeof(v_element.value) <> 'object' then
-        raise exception 'a request is an object' using errcode = '22023';
-      end if;
-      if v_count > 1 and v_element.value ->> 'requester' is not null
-         and v_element.value ->> 'requester' <> v_element.value ->> 'owner' then
-        raise exception 'a request on someone else''s behalf is opened alone' using errcode = '0A000';
-      end if;
-      v_results[v_element.ord] := relay.open_request(
-        (v_element.value ->> 'id')::uuid, (v_element.value ->> 'owner')::uuid,
-        (v_element.value ->> 'requester')::uuid, v_element.value ->> 'client_id',
-        v_element.value ->> 'client_name', p_instance, decode(v_element.value ->> 'reply_key', 'base64'),
-        to_timestamp((v_element.value ->> 'expires_at')::double precision),
-        coalesce((v_element.value ->> 'max_waiting')::int, 5), v_element.value ->> 'reason');
+      v_results := array_fill(null::jsonb, array[v_count]);
+      for v_element in
+        select r.ord, r.value
+        from jsonb_array_elements(p_requests) with ordinality r(value, ord)
+        order by hashtextextended('whereabot_open_request:' || (r.value ->> 'owner'), 0), r.ord
+      loop
+        if v_alone then
+          begin
+            v_results[v_element.ord] := private.open_element(p_instance, v_count, v_element.value);
+          exception when others then
+            v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+          end;
+        else
+          v_results[v_element.ord] := private.open_element(p_instance, v_count, v_element.value);
+        end if;
+      end loop;
+      return to_jsonb(v_results);
     exception when others then
-      v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+      if v_alone then
+        raise;
+      end if;
+      v_alone := true;
     end;
   end loop;
-  return to_jsonb(v_results);
 end;
 $$;
 comment on function relay.open_requests(text, jsonb) is
@@ -76,7 +125,8 @@ comment on function relay.open_requests(text, jsonb) is
 -- -----------------------------------------------------------------------------
 -- The answers an instance's phones gave while one settle was in flight go as one call.
 -- Each element is relay.settle's arguments as an object (id, user, device, outcome, reason,
--- sealed), settled by relay.settle in a block of its own: {"status": settled | gone |
+-- sealed), settled by relay.settle (in a block of its own after a failure, as in
+-- open_requests): {"status": settled | gone |
 -- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
 -- the others settle. The results come in the elements' order. The elements run in the
 -- order of their request ids, so two batches that settle the same requests lock their rows
@@ -96,31 +146,40 @@ as $$
 declare
   v_results jsonb[];
   v_element record;
+  v_alone boolean := false;
 begin
   perform private.check_instance_id(p_instance);
   if p_answers is null or jsonb_typeof(p_answers) <> 'array' or jsonb_array_length(p_answers) not between 1 and 32 then
     raise exception 'settle_many needs an array of 1 to 32 answers' using errcode = '22023';
   end if;
-  v_results := array_fill(null::jsonb, array[jsonb_array_length(p_answers)]);
-  for v_element in
-    select a.ord, a.value
-    from jsonb_array_elements(p_answers) with ordinality a(value, ord)
-    order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-                  then (a.value ->> 'id')::uuid end, a.ord
+  -- As in open_requests: one subtransaction for the batch, one per element only after a failure.
   loop
     begin
-      if jsonb_typeof(v_element.value) <> 'object' then
-        raise exception 'an answer is an object' using errcode = '22023';
-      end if;
-      v_results[v_element.ord] := jsonb_build_object('status', relay.settle(
-        (v_element.value ->> 'id')::uuid, (v_element.value ->> 'user')::uuid,
-        (v_element.value ->> 'device')::uuid, v_element.value ->> 'outcome', v_element.value ->> 'reason',
-        v_element.value ->> 'sealed', p_instance, p_remind_after_s));
+      v_results := array_fill(null::jsonb, array[jsonb_array_length(p_answers)]);
+      for v_element in
+        select a.ord, a.value
+        from jsonb_array_elements(p_answers) with ordinality a(value, ord)
+        order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                      then (a.value ->> 'id')::uuid end, a.ord
+      loop
+        if v_alone then
+          begin
+            v_results[v_element.ord] := private.settle_element(p_instance, v_element.value, p_remind_after_s);
+          exception when others then
+            v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+          end;
+        else
+          v_results[v_element.ord] := private.settle_element(p_instance, v_element.value, p_remind_after_s);
+        end if;
+      end loop;
+      return to_jsonb(v_results);
     exception when others then
-      v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+      if v_alone then
+        raise;
+      end if;
+      v_alone := true;
     end;
   end loop;
-  return to_jsonb(v_results);
 end;
 $$;
 comment on function relay.settle_many(text, jsonb, int) is

@@ -68,7 +68,7 @@ select cmp_ok((select keep_until from relay.pending_requests
 
 -- ---------------------------------------------------------------- the bounds are the relay's, not the caller's
 select is(private.max_resumable_requests_per_account(), 500, 'an account keeps at most 500 resumable rows');
-select ok(not has_function_privilege('whereabot_relay', 'private.forget_answered_call()', 'execute'),
+select ok(not has_function_privilege('whereabot_relay', 'private.pending_request_rules()', 'execute'),
   'the trigger function is not the relay''s to call');
 
 select * from finish();
