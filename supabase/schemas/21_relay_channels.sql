@@ -121,6 +121,7 @@ language plpgsql
 stable
 security definer
 set search_path = ''
+set plan_cache_mode = force_generic_plan
 as $$
 begin
   return jsonb_build_object(

@@ -34,6 +34,7 @@ returns jsonb
 language plpgsql
 security definer
 set search_path = ''
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_request relay.pending_requests;
@@ -48,8 +49,8 @@ declare
   v_quiet jsonb;
   v_reason text := case when p_reason is not null then nullif(private.clean_display_text(p_reason, 4000), '') end;
 begin
-  -- The checks of the arguments are expressions, evaluated in place; the function reads
-  -- the tables in two statements (before the owner's lock and after it) and writes one row.
+  -- The checks of the arguments are expressions, evaluated in place; the function takes
+  -- the owner's lock, reads the tables in one statement and writes one row.
   if p_instance is null or p_instance !~ '^[A-Za-z0-9._:-]{1,64}$' then
     raise exception 'an instance id is 1 to 64 letters, digits or ._:-' using errcode = '22023';
   end if;
@@ -74,37 +75,36 @@ begin
   if p_max_waiting is null or p_max_waiting not between 1 and 100 then
     raise exception 'max_waiting must be between 1 and 100' using errcode = '22023';
   end if;
+  -- One opener per owner at a time, so that the cap holds under concurrency; device_hello
+  -- takes the same lock, so no hello of the owner's phones falls between this request's
+  -- look at the owner's sockets and its commit.
+  perform pg_advisory_xact_lock(hashtextextended('whereabot_open_request:' || p_owner::text, 0));
+
+  -- Under the lock, in one statement: whether the owner exists and shares with the
+  -- requester, whether the row exists already, whether the owner has quiet hours, the
+  -- requests that wait (the owner's own agents and the people sharing with them count
+  -- separately, so a viewer can never keep the owner's own agents out; durable requests are
+  -- counted by open_durable_request against their own cap, so that an agent's tasks never
+  -- fill the cap of calls that wait) and where the owner's sockets are.
   select exists (select from auth.users where id = p_owner),
          p_requester is null or p_requester = p_owner or exists (
            select from public.location_shares
-           where owner_id = p_owner and viewer_id = p_requester and revoked_at is null)
-    into v_known, v_shared;
+           where owner_id = p_owner and viewer_id = p_requester and revoked_at is null),
+         exists (select from relay.pending_requests where id = p_id),
+         exists (select from public.quiet_hours where user_id = p_owner),
+         (select count(*) from relay.pending_requests
+          where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
+            and requester_id is not distinct from nullif(p_requester, p_owner)),
+         sockets.instances, sockets.connections
+    into v_known, v_shared, v_exists, v_has_quiet, v_waiting, v_holders, v_connections
+    from (select coalesce(array_agg(distinct instance_id), '{}') as instances, count(*) as connections
+          from relay.connections where user_id = p_owner) sockets;
   if not v_known then
     raise exception 'no such owner' using errcode = 'P0002';
   end if;
   if not v_shared then
     raise exception 'the owner does not share their location with the requester' using errcode = '42501';
   end if;
-
-  -- One opener per owner at a time, so that the cap holds under concurrency; device_hello
-  -- takes the same lock, so no hello of the owner's phones falls between this request's
-  -- look at the owner's sockets and its commit.
-  perform pg_advisory_xact_lock(hashtextextended('whereabot_open_request:' || p_owner::text, 0));
-
-  -- Under the lock, in one statement: whether the row exists already, whether the owner
-  -- has quiet hours, the requests that wait (the owner's own agents and the people sharing
-  -- with them count separately, so a viewer can never keep the owner's own agents out;
-  -- durable requests are counted by open_durable_request against their own cap, so that an
-  -- agent's tasks never fill the cap of calls that wait) and where the owner's sockets are.
-  select exists (select from relay.pending_requests where id = p_id),
-         exists (select from public.quiet_hours where user_id = p_owner),
-         (select count(*) from relay.pending_requests
-          where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
-            and requester_id is not distinct from nullif(p_requester, p_owner)),
-         sockets.instances, sockets.connections
-    into v_exists, v_has_quiet, v_waiting, v_holders, v_connections
-    from (select coalesce(array_agg(distinct instance_id), '{}') as instances, count(*) as connections
-          from relay.connections where user_id = p_owner) sockets;
   if v_exists then
     return jsonb_build_object('status', 'exists', 'connections', null, 'ping', null);
   end if;
@@ -216,6 +216,7 @@ returns text
 language plpgsql
 security definer
 set search_path = ''
+set plan_cache_mode = force_generic_plan
 as $$
 declare
   v_request relay.pending_requests;
@@ -264,8 +265,13 @@ begin
     and (p_sealed is not null or p_outcome <> 'location' or (waiter_instance = p_instance and not resumable))
     and (p_device is null or exists (
            select from public.devices where id = p_device and user_id = p_user and revoked_at is null))
-  returning waiter_instance, owner_id, resumable, watcher_instance, client_id, requester_id
-    into v_waiter, v_owner, v_resumable, v_watcher, v_client_id, v_requester;
+  -- The same statement reads where the owner's sockets are, and whether a location went
+  -- to an agent the owner always allows (most do not: then no call below).
+  returning waiter_instance, owner_id, resumable, watcher_instance, client_id, requester_id,
+    (select coalesce(array_agg(distinct c.instance_id), '{}') from relay.connections c where c.user_id = p_user),
+    p_outcome = 'location' and exists (
+      select from public.always_allowed_agents a where a.user_id = p_user and a.client_id = pending_requests.client_id)
+    into v_waiter, v_owner, v_resumable, v_watcher, v_client_id, v_requester, v_holders, v_always;
   if not found then
     if p_device is not null and not exists (
          select from public.devices where id = p_device and user_id = p_user and revoked_at is null) then
@@ -289,13 +295,6 @@ begin
     -- the request's TTL, cut above to at most 10 minutes from now.
     insert into relay.sealed_results (request_id, sealed) values (p_id, p_sealed);
   end if;
-  -- One statement: where the owner's sockets are, and whether a location went to an agent
-  -- the owner always allows (most do not: then no call below).
-  select coalesce(array_agg(distinct c.instance_id), '{}'),
-         p_outcome = 'location' and exists (
-           select from public.always_allowed_agents where user_id = v_owner and client_id = v_client_id)
-    into v_holders, v_always
-    from relay.connections c where c.user_id = v_owner;
   if v_always then
     perform private.note_always_allowed_use(v_owner, v_client_id, v_requester, p_remind_after_s, p_instance);
   end if;
