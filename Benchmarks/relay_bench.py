@@ -307,6 +307,21 @@ def proc_stat(pid):
     return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+def context_switches(pids):
+    """Context switches of every thread of the given processes so far (voluntary and not,
+    from /proc/<pid>/task/*/status): each is a thread that slept and was woken, the cost of
+    handing work between threads (a thread that exited meanwhile is not counted)."""
+    total = 0
+    for pid in pids:
+        for status in pathlib.Path(f"/proc/{pid}/task").glob("*/status"):
+            try:
+                total += sum(int(line.split()[1]) for line in status.read_text().splitlines()
+                             if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")))
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+    return total
+
+
 def cpu_seconds(pids):
     """User plus system CPU seconds of the given processes so far (from /proc)."""
     total = 0
@@ -400,12 +415,14 @@ async def throughput(relays, users, seconds, cross, counting=False):
     relay_pids = [relay.process.pid for relay in relays]
     functions = function_stats() if counting else None
     before_relays, before_postgres, before_wal = cpu_seconds(relay_pids), postgres_cpu_seconds(), wal_bytes()
+    before_switches = context_switches(relay_pids)
     probes = asyncio.create_task(asyncio.to_thread(count_uprobes, relay_pids, seconds)) if counting else None
     result = await asyncio.to_thread(run_load, pairs, seconds)
     counts = await probes if probes else None
     if counting:
         functions = function_costs(functions, function_stats(), max(1, result["answered"]))
     relays_cpu = cpu_seconds(relay_pids) - before_relays
+    switches = context_switches(relay_pids) - before_switches
     postgres_cpu = postgres_cpu_seconds() - before_postgres
     wal = wal_bytes() - before_wal  # includes the phones' hellos and the warm-up: an upper bound
     # The generator's CPU includes connecting the phones; its own figure covers the run only.
@@ -414,7 +431,7 @@ async def throughput(relays, users, seconds, cross, counting=False):
     per_locate = {name: count / (result["locates"] / result["seconds"] * seconds * 0.4)
                   for name, count in counts.items()} if counts and result["locates"] else None
     return {"rate": result["locates"] / result["seconds"], "failed": result["failed"], "p50": result["p50_ms"],
-            "p99": result["p99_ms"], "wal": wal / locates, "uprobes": per_locate,
+            "p99": result["p99_ms"], "wal": wal / locates, "uprobes": per_locate, "switches": switches / locates,
             "functions": functions and functions[1], "functions_us": functions and functions[0],
             "cpu": {"client": result["client_cpu_seconds"] / locates * 1000, "relays": relays_cpu / locates * 1000,
                     "postgres": postgres_cpu / locates * 1000}}
@@ -772,6 +789,7 @@ async def throughput_table(relays, rows, ceiling):
                      f"{run['rate']:,.0f}/s ({run['failed']} failed), p50 {run['p50']:.2f} ms, p99 {run['p99']:.2f} ms",
                      f"{run['rate'] / ceiling:.2f} of pgbench NOTIFY-only {ceiling:,.0f} tps; CPU ms per locate:"
                      f" relays {cpu['relays']:.2f}, Postgres {cpu['postgres']:.2f}, client {cpu['client']:.2f};"
+                     f" relays' thread wake-ups {run['switches']:.1f};"
                      f" WAL {run['wal']:,.0f} bytes per locate"))
         if UPROBES:
             # A run of its own: each probe's trap costs microseconds, which the rows above must not pay.
@@ -792,6 +810,7 @@ async def phone_rows(relays, rows):
     await holder.ready()
     await asyncio.sleep(0.5)
     before = rss_kib(holder.process.pid)
+    heap_before = await holder.metric("whereabot_heap_in_use_bytes")
     users = make_users(PHONES)
     started = time.monotonic()
     phones = await connect_many(holder.port, users, None, answer=False)
@@ -801,6 +820,13 @@ async def phone_rows(relays, rows):
     after = rss_kib(holder.process.pid)
     rows.append((f"memory per idle phone at {PHONES:,}", f"{(after - before) * 1024 / PHONES:,.0f} bytes",
                  f"RSS {before / 1024:.1f} -> {after / 1024:.1f} MiB; all said hello in {connected:.1f} s"))
+    # The same phones once a maintenance beat (5 s) has passed: what an idle instance keeps.
+    await asyncio.sleep(6)
+    settled = rss_kib(holder.process.pid)
+    heap = await holder.metric("whereabot_heap_in_use_bytes")  # 0 from a relay without the gauge
+    rows.append((f"memory per idle phone at {PHONES:,}, a beat later", f"{(settled - before) * 1024 / PHONES:,.0f} bytes",
+                 f"RSS {settled / 1024:.1f} MiB; live heap {(heap - heap_before) / PHONES:,.0f} bytes per phone"
+                 if heap else f"RSS {settled / 1024:.1f} MiB; this relay has no heap gauge"))
     rows.append(await idle_wal_row(holder))
     # As many more as this machine's open-files limit allows, up to 50,000.
     most = min(50_000, hard - 2_000)
@@ -812,6 +838,12 @@ async def phone_rows(relays, rows):
         largest = rss_kib(holder.process.pid)
         rows.append((f"memory per idle phone at {most:,}", f"{(largest - before) * 1024 / most:,.0f} bytes",
                      f"RSS {before / 1024:.1f} -> {largest / 1024:.1f} MiB"))
+        await asyncio.sleep(6)  # a maintenance beat later, as at PHONES
+        largest = rss_kib(holder.process.pid)
+        heap = await holder.metric("whereabot_heap_in_use_bytes")
+        rows.append((f"memory per idle phone at {most:,}, a beat later", f"{(largest - before) * 1024 / most:,.0f} bytes",
+                     f"RSS {largest / 1024:.1f} MiB; live heap {(heap - heap_before) / most:,.0f} bytes per phone"
+                     if heap else f"RSS {largest / 1024:.1f} MiB; this relay has no heap gauge"))
     if most < 50_000:
         rows.append(("memory per idle phone at 50,000", "not measured",
                      f"the open-files hard limit here is {hard:,} per process"))

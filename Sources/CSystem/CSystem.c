@@ -2,6 +2,7 @@
 #include "CSystem.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -99,3 +100,12 @@ CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value
 }
 
 const curl_version_info_data *wb_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
+
+size_t wb_heap_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
+}
+
+size_t wb_heap_free(void) { return mallinfo2().fordblks; }
+
+int wb_heap_trim(void) { return malloc_trim(0); }

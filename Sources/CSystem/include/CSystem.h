@@ -3,6 +3,7 @@
 /// - epoll: `struct epoll_event` is packed on x86_64, which Swift imports awkwardly, so the
 ///   shim passes `events` and a 64-bit token separately.
 /// - eventfd and accept4: wrapped so that every descriptor is non-blocking and close-on-exec.
+/// - malloc: glibc's `mallinfo2` and `malloc_trim` (malloc.h is not in Swift's Glibc module).
 /// - libcurl: `curl_easy_setopt` is variadic, which Swift cannot call; one typed wrapper per
 ///   argument kind.
 #ifndef WHEREABOT_CSYSTEM_H
@@ -64,5 +65,13 @@ CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value
 
 /// `curl_version_info(CURLVERSION_NOW)`; the macro is not visible to Swift.
 const curl_version_info_data *wb_curl_version_info(void);
+
+/// Bytes the allocator has handed out and not had back (glibc `mallinfo2`: `uordblks` plus
+/// `hblkhd`, the mmapped blocks).
+size_t wb_heap_in_use(void);
+/// Bytes the allocator holds free, not given back to the system (`mallinfo2().fordblks`).
+size_t wb_heap_free(void);
+/// Gives the allocator's free pages back to the system (`malloc_trim(0)`); 1 if any were.
+int wb_heap_trim(void);
 
 #endif

@@ -46,7 +46,7 @@ extension InstanceDriver {
     /// Asks the owner's phones and waits for the first answer.
     /// - Throws: database errors while opening (the caller answers 503).
     func locate(_ request: LocateRequest) async throws -> LocateOutcome {
-        let id = request.resumable?.token.id ?? UUID()
+        let id = request.resumable?.token.id ?? RandomUUID.make()
         let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
         let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
         let waiter = WaiterState.Waiter(request: request, publicKey: replyKey.publicKey, expiresAt: expiresAt,

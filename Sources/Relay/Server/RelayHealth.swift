@@ -33,6 +33,8 @@ final class RelayHealth: Sendable {
     private let listenerEndpoint: String
     /// Supabase Auth's signing keys (a JWKS URL that has not answered yet).
     let signingKeys: DependencyStatus
+    /// The allocator's memory, trimmed at every maintenance beat that finds enough free.
+    let heap = HeapTrimmer()
 
     init(listener: PGListener, driver: InstanceDriver, locates: LocateMetrics,
          sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger,
@@ -108,12 +110,22 @@ final class RelayHealth: Sendable {
         let waiting = await driver.waitingCount
         let held = await driver.heldCount
         let rateLimited = await authenticator.rateLimited
+        let heap = self.heap.look()
         let failures = logger.failureCounts.sorted { $0.key < $1.key }
             .map { "whereabot_failures_total{event=\"\($0.key)\"} \($0.value)" }.joined(separator: "\n")
         return """
             # HELP whereabot_device_connections Phones connected to this instance (after hello).
             # TYPE whereabot_device_connections gauge
             whereabot_device_connections \(devices)
+            # HELP whereabot_heap_in_use_bytes Bytes the process's allocator has handed out (glibc mallinfo2).
+            # TYPE whereabot_heap_in_use_bytes gauge
+            whereabot_heap_in_use_bytes \(heap.inUse)
+            # HELP whereabot_heap_free_bytes Bytes the allocator holds free, not given back to the system.
+            # TYPE whereabot_heap_free_bytes gauge
+            whereabot_heap_free_bytes \(heap.free)
+            # HELP whereabot_heap_trims_total Times a maintenance beat gave the allocator's free memory back.
+            # TYPE whereabot_heap_trims_total counter
+            whereabot_heap_trims_total \(self.heap.trims)
             # HELP whereabot_pending_requests Locate requests waiting on this instance.
             # TYPE whereabot_pending_requests gauge
             whereabot_pending_requests \(waiting)
