@@ -101,11 +101,10 @@ CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value
 
 const curl_version_info_data *wb_curl_version_info(void) { return curl_version_info(CURLVERSION_NOW); }
 
-size_t wb_heap_in_use(void) {
+void wb_heap_stats(size_t *in_use, size_t *free_bytes) {
     struct mallinfo2 info = mallinfo2();
-    return info.uordblks + info.hblkhd;
+    *in_use = info.uordblks + info.hblkhd;
+    *free_bytes = info.fordblks;
 }
-
-size_t wb_heap_free(void) { return mallinfo2().fordblks; }
 
 int wb_heap_trim(void) { return malloc_trim(0); }

@@ -66,11 +66,10 @@ CURLMcode wb_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value
 /// `curl_version_info(CURLVERSION_NOW)`; the macro is not visible to Swift.
 const curl_version_info_data *wb_curl_version_info(void);
 
-/// Bytes the allocator has handed out and not had back (glibc `mallinfo2`: `uordblks` plus
-/// `hblkhd`, the mmapped blocks).
-size_t wb_heap_in_use(void);
-/// Bytes the allocator holds free, not given back to the system (`mallinfo2().fordblks`).
-size_t wb_heap_free(void);
+/// One look at the allocator (glibc `mallinfo2`, a walk of its bins): the bytes handed out
+/// and not had back (`uordblks` plus `hblkhd`, the mmapped blocks), and the bytes it holds
+/// free, not given back to the system (`fordblks`).
+void wb_heap_stats(size_t *in_use, size_t *free_bytes);
 /// Gives the allocator's free pages back to the system (`malloc_trim(0)`); 1 if any were.
 int wb_heap_trim(void);
 

@@ -49,7 +49,9 @@ final class HeapTrimmer: Sendable {
 
     /// The bytes in use and the bytes the allocator keeps free, now.
     func look() -> (inUse: Int, free: Int) {
-        (Int(wb_heap_in_use()), Int(wb_heap_free()))
+        var inUse = 0, free = 0
+        wb_heap_stats(&inUse, &free)
+        return (inUse, free)
     }
 
     /// Trims so far.
