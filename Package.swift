@@ -58,7 +58,7 @@ let package = Package(
         .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "JSON"]),
         .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
-        .testTarget(name: "WhereabotTests", dependencies: ["whereabot"]),
+        .testTarget(name: "WhereabotTests", dependencies: ["TestSupport", "whereabot"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import CSystem
 import Foundation
 import Glibc
+import TestSupport
 
 /// A TCP client for conformance tests: send exact bytes, read what comes back. Its blocking
 /// calls run on threads of their own (`offPool`), never on the concurrency pool that the
@@ -130,19 +131,5 @@ struct ParsedResponse {
         guard data.count >= bodyStart + length else { return nil }
         let body = String(decoding: data[bodyStart..<bodyStart + length], as: UTF8.self)
         return (ParsedResponse(status: status, headers: headers, body: body), bodyStart + length)
-    }
-}
-
-/// Runs blocking work on a thread of its own and returns its result.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try work() }) }.start()
-    }
-}
-
-/// Runs blocking work on a thread of its own and returns its result.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
     }
 }

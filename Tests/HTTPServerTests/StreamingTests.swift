@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import TestSupport
 import Testing
 
 /// Streamed (chunked) responses, as Server-Sent Events use them.
@@ -22,15 +23,9 @@ import Testing
     /// curl (an outside client) decodes it, and the connection serves the next request.
     @Test func curlReadsItAndReusesTheConnection() async throws {
         let server = try TestServer()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-s", "-w", "|%{num_connects}", "http://127.0.0.1:\(server.port)/stream",
-                             "http://127.0.0.1:\(server.port)/hello"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = await offPool { String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
-        process.waitUntilExit()
+        let output = try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/curl"),
+                                                ["-s", "-w", "|%{num_connects}", "http://127.0.0.1:\(server.port)/stream",
+                                                 "http://127.0.0.1:\(server.port)/hello"]).stdout
         #expect(output == "data: 1\n\ndata: 2\n\ndata: 3\n\n|1GET /hello|0", "got \(output)")
         await server.stop()
     }

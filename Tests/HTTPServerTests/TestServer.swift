@@ -21,15 +21,21 @@ final class TestServer: Sendable {
                 return HTTPResponse(status: 200, body: request.body)
             case "/sleep":
                 let ms = Int(request.queryItem("ms") ?? "0") ?? 0
-                do {
-                    // Real time: a slow handler, which the server must wait for, or cancel
-                    // when its client hangs up.
-                    try await Task.sleep(for: .milliseconds(ms))
-                } catch {
+                // Counted where the server cancels the task (its loop thread calls onCancel),
+                // not where the task next runs: after a sleep it resumes on the concurrency
+                // pool, which other tests may keep busy for seconds.
+                return await withTaskCancellationHandler {
+                    do {
+                        // Real time: a slow handler, which the server must wait for, or cancel
+                        // when its client hangs up.
+                        try await Task.sleep(for: .milliseconds(ms))
+                    } catch {
+                        return .text(499, "cancelled")
+                    }
+                    return .text(200, "slept \(ms)")
+                } onCancel: {
                     box.cancelled.add(1, ordering: .relaxed)
-                    return .text(499, "cancelled")
                 }
-                return .text(200, "slept \(ms)")
             case "/stream":
                 return .streaming(headers: ["Content-Type": "text/event-stream"]) { body in
                     for n in 1...3 {

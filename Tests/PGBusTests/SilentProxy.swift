@@ -36,7 +36,10 @@ final class SilentProxy: Sendable {
     /// Makes every connection open now go silent.
     func silence() { generation.add(1, ordering: .sequentiallyConsistent) }
 
-    func close() { shutdown(listenFD, Int32(SHUT_RDWR)); Glibc.close(listenFD) }
+    /// Stops accepting. The accept thread closes the listening socket as it leaves: closed
+    /// here, its number could be another test's new socket by the time the thread calls
+    /// `accept` again.
+    func close() { shutdown(listenFD, Int32(SHUT_RDWR)) }
 
     private static func loopback(port: Int) -> sockaddr_in {
         var address = sockaddr_in()
@@ -49,7 +52,11 @@ final class SilentProxy: Sendable {
     private func acceptLoop() {
         while true {
             let client = accept(listenFD, nil, nil)
-            if client < 0 { return }
+            if client < 0 {
+                if errno == EINTR { continue }
+                Glibc.close(listenFD)
+                return
+            }
             let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = SilentProxy.loopback(port: upstreamPort)
             let connected = withUnsafePointer(to: &address) {

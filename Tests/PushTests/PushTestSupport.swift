@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 @testable import Push
 import Synchronization
+import TestSupport
 
 /// A clock tests move by hand.
 final class TestClock: Sendable {
@@ -28,15 +29,6 @@ struct DecodedJWT {
 }
 
 /// A PEM private key made by the `openssl` command (as Apple's `.p8` files are PKCS#8).
-func opensslPEM(_ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
+func opensslPEM(_ arguments: [String]) async throws -> String {
+    try await ChildProcess.run(URL(fileURLWithPath: "/usr/bin/openssl"), arguments, discardingStandardError: true).stdout
 }

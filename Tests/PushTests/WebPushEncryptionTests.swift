@@ -44,13 +44,13 @@ import Testing
     }
 
     /// Keys load from PKCS#8 PEM (Apple's .p8) and raw scalars; other curves and garbage are refused.
-    @Test func loadsKeysAndRefusesOtherCurves() throws {
-        let pem = try opensslPEM(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
+    @Test func loadsKeysAndRefusesOtherCurves() async throws {
+        let pem = try await opensslPEM(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
         let key = try P256Key(pem: pem)
         #expect(key.publicPoint.count == 65)
         let again = try P256Key(rawPrivate: key.rawPrivate)
         #expect(again.publicPoint == key.publicPoint)
-        let p384 = try opensslPEM(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
+        let p384 = try await opensslPEM(["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-384"])
         #expect(throws: CryptoError.badKey) { try P256Key(pem: p384) }
         #expect(throws: CryptoError.badKey) { try P256Key(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n") }
         #expect(throws: CryptoError.badKey) { try P256Key(rawPrivate: [UInt8](repeating: 0, count: 32)) }

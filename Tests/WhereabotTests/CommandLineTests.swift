@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// The built `whereabot` executable, run as a user would run it.
@@ -18,31 +19,20 @@ import Testing
         return Bundle.main.bundleURL.appendingPathComponent("whereabot")
     }
 
-    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    static func run(_ arguments: [String], environment: [String: String]? = nil) async throws -> ChildProcess {
+        try await ChildProcess.run(executable, arguments, environment: environment)
     }
 
     /// `whereabot version` prints the name and a semantic version and exits 0.
-    @Test func versionPrintsTheVersion() throws {
-        let result = try Self.run(["version"])
+    @Test func versionPrintsTheVersion() async throws {
+        let result = try await Self.run(["version"])
         #expect(result.status == 0)
         #expect(result.stdout.range(of: #"^whereabot \d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil)
     }
 
     /// An unknown command exits 64 (EX_USAGE) with the usage on stderr, nothing on stdout.
-    @Test func unknownCommandIsAUsageError() throws {
-        let result = try Self.run(["frobnicate"])
+    @Test func unknownCommandIsAUsageError() async throws {
+        let result = try await Self.run(["frobnicate"])
         #expect(result.status == 64)
         #expect(result.stdout.isEmpty)
         #expect(result.stderr.contains("unknown command 'frobnicate'"))
@@ -52,7 +42,7 @@ import Testing
     /// What a restart cannot fix ends `serve` at once with exit 64 and one sentence naming
     /// the setting and the reason (issue 37); what may come later — the database, the
     /// JWKS URL — does not (the fault tests start relays with both down).
-    @Test func serveNamesTheSettingThatStopsIt() throws {
+    @Test func serveNamesTheSettingThatStopsIt() async throws {
         let base = ["DATABASE_URL": "postgresql://whereabot_relay:hunter2@127.0.0.1:1/x",
                     "SUPABASE_JWT_SECRET": String(repeating: "s", count: 40), "PATH": "/usr/bin:/bin"]
         let taken = Socket.listening()
@@ -66,7 +56,7 @@ import Testing
             ("PORT", String(taken.port), "PORT \(taken.port) on HOST 127.0.0.1: cannot listen"),
         ]
         for (name, value, sentence) in cases {
-            let result = try Self.run(["serve"], environment: base.merging([name: value]) { $1 })
+            let result = try await Self.run(["serve"], environment: base.merging([name: value]) { $1 })
             #expect(result.status == 64, "\(name)=\(value)")
             #expect(result.stderr.contains("whereabot serve: " + sentence), "\(name)=\(value): \(result.stderr)")
             #expect(!result.stderr.contains("hunter2"))
