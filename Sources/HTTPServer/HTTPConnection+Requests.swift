@@ -7,30 +7,29 @@ extension HTTPConnection {
     /// (handed to the parser). A header from a peer that is not a trusted proxy, or one
     /// that breaks the protocol, is answered 400 and the connection closes.
     func takeProxyHeader(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let http, var prelude = http.proxyPrelude else { return false }
         // The common case costs no copy: a request that starts like neither header ("GET ",
         // "POST ...": no "PR", no "\r\n") goes straight to the parser.
-        if proxyPrelude!.isEmpty, bytes.count >= 2, ProxyHeader.parse([bytes[0], bytes[1]]) == .notProxy {
-            proxyPrelude = nil
-            http?.parser.append(bytes)
+        if prelude.isEmpty, bytes.count >= 2, ProxyHeader.parse([bytes[0], bytes[1]]) == .notProxy {
+            http.proxyPrelude = nil
+            http.parser.append(bytes)
             return true
         }
-        proxyPrelude!.append(contentsOf: bytes)
-        let prelude = proxyPrelude!
+        http.proxyPrelude = nil  // uniquely held while it grows
+        prelude.append(contentsOf: bytes)
         switch ProxyHeader.parse(prelude) {
         case .needMore:
+            http.proxyPrelude = prelude
             return false
         case .notProxy:
-            proxyPrelude = nil
-            prelude.withUnsafeBytes { http?.parser.append($0) }
+            prelude.withUnsafeBytes { http.parser.append($0) }
             return true
         case .header(let source, let length) where viaTrustedProxy:
-            proxyPrelude = nil
             if let source { remoteAddress = source }
-            prelude[length...].withUnsafeBytes { http?.parser.append($0) }
+            prelude[length...].withUnsafeBytes { http.parser.append($0) }
             return true
         case .header, .invalid:
-            proxyPrelude = nil
-            pending.append(.failure(status: 400))
+            http.pending.append(.failure(status: 400))
             perform(machine.parseFailed())
             dispatchNext()
             return false
@@ -43,33 +42,33 @@ extension HTTPConnection {
             case .request(var request):
                 // Per request: a balancer's connection may carry many clients' requests.
                 request.remoteAddress = serverCore.client(of: request.headers, peer: remoteAddress)
-                pending.append(.request(request))
+                http?.pending.append(.request(request))
                 machine.parsed(midRequest: http?.parser.isMidRequest ?? false, now: serverCore.now)
                 // A WebSocket upgrade's following bytes are frames, not requests.
                 if request.isWebSocketUpgrade { perform(machine.pause()) }
             case .expectContinue:
                 send(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
             case .failure(let status):
-                pending.append(.failure(status: status))
+                http?.pending.append(.failure(status: status))
                 perform(machine.parseFailed())
             }
         }
         // Bound pipelining: stop reading while many requests wait.
-        if pending.count > ConnectionStateMachine.maximumPending { perform(machine.pause()) }
+        if (http?.pending.count ?? 0) > ConnectionStateMachine.maximumPending { perform(machine.pause()) }
         dispatchNext()
     }
 
     /// Starts the handler for the oldest waiting request, if none is in flight.
     func dispatchNext() {
-        guard machine.canDispatch, !pending.isEmpty else { return }
-        switch pending.removeFirst() {
+        guard machine.canDispatch, let http, !http.pending.isEmpty else { return }
+        switch http.pending.removeFirst() {
         case .failure(let status):
             respond(HTTPResponse.text(status, HTTPResponse.reasonPhrase(status)), keepAlive: false)
         case .request(let request):
             let handler = serverCore.handler
             let loop = serverCore.loop
             machine.handlerStarted()
-            inFlight = Task(executorPreference: loop) { [self] in
+            http.inFlight = Task(executorPreference: loop) { [self] in
                 let response = await handler(request)
                 loop.execute { self.complete(request, response) }
             }
@@ -80,7 +79,7 @@ extension HTTPConnection {
     func complete(_ request: HTTPRequest, _ response: HTTPResponse) {
         guard machine.phase == .http(busy: true) else { return }
         defer { armTimer() }
-        inFlight = nil
+        http?.inFlight = nil
         let keepAlive = request.keepAlive && !machine.draining
         if let consumer = response.webSocket {
             guard request.isWebSocketUpgrade, !machine.draining else {
@@ -102,7 +101,7 @@ extension HTTPConnection {
         } else {
             respond(response, keepAlive: keepAlive)
         }
-        perform(machine.responded(pending: pending.count))
+        perform(machine.responded(pending: http?.pending.count ?? 0))
     }
 
     /// Writes the head of a streamed response, then the producer's chunks as they come
@@ -117,7 +116,7 @@ extension HTTPConnection {
             guard let connection = self else { return }
             loop.execute { connection.send(chunk) }
         }
-        inFlight = Task(executorPreference: loop) { [self] in
+        http?.inFlight = Task(executorPreference: loop) { [self] in
             await producer(body)
             loop.execute { self.finishStream(status: response.status, keepAlive: keepAlive) }
         }
@@ -127,10 +126,10 @@ extension HTTPConnection {
     func finishStream(status: Int, keepAlive: Bool) {
         guard machine.phase == .http(busy: true) else { return }
         defer { armTimer() }
-        inFlight = nil
+        http?.inFlight = nil
         machine.responding(status: status, keepAlive: keepAlive, streamed: true, now: serverCore.now)
         send(Array("0\r\n\r\n".utf8))
-        perform(machine.responded(pending: pending.count))
+        perform(machine.responded(pending: http?.pending.count ?? 0))
     }
 
     func respond(_ response: HTTPResponse, keepAlive: Bool, contentLengthSet: Bool = false) {
@@ -168,8 +167,6 @@ extension HTTPConnection {
         for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
         send(Array((head + "\r\n").utf8))
         webSocket = WebSocketSide(maxMessageBytes: serverCore.limits.maxWebSocketMessageBytes, now: now)
-        pending = []
-        proxyPrelude = nil
         perform(machine.upgraded())
         serverCore.webSocketOpened(self)
         let leftover = http?.parser.takeRemainingBytes() ?? []

@@ -99,7 +99,7 @@ extension HTTPConnection {
     /// Tells the consumer, once, how the socket closed (and lets go of it, breaking the
     /// cycle through a delegate that holds its socket).
     private func notifyClosed(code: UInt16, reason: String) {
-        webSocketClose.withLock { if $0 == nil { $0 = (code, reason) } }
+        webSocketClose.withLock { if $0 == nil { $0 = WebSocketClosed(code: code, reason: reason) } }
         guard let consumer = webSocket?.consumer else { return }
         webSocket?.consumer = .none
         switch consumer {

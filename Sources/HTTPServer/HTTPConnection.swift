@@ -27,29 +27,43 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     /// The client's IP address (for the handler, e.g. rate limits per client): the peer's,
     /// or the one a trusted proxy's PROXY header names.
     var remoteAddress: String
-    /// Until the first bytes show whether a PROXY header comes: what arrived so far.
-    var proxyPrelude: [UInt8]? = []
-    /// The handler (or stream producer) task of the request being answered.
-    var inFlight: Task<Void, Never>?
-    /// The request parser while the connection speaks HTTP; nil once it is a WebSocket, so
-    /// an idle phone's socket keeps no parser (88 bytes fewer per socket, issue 43).
-    var http: Parsing?
-    var pending: [Pending] = []
+    /// What only HTTP needs — the parser, the waiting requests, the handler task — while
+    /// the connection speaks HTTP; nil once it is a WebSocket, so an idle phone's socket
+    /// keeps none of it (issue 43).
+    var http: HTTPSide?
     private var outbound = OutboundQueue()
     /// Where the loop keeps the connection's one deadline (its earliest; see `armTimer`).
     var deadlineSlot = -1
     /// The WebSocket side, inline, once upgraded and until closed.
     var webSocket: WebSocketSide?
-    /// How the WebSocket closed, once it did (read from any thread by `WebSocket`).
-    let webSocketClose = Mutex<(code: UInt16, reason: String)?>(nil)
+    /// How the WebSocket closed, once it did (read from any thread by `WebSocket`). A
+    /// reference: an open socket keeps 16 bytes here, not the 32 of the code and reason.
+    let webSocketClose = Mutex<WebSocketClosed?>(nil)
     /// The server's list of its connections runs through them (no table of its own).
     var nextInServer: HTTPConnection?
     unowned(unsafe) var previousInServer: HTTPConnection?
 
-    /// The parser, in an object of its own so that it can be let go of at the upgrade
-    /// (inline, its 88 bytes would stay with every WebSocket).
-    final class Parsing {
+    /// How a WebSocket closed: the code received or sent, and its reason.
+    final class WebSocketClosed: Sendable {
+        let code: UInt16
+        let reason: String
+
+        init(code: UInt16, reason: String) {
+            self.code = code
+            self.reason = reason
+        }
+    }
+
+    /// The HTTP-only state, in an object of its own so that it can be let go of at the
+    /// upgrade (inline, its bytes would stay with every WebSocket).
+    final class HTTPSide {
         var parser: HTTPRequestParser
+        /// Items waiting to be answered, in order.
+        var pending: [Pending] = []
+        /// Until the first bytes show whether a PROXY header comes: what arrived so far.
+        var proxyPrelude: [UInt8]? = []
+        /// The handler (or stream producer) task of the request being answered.
+        var inFlight: Task<Void, Never>?
 
         init(limits: HTTPServerLimits) {
             parser = HTTPRequestParser(limits: limits)
@@ -61,7 +75,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
         self.viaTrustedProxy = viaTrustedProxy
         self.remoteAddress = remoteAddress
         self.serverCore = server
-        self.http = Parsing(limits: serverCore.limits)
+        self.http = HTTPSide(limits: serverCore.limits)
         self.machine = ConnectionStateMachine(timeouts: serverCore.timeouts, now: now)
     }
 
@@ -119,7 +133,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
             }
             guard case .http = machine.phase else { return }
             machine.received(now: serverCore.now)
-            if proxyPrelude != nil {
+            if http?.proxyPrelude != nil {
                 guard takeProxyHeader(bytes) else { return }
             } else {
                 http?.parser.append(bytes)
@@ -129,7 +143,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     }
 
     private func peerClosed() {
-        inFlight?.cancel()
+        http?.inFlight?.cancel()
         webSocketTransportClosed()
         close()
     }
@@ -184,12 +198,12 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
 
     /// Closes the socket now; an in-flight handler is cancelled.
     func close() {
-        inFlight?.cancel()
+        http?.inFlight?.cancel()
         webSocketTransportClosed()
         guard !isClosed else { return }
         machine.closed()
         webSocket = nil
-        inFlight = nil
+        http?.inFlight = nil
         serverCore.loop.clearDeadline(self)
         serverCore.loop.deregister(fd, token: token)
         Glibc.close(fd)
@@ -200,7 +214,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     // MARK: - Timeouts and shutdown
 
     /// Whether no request waits or is half-read (the idle timeout applies).
-    private var idle: Bool { pending.isEmpty && !(http?.parser.isMidRequest ?? false) }
+    private var idle: Bool { http.map { $0.pending.isEmpty && !$0.parser.isMidRequest } ?? true }
 
     /// The earliest instant at which `deadlinePassed` has something to do: the machine's
     /// (linger, request head, idle) or the WebSocket's (keep-alive, close handshake); nil
@@ -254,7 +268,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
             closeWebSocket(code: code, reason: reason)
             return
         }
-        pending.removeAll()
+        http?.pending.removeAll()
         if !machine.isBusy { closeWhenFlushed() }  // idle or lingering: now
     }
 
