@@ -1,3 +1,5 @@
+import Loop
+
 /// What one connection is doing, and every decision about it that is not I/O: when its
 /// response ends it, when it lingers, when reading resumes, which deadline is next and what
 /// passing it means. `HTTPConnection` reads, parses and writes; it tells the machine what
@@ -11,7 +13,7 @@ struct ConnectionStateMachine {
         case http(busy: Bool)
         /// Its last response is out; input is read and discarded until `until` or
         /// `bytesLeft` more bytes, so that closing sends no reset over an unread request.
-        case lingering(until: ContinuousClock.Instant, bytesLeft: Int)
+        case lingering(until: LoopInstant, bytesLeft: Int)
         /// A WebSocket after a 101 (its session keeps its own deadlines).
         case webSocket
         /// Closed; nothing more happens.
@@ -65,14 +67,15 @@ struct ConnectionStateMachine {
     private var lingerAfterFlush = false
     /// Set during graceful shutdown: the request in flight is finished, then it closes.
     private(set) var draining = false
-    private var lastActivity: ContinuousClock.Instant
-    private var requestStartedAt: ContinuousClock.Instant?
+    // Instants in 8 bytes (`LoopInstant`): the machine is inline in every connection.
+    private var lastActivityAt: LoopInstant
+    private var requestStartedAt: LoopInstant?
 
     /// A new connection at `now` (its first bytes start its request head's deadline; until
     /// they come, its idle deadline holds).
     init(timeouts: Timeouts, now: ContinuousClock.Instant) {
         self.timeouts = timeouts
-        self.lastActivity = now
+        self.lastActivityAt = LoopInstant(now)
     }
 
     /// Whether the connection has closed.
@@ -94,13 +97,13 @@ struct ConnectionStateMachine {
 
     /// Bytes arrived on an HTTP connection: a request head starts now if none had.
     mutating func received(now: ContinuousClock.Instant) {
-        lastActivity = now
-        if requestStartedAt == nil { requestStartedAt = now }
+        lastActivityAt = LoopInstant(now)
+        if requestStartedAt == nil { requestStartedAt = LoopInstant(now) }
     }
 
     /// A request was parsed; `midRequest` when the next one has begun already.
     mutating func parsed(midRequest: Bool, now: ContinuousClock.Instant) {
-        requestStartedAt = midRequest ? now : nil
+        requestStartedAt = midRequest ? LoopInstant(now) : nil
     }
 
     /// The request could not be parsed (its error response is next): reading stops.
@@ -133,7 +136,7 @@ struct ConnectionStateMachine {
     /// streamed. Call before queuing its bytes, so the flush that writes them ends it.
     mutating func responding(status: Int, keepAlive: Bool, streamed: Bool = false, now: ContinuousClock.Instant) {
         if case .http = phase { phase = .http(busy: false) }
-        lastActivity = now
+        lastActivityAt = LoopInstant(now)
         guard !keepAlive else { return }
         closeAfterFlush = true
         lingerAfterFlush = !streamed && status >= 400
@@ -156,7 +159,7 @@ struct ConnectionStateMachine {
         switch phase {
         case .http where lingerAfterFlush:
             lingerAfterFlush = false
-            phase = .lingering(until: now + timeouts.linger, bytesLeft: timeouts.maxLingerBytes)
+            phase = .lingering(until: LoopInstant(now + timeouts.linger), bytesLeft: timeouts.maxLingerBytes)
             readingPaused = false
             return [.shutdownWrite, .updateInterest]
         case .lingering, .closed:
@@ -201,10 +204,10 @@ struct ConnectionStateMachine {
     /// running, a WebSocket keeps its own). `idle`: no request waits or is half-read.
     func nextDeadline(idle: Bool) -> ContinuousClock.Instant? {
         switch phase {
-        case .lingering(let until, _): return until
+        case .lingering(let until, _): return until.instant
         case .http(busy: false):
-            if let started = requestStartedAt { return started + timeouts.headerRead }
-            return idle ? lastActivity + timeouts.idle : nil
+            if let started = requestStartedAt { return started.instant + timeouts.headerRead }
+            return idle ? lastActivityAt.instant + timeouts.idle : nil
         case .http(busy: true), .webSocket, .closed: return nil
         }
     }
@@ -213,10 +216,10 @@ struct ConnectionStateMachine {
     func deadlinePassed(now: ContinuousClock.Instant, idle: Bool) -> Actions {
         switch phase {
         case .lingering(let until, _):
-            return now >= until ? [.close] : []
+            return now >= until.instant ? [.close] : []
         case .http(busy: false):
-            if let started = requestStartedAt, now - started > timeouts.headerRead { return [.respondTimeout] }
-            if idle, now - lastActivity > timeouts.idle { return [.close] }
+            if let started = requestStartedAt, now - started.instant > timeouts.headerRead { return [.respondTimeout] }
+            if idle, now - lastActivityAt.instant > timeouts.idle { return [.close] }
             return []
         case .http(busy: true), .webSocket, .closed:
             return []

@@ -1,3 +1,5 @@
+import Loop
+
 /// The WebSocket side of a connection after the upgrade (loop thread unless said): decoding,
 /// ping/pong keep-alive, the close handshake, and the consumer. Its state is the
 /// connection's inline `webSocket` value.
@@ -79,7 +81,7 @@ extension HTTPConnection {
     func closeWebSocket(code: UInt16, reason: String) {
         guard webSocket?.isOpen == true else { return }
         send(WebSocketFrameEncoder.close(code: code, reason: reason))
-        webSocket?.phase = .closing(since: now)
+        webSocket?.phase = .closing(since: LoopInstant(now))
         notifyClosed(code: code, reason: reason)
         armTimer()  // the close handshake's deadline is nearer than the keep-alive's
     }
@@ -123,10 +125,10 @@ extension HTTPConnection {
         let limits = serverCore.limits
         switch side.phase {
         case .open(let pingSentAt):
-            let keepAlive = pingSentAt.map { $0 + limits.webSocketPongTimeout } ?? side.lastReceived + limits.webSocketPingInterval
+            let keepAlive = pingSentAt.map { $0.instant + limits.webSocketPongTimeout } ?? side.lastReceived + limits.webSocketPingInterval
             return side.closeDeadline.map { min($0.at, keepAlive) } ?? keepAlive
         case .closing(let since):
-            return since + limits.closeHandshakeTimeout
+            return since.instant + limits.closeHandshakeTimeout
         case .closed:
             return nil
         }
@@ -143,16 +145,16 @@ extension HTTPConnection {
                 webSocket?.closeDeadline = nil
                 closeWebSocket(code: deadline.code, reason: deadline.reason)
             } else if let pingSentAt {
-                if now - pingSentAt > limits.webSocketPongTimeout {
+                if now - pingSentAt.instant > limits.webSocketPongTimeout {
                     webSocketTransportClosed()
                     close()
                 }
             } else if now - side.lastReceived > limits.webSocketPingInterval {
-                webSocket?.phase = .open(pingSentAt: now)
+                webSocket?.phase = .open(pingSentAt: LoopInstant(now))
                 send(WebSocketFrameEncoder.frame(.ping, []))
             }
         case .closing(let since):
-            if now - since > limits.closeHandshakeTimeout { close() }
+            if now - since.instant > limits.closeHandshakeTimeout { close() }
         case .closed:
             break
         }

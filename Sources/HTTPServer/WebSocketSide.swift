@@ -1,13 +1,15 @@
+import Loop
+
 /// The WebSocket side of an upgraded connection, kept inline in `HTTPConnection` (no object
 /// of its own): the frame decoder, the keep-alive and close-handshake phase, the consumer's
 /// close deadline, and who consumes the messages. `HTTPConnection+WebSocket` acts on it.
 struct WebSocketSide {
-    /// Where the socket is in its life.
+    /// Where the socket is in its life (instants in 8 bytes: `LoopInstant`).
     enum Phase {
         /// Open; `pingSentAt` while a keep-alive ping waits for any frame back.
-        case open(pingSentAt: ContinuousClock.Instant?)
+        case open(pingSentAt: LoopInstant?)
         /// We sent a close frame and wait for the peer's.
-        case closing(since: ContinuousClock.Instant)
+        case closing(since: LoopInstant)
         /// Closed; nothing more happens.
         case closed
     }
@@ -23,15 +25,22 @@ struct WebSocketSide {
 
     /// When and how the consumer wants the socket closed (`WebSocket.close(after:code:reason:)`).
     struct CloseDeadline: Sendable {
-        let at: ContinuousClock.Instant
+        private let when: LoopInstant
         let code: UInt16
         let reason: String
+
+        init(at: ContinuousClock.Instant, code: UInt16, reason: String) {
+            self.when = LoopInstant(at)
+            self.code = code
+            self.reason = reason
+        }
+
+        var at: ContinuousClock.Instant { when.instant }
     }
 
     var decoder: WebSocketFrameDecoder
     var phase = Phase.open(pingSentAt: nil)
-    /// When the peer last sent anything (the keep-alive ping is due an interval later).
-    var lastReceived: ContinuousClock.Instant
+    private var lastReceivedAt: LoopInstant
     /// The consumer's close deadline, while set.
     var closeDeadline: CloseDeadline?
     var consumer = Consumer.none
@@ -39,7 +48,13 @@ struct WebSocketSide {
     /// A freshly upgraded socket at `now`.
     init(maxMessageBytes: Int, now: ContinuousClock.Instant) {
         self.decoder = WebSocketFrameDecoder(role: .server, maxMessageBytes: maxMessageBytes)
-        self.lastReceived = now
+        self.lastReceivedAt = LoopInstant(now)
+    }
+
+    /// When the peer last sent anything (the keep-alive ping is due an interval later).
+    var lastReceived: ContinuousClock.Instant {
+        get { lastReceivedAt.instant }
+        set { lastReceivedAt = LoopInstant(newValue) }
     }
 
     /// Whether the socket is open (not closing or closed).
