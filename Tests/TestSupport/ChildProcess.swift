@@ -14,46 +14,20 @@ public struct ChildProcess: Sendable {
     /// Standard error is captured unless `discardingStandardError`.
     public static func run(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
                            discardingStandardError: Bool = false) async throws -> ChildProcess {
-        try await offPool {
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments
-            if let environment { process.environment = environment }
-            let out = Pipe(), err = Pipe()
-            process.standardOutput = out
-            process.standardError = discardingStandardError ? FileHandle.nullDevice : err
-            try process.run()
-            // Both pipes drain at once: a child that fills one while we wait on the other
-            // would never exit.
-            let errorReader = discardingStandardError ? nil : ErrorReader(err.fileHandleForReading)
-            let stdout = out.fileHandleForReading.readDataToEndOfFile()
-            let stderr = errorReader?.wait() ?? Data()
-            process.waitUntilExit()
-            return ChildProcess(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                                stderr: String(decoding: stderr, as: UTF8.self))
-        }
-    }
-
-    /// Reads a pipe to its end on a thread of its own.
-    private final class ErrorReader: @unchecked Sendable {
-        private let done = NSCondition()
-        private var data: Data?  // guarded by `done`
-
-        init(_ handle: FileHandle) {
-            Thread { [self] in
-                let read = handle.readDataToEndOfFile()
-                done.lock()
-                data = read
-                done.broadcast()
-                done.unlock()
-            }.start()
-        }
-
-        func wait() -> Data {
-            done.lock()
-            defer { done.unlock() }
-            while data == nil { done.wait() }
-            return data!
-        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = discardingStandardError ? FileHandle.nullDevice : err
+        try await offPool { try process.run() }
+        // Both pipes drain at once: a child that fills one while we wait on the other would
+        // never exit.
+        async let stderr = discardingStandardError ? Data() : offPool { err.fileHandleForReading.readDataToEndOfFile() }
+        let stdout = await offPool { out.fileHandleForReading.readDataToEndOfFile() }
+        let status = await offPool { process.waitUntilExit(); return process.terminationStatus }
+        return ChildProcess(status: status, stdout: String(decoding: stdout, as: UTF8.self),
+                            stderr: String(decoding: await stderr, as: UTF8.self))
     }
 }
