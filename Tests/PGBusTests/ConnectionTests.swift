@@ -40,8 +40,8 @@ import TestSupport
         #expect(try await connection.query("select 1").scalar(Int.self) == 1)
     }
 
-    /// Cancelling the task of `pg_sleep(30)` returns within a second, and the same connection
-    /// answers the next query.
+    /// Cancelling the task of `pg_sleep(30)` cancels the query on the server: the same
+    /// connection answers the next query long before the sleep could have ended.
     @Test func cancellingATaskCancelsTheQueryOnTheServer() async throws {
         let connection = try await TestDatabase.connect()
         defer { Task { await connection.close() } }
@@ -55,10 +55,12 @@ import TestSupport
         let started = ContinuousClock.now
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - started < .seconds(1))
         #expect(throws: CancellationError.self) { try result.get() }
         #expect(connection.isUsable)
         #expect(try await connection.query("select 41 + 1").scalar(Int.self) == 42)
+        // Had the server kept sleeping, that answer would have waited for the 30 s. (A bound
+        // of 1 s timed the test's own scheduling too, and failed under load at 1.24 s.)
+        #expect(ContinuousClock.now - started < .seconds(15))
     }
 
     /// A failed transaction rolls back everything in it; a committed one keeps it.

@@ -28,9 +28,13 @@ import Testing
         let started = ContinuousClock.now
         let waiting = (0..<3).map { n in Task { try await connection.query("select $1::int", [n]) } }
         for task in waiting {
-            await #expect(throws: PGError(.timedOut)) { try await task.value }
+            let error = await #expect(throws: PGError(.timedOut)) { try await task.value }
+            // The configured deadline (1 s) is the one that fired, not the default (5 s):
+            // the loop's deadline check names it. Timed here, the test's own scheduling
+            // counts too (clean-clone run 49: 3.96 s under make test's load for a 1-s deadline).
+            #expect(error.map { String(reflecting: $0) }?.contains("no answer within 1.0 seconds") == true, "\(String(describing: error))")
         }
-        #expect(Self.seconds(since: started) < 3, "by the deadline (1 s), not after the kernel gave up")
+        #expect(Self.seconds(since: started) < 60, "failed by a deadline, not after the kernel gave up on the connection")
         #expect(!connection.isUsable, "the connection is abandoned")
         await #expect(throws: PGError.self) { try await connection.query("select 1") }
     }
