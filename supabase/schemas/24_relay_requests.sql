@@ -47,6 +47,8 @@ declare
   v_connections int;
   v_ping jsonb;
   v_quiet jsonb;
+  v_always jsonb;
+  v_opened boolean;
   v_reason text := case when p_reason is not null then nullif(private.clean_display_text(p_reason, 4000), '') end;
 begin
   -- The checks of the arguments are expressions, evaluated in place; the function takes
@@ -85,20 +87,58 @@ begin
   -- requests that wait (the owner's own agents and the people sharing with them count
   -- separately, so a viewer can never keep the owner's own agents out; durable requests are
   -- counted by open_durable_request against their own cap, so that an agent's tasks never
-  -- fill the cap of calls that wait) and where the owner's sockets are.
-  select exists (select from auth.users where id = p_owner),
-         p_requester is null or p_requester = p_owner or exists (
-           select from public.location_shares
-           where owner_id = p_owner and viewer_id = p_requester and revoked_at is null),
-         exists (select from relay.pending_requests where id = p_id),
-         exists (select from public.quiet_hours where user_id = p_owner),
-         (select count(*) from relay.pending_requests
-          where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
-            and requester_id is not distinct from nullif(p_requester, p_owner)),
-         sockets.instances, sockets.connections
-    into v_known, v_shared, v_exists, v_has_quiet, v_waiting, v_holders, v_connections
-    from (select coalesce(array_agg(distinct instance_id), '{}') as instances, count(*) as connections
-          from relay.connections where user_id = p_owner) sockets;
+  -- fill the cap of calls that wait), where the owner's sockets are and whether the owner
+  -- always allows this agent — and, when none of that stops it, the row is inserted by the
+  -- same statement: the common request (the owner's own agent, no quiet hours) is one
+  -- statement after the lock, and its ping is built in place below. Whatever stops the
+  -- insert is told apart afterwards, as before.
+  with facts as (
+    select exists (select from auth.users where id = p_owner) as known,
+           p_requester is null or p_requester = p_owner or exists (
+             select from public.location_shares
+             where owner_id = p_owner and viewer_id = p_requester and revoked_at is null) as shared,
+           exists (select from relay.pending_requests where id = p_id) as present,
+           exists (select from public.quiet_hours where user_id = p_owner) as has_quiet,
+           (select count(*) from relay.pending_requests
+            where owner_id = p_owner and settled_at is null and expires_at > now() and not durable
+              and requester_id is not distinct from nullif(p_requester, p_owner))::int as waiting,
+           sockets.instances, sockets.connections
+      from (select coalesce(array_agg(distinct instance_id), '{}') as instances, count(*)::int as connections
+            from relay.connections where user_id = p_owner) sockets
+  ), inserted as (
+    insert into relay.pending_requests
+      (id, owner_id, requester_id, client_id, client_name, waiter_instance, reply_key, expires_at, ask_reason)
+    select p_id, p_owner, null, p_client_id, p_client_name, p_instance, p_reply_key, p_expires_at, v_reason
+      from facts
+     where facts.known and not facts.present and not facts.has_quiet and facts.waiting < p_max_waiting
+       and (p_requester is null or p_requester = p_owner)
+    returning 1
+  )
+  select facts.known, facts.shared, facts.present, facts.has_quiet, facts.waiting, facts.instances, facts.connections,
+         exists (select from inserted),
+         (select jsonb_build_object('precision', a.precision)
+            from public.always_allowed_agents a
+           where facts.connections > 0 and exists (select from inserted)
+             and a.user_id = p_owner and a.client_id = p_client_id and a.requester_id is null
+             and (a.expires_at is null or a.expires_at > now()))
+    into v_known, v_shared, v_exists, v_has_quiet, v_waiting, v_holders, v_connections, v_opened, v_always
+    from facts;
+  if v_opened then
+    -- private.locate_ping of the row just inserted, built from what it holds.
+    if v_connections > 0 then
+      v_ping := jsonb_build_object(
+        'type', 'locate', 'owner', p_owner, 'reply_key', encode(p_reply_key, 'base64'),
+        'id', p_id, 'client_id', p_client_id,
+        'agent_name', nullif(private.clean_display_text(p_client_name, 200), ''),
+        'expires_ms', (extract(epoch from p_expires_at) * 1000)::bigint,
+        'reason', v_reason, 'requester', null, 'always_allow', v_always);
+      if cardinality(array_remove(v_holders, p_instance)) > 0 then
+        perform private.notify_instances(array_remove(v_holders, p_instance), v_ping || '{"kind":"locate"}');
+      end if;
+    end if;
+    return jsonb_build_object('status', 'opened', 'connections', v_connections,
+      'ping', case when p_instance = any (v_holders) then v_ping end);
+  end if;
   if not v_known then
     raise exception 'no such owner' using errcode = 'P0002';
   end if;
