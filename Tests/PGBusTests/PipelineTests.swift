@@ -111,6 +111,27 @@ import TestSupport
         #expect(error?.code == .shutDown)
     }
 
+    /// A shared connection whose backend was terminated is discarded by the next `send`,
+    /// even while another shared connection is idle and could take the statement at once
+    /// (`send` chooses without the pool's actor only when there is nothing to clean up).
+    @Test func sendDiscardsABrokenSharedConnection() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 1, sharedConnections: 2)
+        let sleeper = Task { try await pool.send("select pg_backend_pid() from pg_sleep(0.3)").scalar(Int32.self) }
+        try await eventually("the first shared connection is busy") { await pool.health.sharedOutstanding == 1 }
+        let second = try await pool.send("select pg_backend_pid()").scalar(Int32.self)
+        let first = try await sleeper.value
+        #expect(first != second, "a busy connection made the pool open its second")
+        let killer = try await TestDatabase.connect()
+        try await killer.query("select pg_terminate_backend($1)", [second])
+        await killer.close()
+        try await eventually("a send after the loss discards the dead connection") {
+            guard (try? await pool.send("select 1")) != nil else { return false }  // it may try it before the loop saw it
+            return await pool.health.discarded == 1
+        }
+        #expect(try await pool.send("select pg_backend_pid()").scalar(Int32.self) == first)
+        await pool.shutdown()
+    }
+
     /// Statements waiting on the shared connections are bounded: past the bound `send`
     /// fails at once instead of queueing.
     @Test func sharedConnectionsRefuseStatementsPastTheirBound() async throws {
