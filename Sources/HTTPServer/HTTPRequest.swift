@@ -34,9 +34,24 @@ public struct HTTPRequest: Sendable {
         }
     }
 
-    /// The first value of query item `name`.
+    /// The first value of query item `name` (nil when absent or without `=`). Only the
+    /// value found is decoded, and a name only when it holds an escape: a request's few
+    /// lookups make no array of every item.
     public func queryItem(_ name: String) -> String? {
-        queryItems.first { $0.name == name }?.value ?? nil
+        guard let query else { return nil }
+        var rest = query[...]
+        while !rest.isEmpty {
+            let end = rest.firstIndex(of: "&") ?? rest.endIndex
+            let item = rest[..<end]
+            rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
+            guard !item.isEmpty else { continue }
+            let equals = item.firstIndex(of: "=")
+            let rawName = item[..<(equals ?? item.endIndex)]
+            let escaped = rawName.utf8.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
+            guard escaped ? percentDecoded(rawName) == name : rawName == name else { continue }
+            return equals.map { percentDecoded(item[item.index(after: $0)...]) }
+        }
+        return nil
     }
 
     /// Whether this is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1).

@@ -25,7 +25,10 @@ public protocol EventLoopSource: AnyObject {
 public final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let epoll: Int32
     private let wake: Int32
-    private let jobs = Mutex<[@Sendable () -> Void]>([])
+    private let jobs = Mutex<[Job]>([])
+    /// The queue's other buffer (loop thread only): `runJobs` swaps it in for the queue, so
+    /// that both keep their capacity and a batch of jobs allocates nothing.
+    private var spare: [Job] = []
     private var nextToken: UInt64 = 1
     private var sources: [UInt64: EventLoopSource] = [:]
     private var timers = TimerHeap()
@@ -75,18 +78,28 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// that finds the queue empty wakes the loop: the loop drains the queue until it stays
     /// empty, so jobs queued from the loop itself need no wake-up.
     public func execute(_ job: @escaping @Sendable () -> Void) {
+        submit(.closure(job))
+    }
+
+    /// Tasks that prefer this executor start and resume on the loop thread: they must not
+    /// block or compute for long without an `await`. A task's job is queued as it is (no
+    /// closure is made to run it).
+    public func enqueue(_ job: consuming ExecutorJob) {
+        submit(.task(UnownedJob(job)))
+    }
+
+    /// Something the loop thread runs once, in the order submitted.
+    private enum Job: Sendable {
+        case closure(@Sendable () -> Void)
+        case task(UnownedJob)
+    }
+
+    private func submit(_ job: Job) {
         let wasEmpty = jobs.withLock { jobs in
             defer { jobs.append(job) }
             return jobs.isEmpty
         }
         if wasEmpty && !inLoop { _ = wb_eventfd_signal(wake) }
-    }
-
-    /// Tasks that prefer this executor start and resume on the loop thread: they must not
-    /// block or compute for long without an `await`.
-    public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 
     /// Registers `fd` for `events`; its readiness goes to `source` (held until deregistered).
@@ -232,14 +245,25 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
         }
     }
 
+    /// Runs the queued jobs, and those they queue, until the queue stays empty. A job may
+    /// run the jobs itself (a timer's, through `fireDue`): the batch being run is local.
     private func runJobs() {
         while true {
-            let batch = jobs.withLock { jobs -> [@Sendable () -> Void] in
-                defer { jobs.removeAll(keepingCapacity: true) }
-                return jobs
+            var batch = spare
+            spare = []
+            jobs.withLock { swap(&$0, &batch) }
+            if batch.isEmpty {
+                spare = batch
+                return
             }
-            if batch.isEmpty { return }
-            for job in batch { job() }
+            for job in batch {
+                switch job {
+                case .closure(let run): run()
+                case .task(let task): task.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            batch.removeAll(keepingCapacity: true)
+            spare = batch
         }
     }
 }

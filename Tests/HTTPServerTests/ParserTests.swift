@@ -40,6 +40,23 @@ import Testing
         #expect(request.queryItems.contains { $0.name == "flag" && $0.value == nil })
     }
 
+    /// `queryItem` finds the first item by its decoded name, as a look through `queryItems`
+    /// does: an escaped name, a repeated one, a flag, an empty value, empty items.
+    @Test func queryItemFindsTheFirstByItsDecodedName() {
+        var parser = HTTPRequestParser()
+        parser.append(Array("GET /?%72eason=first&reason=second&&flag&empty=&a%3Db=c&sp+ace=d HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        guard case .request(let request)? = parser.next() else { Issue.record("no request"); return }
+        #expect(request.queryItem("reason") == "first")
+        #expect(request.queryItem("flag") == nil)
+        #expect(request.queryItem("empty") == "")
+        #expect(request.queryItem("a=b") == "c")
+        #expect(request.queryItem("sp ace") == "d")
+        #expect(request.queryItem("missing") == nil)
+        for name in ["reason", "flag", "empty", "a=b", "sp ace", "missing", "", "%72eason"] {
+            #expect(request.queryItem(name) == (request.queryItems.first { $0.name == name }?.value ?? nil), "\(name)")
+        }
+    }
+
     @Test func expectContinueComesBeforeTheBody() {
         #expect(events("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n") == ["100"])
         #expect(events("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok") == ["POST / 2"])
