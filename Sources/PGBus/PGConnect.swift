@@ -48,9 +48,29 @@ func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePoint
     withOptionalCStringArray(strings.map(Optional.some) + [nil], body)
 }
 
-/// Calls `body` with an array of C strings where nil stays a NULL pointer.
+/// Calls `body` with an array of C strings where nil stays a NULL pointer (valid only during
+/// the call). The strings are copied, each NUL-terminated, into one temporary buffer and
+/// the pointers into another (on the stack while they are small): a statement's parameters
+/// cost no allocation each (they cost two or three each before: issue 43's malloc count).
 func withOptionalCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
-    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0)! } }
-    defer { pointers.forEach { free($0) } }
-    return pointers.map { UnsafePointer($0) }.withUnsafeBufferPointer { body($0.baseAddress!) }
+    let size = strings.reduce(0) { $0 + ($1.map { $0.utf8.count + 1 } ?? 0) }
+    return withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(1, size)) { bytes in
+        withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: max(1, strings.count)) { pointers in
+            var offset = 0
+            for (index, string) in strings.enumerated() {
+                guard let string else {
+                    pointers[index] = nil
+                    continue
+                }
+                pointers[index] = UnsafePointer(bytes.baseAddress! + offset)
+                for byte in string.utf8 {
+                    bytes[offset] = CChar(bitPattern: byte)
+                    offset += 1
+                }
+                bytes[offset] = 0
+                offset += 1
+            }
+            return body(pointers.baseAddress!)
+        }
+    }
 }
