@@ -6,6 +6,11 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
     /// An empty set of headers.
     public init() {}
 
+    /// An empty set of headers with room for `capacity` fields (a parsed request's count).
+    public init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     public init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { (name: $0.0, value: $0.1) }
     }

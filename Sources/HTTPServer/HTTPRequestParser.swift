@@ -150,7 +150,7 @@ public struct HTTPRequestParser: Sendable {
 
         // Header fields.
         guard lines.count - 1 <= Int(limits.headerCount) else { return fail(431) }
-        var headers = HTTPHeaders()
+        var headers = HTTPHeaders(capacity: lines.count - 1)
         for line in lines.dropFirst() {
             let field = buffer[line]
             guard let first = field.first, first != 0x20, first != 0x09 else { return fail(400) }  // obs-fold

@@ -114,8 +114,35 @@ public struct JSONText {
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
         let seconds = millisecondOfDay / 1000
-        return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(seconds / 3600, 2) + ":"
-            + pad(seconds / 60 % 60, 2) + ":" + pad(seconds % 60, 2) + "." + pad(millisecondOfDay % 1000, 3) + "Z"
+        guard (0...9999).contains(year) else {
+            return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(seconds / 3600, 2) + ":"
+                + pad(seconds / 60 % 60, 2) + ":" + pad(seconds % 60, 2) + "." + pad(millisecondOfDay % 1000, 3) + "Z"
+        }
+        // The common case written into the string's own 24 bytes: one allocation, not one
+        // per field and separator.
+        return String(unsafeUninitializedCapacity: 24) { buffer in
+            var index = 0
+            write(year, 4, "-", to: buffer, at: &index)
+            write(month, 2, "-", to: buffer, at: &index)
+            write(day, 2, "T", to: buffer, at: &index)
+            write(seconds / 3600, 2, ":", to: buffer, at: &index)
+            write(seconds / 60 % 60, 2, ":", to: buffer, at: &index)
+            write(seconds % 60, 2, ".", to: buffer, at: &index)
+            write(millisecondOfDay % 1000, 3, "Z", to: buffer, at: &index)
+            return index
+        }
+    }
+
+    /// Writes `value` (not negative) as `width` digits, then `separator`.
+    private static func write(_ value: Int64, _ width: Int, _ separator: Unicode.Scalar,
+                              to buffer: UnsafeMutableBufferPointer<UInt8>, at index: inout Int) {
+        var rest = value
+        for offset in (0..<width).reversed() {
+            buffer[index + offset] = UInt8(truncatingIfNeeded: 48 + rest % 10)
+            rest /= 10
+        }
+        buffer[index + width] = UInt8(truncatingIfNeeded: separator.value)
+        index += width + 1
     }
 
     private static func floorDivision(_ value: Int64, _ divisor: Int64) -> (Int64, Int64) {

@@ -56,7 +56,7 @@ struct DeadlineHeap {
             entries[slot].owner.deadlineSlot = slot
         }
         entries.removeLast()
-        if entries.isEmpty { entries = [] }  // a surge's buffer is given back
+        if entries.isEmpty, entries.capacity > 256 { entries = [] }  // a surge's buffer is given back, a small one kept
         guard slot < entries.count else { return }
         siftDown(slot)
         siftUp(slot)

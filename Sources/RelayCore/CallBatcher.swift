@@ -68,7 +68,7 @@ package struct CallBatcher<Item> {
             waiting.removeFirst(count)
             inFlight += 1
         }
-        if waiting.isEmpty { waiting = [] }  // a surge's buffer is given back
+        if waiting.isEmpty, waiting.capacity > 64 { waiting = [] }  // a surge's buffer is given back, a small one kept
         return actions
     }
 }

@@ -207,7 +207,8 @@ extension WaiterState {
     /// The call ends; its waiter is forgotten.
     private mutating func complete(_ id: UUID, _ completion: Completion, into actions: inout [Action]) {
         waiters[id] = nil
-        if waiters.isEmpty { waiters = [:] }
+        // A surge's table is given back; a small one is kept, or the next call would make it again.
+        if waiters.isEmpty, waiters.capacity > 64 { waiters = [:] }
         actions.append(.complete(id, completion))
     }
 }

@@ -49,6 +49,10 @@ import Testing
         }
         #expect(JSONText.timestamp(milliseconds: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
         #expect(JSONText.timestamp(milliseconds: 1_796_000_000_120) == "2026-11-30T00:53:20.120Z")
+        // The edges of the four-digit years written in place, and the first year past them.
+        #expect(JSONText.timestamp(milliseconds: -62_135_596_800_000) == "0001-01-01T00:00:00.000Z")
+        #expect(JSONText.timestamp(milliseconds: 253_402_300_799_999) == "9999-12-31T23:59:59.999Z")
+        #expect(JSONText.timestamp(milliseconds: 253_402_300_800_000) == "10000-01-01T00:00:00.000Z")
     }
 
     /// Strings round-trip through the writer and both parsers, whatever they hold.

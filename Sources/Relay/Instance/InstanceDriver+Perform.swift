@@ -199,7 +199,7 @@ extension InstanceDriver {
                 break
             }
             calls[id] = nil
-            if calls.isEmpty { calls = [:] }
+            if calls.isEmpty, calls.capacity > 64 { calls = [:] }  // a surge's table is given back, a small one kept
             resume(continuation, with: completion, replyKey: call.replyKey)
         }
     }
