@@ -130,6 +130,19 @@ import Testing
         #expect(!full)
     }
 
+    /// The waiting buffer a surge grew is given back once it drains; a small one is kept,
+    /// so that a steady trickle of calls does not make it again for each one.
+    @Test func aDrainedBufferIsGivenBackOnlyAfterASurge() {
+        var batcher = CallBatcher<Int>(window: .zero, maximumBatch: 1_000, maximumInFlight: 1)
+        _ = batcher.add(0)
+        for item in 1...3 { _ = batcher.add(item) }
+        _ = batcher.sent()
+        #expect(batcher.waiting.isEmpty && batcher.waiting.capacity > 0, "three waited: their buffer is kept")
+        for item in 4...1_000 { _ = batcher.add(item) }
+        _ = batcher.sent()
+        #expect(batcher.waiting.isEmpty && batcher.waiting.capacity == 0, "a surge's buffer is given back")
+    }
+
     /// A storm of 10,000 items costs 10,000 / maximumBatch calls, never more.
     @Test func aStormCostsBatchesNotItems() {
         var batcher = CallBatcher<Int>(window: .milliseconds(5), maximumBatch: 250, maximumInFlight: 2)
