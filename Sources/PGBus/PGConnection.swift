@@ -70,8 +70,7 @@ public final class PGConnection: @unchecked Sendable {
     /// False once the connection broke or was closed; a pool discards such connections.
     public var isUsable: Bool { pipeline.usable.load(ordering: .relaxed) }
 
-    /// Runs one statement with `$1...$n` parameters and returns its rows, on the caller's
-    /// executor (an actor's query makes no hop off the actor and back).
+    /// Runs one statement with `$1...$n` parameters and returns its rows.
     /// - Parameters:
     ///   - sql: one SQL statement (its text never appears in errors).
     ///   - parameters: values for `$1...$n`; nil is SQL NULL.
@@ -79,8 +78,7 @@ public final class PGConnection: @unchecked Sendable {
     ///   when no answer came by the configuration's `callTimeout`: the connection is then
     ///   closed), or `CancellationError` when the task was cancelled.
     @discardableResult
-    public nonisolated(nonsending) func query(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws
-        -> PGQueryResult {
+    public func query(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws -> PGQueryResult {
         let statement = PGStatement(sql: sql, parameters: parameters.map { $0?.pgParameter })
         let loop = self.loop, pipeline = self.pipeline
         outstandingCount.add(1, ordering: .relaxed)

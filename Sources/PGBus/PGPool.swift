@@ -1,5 +1,4 @@
 import Loop
-import Synchronization
 
 /// A bounded pool of connections.
 ///
@@ -49,11 +48,7 @@ public actor PGPool {
     private var nextConnectAt: ContinuousClock.Instant?
     /// Why the last connect failed: callers refused while connects back off get it again.
     private var lastConnectFailure: PGError?
-    private var shared: [PGConnection] = [] {
-        didSet { sharedSnapshot.withLock { $0 = shared } }
-    }
-    /// `shared` as `send` reads it without a hop to the actor (empty once shut down).
-    private nonisolated let sharedSnapshot = Mutex<[PGConnection]>([])
+    private var shared: [PGConnection] = []
     private var sharedOpening: Task<PGConnection, Error>?
 
     private struct Waiter {
@@ -107,32 +102,9 @@ public actor PGPool {
     /// Runs one statement (autocommit) on a shared connection, pipelined with the
     /// statements of other tasks: the one with the fewest statements outstanding, or a new
     /// one while fewer than `sharedConnections` are open and all are busy.
-    ///
-    /// It runs on the caller's executor (an actor's call makes no hop to the pool and back):
-    /// the connection is chosen from a snapshot when the choice needs the actor for nothing
-    /// (a connection is idle, or every one allowed is open), else by the actor.
     @discardableResult
-    public nonisolated(nonsending) func send(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws
-        -> PGQueryResult {
-        if let connection = readyShared() { return try await connection.query(sql, parameters) }
-        return try await sharedConnection().query(sql, parameters)
-    }
-
-    /// The shared connection the actor would choose, when it would choose one already open
-    /// (the one with the fewest statements outstanding, if it is idle or no other may be
-    /// opened, and it is under its bound); nil leaves the choice to the actor (opening,
-    /// discarding a broken one, refusing past the bound, refusing after shutdown).
-    private nonisolated func readyShared() -> PGConnection? {
-        sharedSnapshot.withLock { connections in
-            var least: PGConnection?
-            for connection in connections {
-                guard connection.isUsable else { return nil }  // the actor discards it
-                if least.map({ connection.outstanding < $0.outstanding }) ?? true { least = connection }
-            }
-            guard let least, least.outstanding < maximumOutstanding,
-                  least.outstanding == 0 || connections.count >= sharedLimit else { return nil }
-            return least
-        }
+    public nonisolated func send(_ sql: String, _ parameters: [(any PGEncodable)?] = []) async throws -> PGQueryResult {
+        try await sharedConnection().query(sql, parameters)
     }
 
     private func sharedConnection() async throws -> PGConnection {

@@ -112,8 +112,7 @@ import TestSupport
     }
 
     /// A shared connection whose backend was terminated is discarded by the next `send`,
-    /// even while another shared connection is idle and could take the statement at once
-    /// (`send` chooses without the pool's actor only when there is nothing to clean up).
+    /// even while another shared connection is idle and could take the statement at once.
     @Test func sendDiscardsABrokenSharedConnection() async throws {
         let pool = PGPool(configuration: TestDatabase.configuration, size: 1, sharedConnections: 2)
         let sleeper = Task { try await pool.send("select pg_backend_pid() from pg_sleep(0.3)").scalar(Int32.self) }

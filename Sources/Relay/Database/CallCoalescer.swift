@@ -9,8 +9,8 @@ import Synchronization
 /// Bounded: a batch takes at most `maximumBatch` waiting calls. What may wait is bounded by
 /// the callers: every call is a locate or an answer admitted under its own caps.
 final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
-    /// One call alone (on the caller's executor: a lone call makes no hop).
-    typealias Single = nonisolated(nonsending) @Sendable (Input) async throws -> Output
+    /// One call alone.
+    typealias Single = @Sendable (Input) async throws -> Output
     /// One call for several: a result per input, in their order. A throw fails them all.
     typealias Batch = @Sendable ([Input]) async throws -> [Result<Output, any Error>]
 
@@ -49,7 +49,7 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
 
     /// Makes the call: at once and alone (in the caller's task) when a slot is free and no
     /// call waits, else in the next batch.
-    nonisolated(nonsending) func call(_ input: Input) async throws -> Output {
+    func call(_ input: Input) async throws -> Output {
         if state.withLock({ $0.batcher.takeSlotIfFree() }) {
             defer { start(state.withLock { $0.batcher.sent() }) }
             return try await single(input)

@@ -101,7 +101,7 @@ extension RelayDatabase {
     static let lockNotAvailable = "55P03"
 
     /// One `relay.open_request` call.
-    nonisolated(nonsending) static func openOne(_ pool: PGPool, _ call: OpenCall, requester: UUID?) async throws -> Opened {
+    static func openOne(_ pool: PGPool, _ call: OpenCall, requester: UUID?) async throws -> Opened {
         let json = try await pool.send("select relay.open_request($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
                                         [call.id, call.owner, requester, call.clientID, call.clientName, call.instance,
                                          Data(call.replyKey), call.expiresAt, call.maxWaiting, call.reason])

@@ -74,9 +74,9 @@ public struct RelayDatabase: Sendable {
     /// Under load it goes with others in one `relay.open_requests` call; a request on
     /// someone else's behalf always goes alone (its second lock has no order with the owners').
     /// `reason`: the agent's cleaned reason (`LocateReason`), shown in the ping.
-    public nonisolated(nonsending) func openRequest(
-        id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?, instance: String,
-        replyKey: [UInt8], expiresAt: Date, maxWaiting: Int, reason: String? = nil) async throws -> Opened {
+    public func openRequest(id: UUID, owner: UUID, requester: UUID?, clientID: String, clientName: String?,
+                            instance: String, replyKey: [UInt8], expiresAt: Date, maxWaiting: Int,
+                            reason: String? = nil) async throws -> Opened {
         let call = OpenCall(id: id, owner: owner, clientID: clientID, clientName: clientName, instance: instance,
                             replyKey: replyKey, expiresAt: expiresAt, maxWaiting: maxWaiting, reason: reason)
         if let requester, requester != owner { return try await Self.openOne(pool, call, requester: requester) }
@@ -141,8 +141,7 @@ public struct RelayDatabase: Sendable {
     /// Settles a request with a phone's answer (first answer wins). `instance`, the caller,
     /// is not notified: it delivers the answer and cancels its own pings itself. Under load
     /// it goes with others in one `relay.settle_many` call.
-    public nonisolated(nonsending) func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer,
-                                               instance: String) async throws -> RelayStatus.Settle {
+    public func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, instance: String) async throws -> RelayStatus.Settle {
         try await settles.call(SettleCall(id: id, user: user, device: device, answer: answer, instance: instance))
     }
 
