@@ -25,33 +25,40 @@ public struct HTTPRequest: Sendable {
 
     /// Query items, percent-decoded (`+` is a space); nil values for items without `=`.
     public var queryItems: [(name: String, value: String?)] {
-        guard let query, !query.isEmpty else { return [] }
-        return query.split(separator: "&", omittingEmptySubsequences: true).map { item in
-            if let equals = item.firstIndex(of: "=") {
-                return (name: percentDecoded(item[..<equals]), value: percentDecoded(item[item.index(after: equals)...]))
-            }
-            return (name: percentDecoded(item), value: nil)
+        var items: [(name: String, value: String?)] = []
+        scanQuery { name, value in
+            items.append((name: percentDecoded(name), value: value.map(percentDecoded)))
+            return true
         }
+        return items
     }
 
     /// The first value of query item `name` (nil when absent or without `=`). Only the
     /// value found is decoded, and a name only when it holds an escape: a request's few
     /// lookups make no array of every item.
     public func queryItem(_ name: String) -> String? {
-        guard let query else { return nil }
-        var rest = query[...]
+        var found: String?
+        scanQuery { rawName, value in
+            let escaped = rawName.utf8.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
+            guard escaped ? percentDecoded(rawName) == name : rawName == name else { return true }
+            found = value.map(percentDecoded)
+            return false
+        }
+        return found
+    }
+
+    /// Calls `body` with each non-empty `&`-separated item of the query, undecoded (its name,
+    /// and its value when it has `=`), in order, until `body` returns false.
+    private func scanQuery(_ body: (Substring, Substring?) -> Bool) {
+        guard var rest = query else { return }
         while !rest.isEmpty {
             let end = rest.firstIndex(of: "&") ?? rest.endIndex
             let item = rest[..<end]
             rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
             guard !item.isEmpty else { continue }
             let equals = item.firstIndex(of: "=")
-            let rawName = item[..<(equals ?? item.endIndex)]
-            let escaped = rawName.utf8.contains { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }
-            guard escaped ? percentDecoded(rawName) == name : rawName == name else { continue }
-            return equals.map { percentDecoded(item[item.index(after: $0)...]) }
+            guard body(item[..<(equals ?? item.endIndex)], equals.map { item[item.index(after: $0)...] }) else { return }
         }
-        return nil
     }
 
     /// Whether this is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1).
