@@ -269,8 +269,13 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
         if inFlightStart < inFlight.count, inFlight[inFlightStart] === statement { requestCancel(statement) }
     }
 
-    private func requestCancel(_ statement: PGStatement) {
-        guard !statement.cancelRequested else { return }
+    /// Asks the server to cancel `statement`, the one running (loop thread). A cancel request
+    /// that reaches the backend between two statements of the pipeline — it has sent the
+    /// previous result and not yet started this one — is dropped by the server (it cancels
+    /// only a running query), so while the statement is still the one running the request
+    /// goes again, up to `cancelAttempts` times, `cancelRetryDelay` apart.
+    private func requestCancel(_ statement: PGStatement, attempt: Int = 1) {
+        guard attempt > 1 || !statement.cancelRequested else { return }
         statement.cancelRequested = true
         let id = ObjectIdentifier(statement)
         PGPipeline.canceller.submit { [self] in
@@ -280,7 +285,16 @@ final class PGPipeline: EventLoopSource, @unchecked Sendable {
                 _ = PQcancel(handle.pointer, &buffer, Int32(buffer.count))
             }
         }
+        guard attempt < Self.cancelAttempts else { return }
+        _ = loop.schedule(after: Self.cancelRetryDelay) { [weak self] in
+            guard let self, inFlightStart < inFlight.count, inFlight[inFlightStart] === statement else { return }
+            requestCancel(statement, attempt: attempt + 1)
+        }
     }
+
+    /// How many cancel requests one statement gets at most, and how far apart.
+    static let cancelAttempts = 5
+    static let cancelRetryDelay: Duration = .milliseconds(200)
 
     /// The thread that sends cancel requests: PQcancel opens a new TCP connection to the
     /// server and waits for it, so it never runs on a loop. One for the process: cancels

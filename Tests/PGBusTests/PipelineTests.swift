@@ -85,11 +85,19 @@ import TestSupport
         gate.continuation.yield()
         await #expect(throws: CancellationError.self) { try await early.value }
 
-        let slow = Task { try await connection.query("select pg_sleep(0.3)") }
+        // The statement in front waits on a lock another connection holds until the one
+        // behind it is submitted and cancelled: a timed statement in front (it slept 0.3 s)
+        // could end before a loaded machine submitted the one behind, which then never saw
+        // two outstanding (clean-clone CI run of 240bbdf).
+        let holder = try await TestDatabase.connect()
+        defer { Task { await holder.close() } }
+        try await holder.query("select pg_advisory_lock(hashtext($1))", [table])
+        let slow = Task { try await connection.query("select pg_advisory_xact_lock(hashtext($1))", [table]) }
         try await eventually("the slow statement is submitted") { connection.outstanding == 1 }
         let behind = Task { try await connection.query("select pg_sleep(5)") }
         try await eventually("the statement behind it is submitted") { connection.outstanding == 2 }
         behind.cancel()
+        try await holder.query("select pg_advisory_unlock(hashtext($1))", [table])
         _ = try await slow.value
         await #expect(throws: CancellationError.self) { try await behind.value }
         #expect(try await connection.query("select count(*)::int from \(table)").scalar(Int.self) == 0)
