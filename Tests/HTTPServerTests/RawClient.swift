@@ -50,6 +50,10 @@ final class RawClient: @unchecked Sendable {
 
     func send(_ text: String) { send(Array(text.utf8)) }
 
+    /// Hangs up now (FIN both ways), whoever still holds this client; deinit closes the
+    /// descriptor as before.
+    func hangUp() { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+
     func send(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
