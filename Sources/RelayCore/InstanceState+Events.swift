@@ -25,7 +25,7 @@ extension InstanceState {
         case tell(String, owner: UUID)
         /// A `whereabot_device` notification: a device said hello on another socket
         /// (`except`), or it was removed (`revoked`).
-        case device(UUID, revoked: Bool, except: UUID?)
+        case device(UUID, owner: UUID, revoked: Bool, except: UUID?)
         /// This instance's sockets whose session or device was revoked (the heartbeat's query).
         case revoked([UUID])
         /// A batch window's timer fired.

@@ -104,9 +104,12 @@ package struct InstanceState {
             for connection in sockets.connections(ofUser: owner) ?? .many([]) {
                 if let record = sockets.record(connection) { actions.append(.send(record.handle, text)) }
             }
-        case .device(let device, let revoked, let except):
-            for connection in sockets.connections(ofDevice: device) ?? .many([]) where connection != except {
-                guard let handle = sockets.record(connection)?.handle else { continue }
+        case .device(let device, let owner, let revoked, let except):
+            // Among the owner's sockets: a device is its owner's alone (relay.device_hellos
+            // refuses another user's), and the table keeps no index by device.
+            for connection in sockets.connections(ofUser: owner) ?? .many([]) where connection != except {
+                guard let record = sockets.record(connection), record.device == device else { continue }
+                let handle = record.handle
                 actions.append(.close(handle, code: Self.replacedCode, reason: revoked ? "revoked" : "replaced"))
                 // A removed device revokes its session: no cached "alive" may outlast that here.
                 if revoked { actions.append(.forgetSession(handle.sessionID)) }

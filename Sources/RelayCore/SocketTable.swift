@@ -1,10 +1,10 @@
 import Foundation
 
 /// Every phone socket of this instance, one small value per socket keyed by its
-/// connection, in the state its life has reached (`Socket`), and two indexes of the
-/// registered ones (by user for pings, by device for replacement and revocation) that hold
-/// a single connection inline — the common case of one phone per user and one socket per
-/// device allocates no set.
+/// connection, in the state its life has reached (`Socket`), and an index of the
+/// registered ones by user (for pings, and for a device's replacement or revocation: a
+/// device is found among its owner's sockets, which its notification names) that holds a
+/// single connection inline — the common case of one phone per user allocates no set.
 ///
 /// No I/O: `InstanceState` owns one; tests drive it directly. `Handle` is what actions send
 /// through (a `DeviceSession`; anything in tests).
@@ -132,7 +132,6 @@ package struct SocketTable {
 
     private var sockets: [UUID: Socket] = [:]
     private var byUser: [UUID: Connections] = [:]
-    private var byDevice: [UUID: Connections] = [:]
     /// Registered sockets.
     private(set) var registeredCount = 0
 
@@ -163,20 +162,14 @@ package struct SocketTable {
     /// The connections of `user`'s registered phones here.
     func connections(ofUser user: UUID) -> Connections? { byUser[user] }
 
-    /// The registered connections of `device` here (more than one only while a replacement
-    /// is under way).
-    func connections(ofDevice device: UUID) -> Connections? { byDevice[device] }
-
     private mutating func index(_ record: Record, _ connection: UUID) {
         registeredCount += 1
         byUser[record.handle.user] = byUser[record.handle.user]?.inserting(connection) ?? .one(connection)
-        byDevice[record.device] = byDevice[record.device]?.inserting(connection) ?? .one(connection)
     }
 
     private mutating func unindex(_ record: Record, _ connection: UUID) {
         registeredCount -= 1
         byUser[record.handle.user] = byUser[record.handle.user]?.removing(connection)
-        byDevice[record.device] = byDevice[record.device]?.removing(connection)
     }
 }
 

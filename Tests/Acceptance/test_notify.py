@@ -126,7 +126,7 @@ def test_device_hello_notifies_only_when_it_replaces_a_socket(bus, make_user):
     result, notes = after_commit(bus, lambda c: hello(c, owner, session, "relay-b", device, second))
     assert result == {"status": "ok", "pending": []}
     assert notes == [("whereabot_device", {
-        "device": str(device), "event": "hello", "instance": "relay-b", "connection": str(second)})]
+        "device": str(device), "owner": str(owner), "event": "hello", "instance": "relay-b", "connection": str(second)})]
 
 
 def test_device_hello_returns_pending_pings_with_their_reply_key(make_user, admin, relay_connect):
@@ -222,7 +222,8 @@ def test_device_removal_notifies_device(bus, make_user, admin):
         as_user_session(admin, owner)
         admin.execute("update public.devices set revoked_at = now() where id = %s", (device,))
         assert drain(listener, 0.3) == []
-    assert drain(listener, 1.0) == [("whereabot_device", {"device": str(device), "event": "revoked", "instance": None})]
+    assert drain(listener, 1.0) == [("whereabot_device", {"device": str(device), "owner": str(owner), "event": "revoked",
+                                                           "instance": None})]
 
 
 def test_agent_key_revocation_notifies_key(bus, make_user, admin):

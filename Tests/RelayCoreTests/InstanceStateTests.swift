@@ -292,14 +292,18 @@ import Testing
 
     /// Revocation and replacement: a removed device's sockets close 4000 "revoked" and
     /// their cached sessions are forgotten; a device that said hello elsewhere closes its
-    /// older sockets 4000 "replaced" but not the new one; a token check's outcome closes,
-    /// renews or only logs.
+    /// older sockets 4000 "replaced" but not the new one; a notification of another device
+    /// of the owner, or of the device under another owner, closes nothing; a token check's
+    /// outcome closes, renews or only logs.
     @Test func revocationReplacementAndTokens() {
         var fixture = Fixture()
         let phone = fixture.registered()
         guard case .registered(let record)? = fixture.state.sockets[phone.connection] else { Issue.record("registered"); return }
-        #expect(fixture.on(.device(record.device, revoked: false, except: phone.connection)).isEmpty, "the new socket stays")
-        let replaced = fixture.on(.device(record.device, revoked: false, except: UUID()))
+        #expect(fixture.on(.device(record.device, owner: phone.user, revoked: false, except: phone.connection)).isEmpty,
+                "the new socket stays")
+        #expect(fixture.on(.device(UUID(), owner: phone.user, revoked: true, except: nil)).isEmpty, "another device of the owner")
+        #expect(fixture.on(.device(record.device, owner: UUID(), revoked: true, except: nil)).isEmpty, "another owner")
+        let replaced = fixture.on(.device(record.device, owner: phone.user, revoked: false, except: UUID()))
         guard case .close(_, 4000, "replaced")? = replaced.first, replaced.count == 1 else { Issue.record("\(replaced)"); return }
         let revoked = fixture.on(.revoked([phone.connection, UUID()]))
         guard case .close(_, 4000, "revoked")? = revoked.first, case .forgetSession(phone.sessionID)? = revoked.last else {

@@ -112,7 +112,7 @@ revoke execute on function private.is_own_device(uuid) from public, anon;
 grant execute on function private.is_own_device(uuid) to authenticated;
 
 -- -----------------------------------------------------------------------------
--- whereabot_device {device, event: revoked}: the instance holding the socket closes it
+-- whereabot_device {device, owner, event: revoked}: the instance holding the socket closes it
 -- -----------------------------------------------------------------------------
 create or replace function private.notify_device_revoked()
 returns trigger
@@ -122,12 +122,12 @@ set search_path = ''
 as $$
 begin
   perform private.notify('whereabot_device',
-    jsonb_build_object('device', new.id, 'event', 'revoked', 'instance', null));
+    jsonb_build_object('device', new.id, 'owner', new.user_id, 'event', 'revoked', 'instance', null));
   return null;
 end;
 $$;
 comment on function private.notify_device_revoked() is
-  'AFTER UPDATE trigger: NOTIFY whereabot_device {device, event: revoked} when a device is removed.';
+  'AFTER UPDATE trigger: NOTIFY whereabot_device {device, owner, event: revoked} when a device is removed.';
 revoke execute on function private.notify_device_revoked() from public, anon, authenticated;
 
 create trigger devices_notify_revoked

@@ -114,7 +114,7 @@ begin
   -- Only a replaced socket needs its instance told (a first hello has nobody to close).
   if v_replaced > 0 then
     perform private.notify('whereabot_device', jsonb_build_object(
-      'device', p_device, 'event', 'hello', 'instance', p_instance, 'connection', p_connection));
+      'device', p_device, 'owner', p_user, 'event', 'hello', 'instance', p_instance, 'connection', p_connection));
   end if;
   return 'ok';
 end;

@@ -67,8 +67,8 @@ extension InstanceDriver {
 
     /// A `whereabot_device` notification: close older sockets of a device that said hello
     /// elsewhere (4000 "replaced"), or every socket of a revoked device (4000 "revoked").
-    func deviceEvent(device: UUID, event: DeviceEvent, connection: UUID?) async {
-        await handle(.phones(.device(device, revoked: event == .revoked, except: connection)))
+    func deviceEvent(device: UUID, owner: UUID, event: DeviceEvent, connection: UUID?) async {
+        await handle(.phones(.device(device, owner: owner, revoked: event == .revoked, except: connection)))
     }
 
     /// Closes this instance's sockets whose session was signed out or revoked, or whose

@@ -49,7 +49,8 @@ struct RelayBus: Sendable {
             await driver.tell(owner: owner, reminder.phoneJSON)
             if push { await pushes.remind(reminder, owner: owner) }
         case .replay(let id): await driver.replay(id)
-        case .device(let device, let kind, let connection): await driver.deviceEvent(device: device, event: kind, connection: connection)
+        case .device(let device, let owner, let kind, let connection):
+            await driver.deviceEvent(device: device, owner: owner, event: kind, connection: connection)
         case .key(let id):
             await authenticator.dropKey(id: id)
             await driver.keyRevoked(id)

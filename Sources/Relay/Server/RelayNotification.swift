@@ -22,7 +22,7 @@ enum RelayNotification: Sendable, Equatable {
     /// `whereabot_replay`: send a sealed answer again.
     case replay(UUID)
     /// `whereabot_device`: a device said hello elsewhere or was revoked.
-    case device(UUID, event: DeviceEvent, connection: UUID?)
+    case device(UUID, owner: UUID, event: DeviceEvent, connection: UUID?)
     /// `whereabot_key`: an agent key was revoked.
     case key(UUID)
 
@@ -65,7 +65,8 @@ enum RelayNotification: Sendable, Equatable {
         case "whereabot_replay":
             return json["id"]?.uuid.map { .replay($0) }
         case "whereabot_device":
-            guard let device = json["device"]?.uuid, let event = json["event"]?.string.flatMap(DeviceEvent.init(rawValue:)) else {
+            guard let device = json["device"]?.uuid, let owner = json["owner"]?.uuid,
+                  let event = json["event"]?.string.flatMap(DeviceEvent.init(rawValue:)) else {
                 return nil
             }
             var connection: UUID?
@@ -73,7 +74,7 @@ enum RelayNotification: Sendable, Equatable {
                 guard let id = value.uuid else { return nil }
                 connection = id
             }
-            return .device(device, event: event, connection: connection)
+            return .device(device, owner: owner, event: event, connection: connection)
         case "whereabot_key":
             return json["key_id"]?.uuid.map { .key($0) }
         default:
