@@ -89,9 +89,9 @@ public enum HTTPVersion: Sendable, Equatable {
 }
 
 private func percentDecoded(_ text: Substring) -> String {
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(text.utf8.count)
-    var iterator = text.utf8.makeIterator()
+    let utf8 = text.utf8
+    // Most values hold no escape: they are copied as they are, with no buffer in between.
+    guard utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return String(text) }
     func hex(_ c: UInt8) -> UInt8? {
         switch c {
         case 48...57: c - 48
@@ -100,14 +100,24 @@ private func percentDecoded(_ text: Substring) -> String {
         default: nil
         }
     }
-    while let c = iterator.next() {
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(utf8.count)
+    var index = utf8.startIndex
+    while index < utf8.endIndex {
+        let c = utf8[index]
         if c == UInt8(ascii: "+") {
             bytes.append(UInt8(ascii: " "))
-        } else if c == UInt8(ascii: "%"), let h = iterator.next(), let l = iterator.next(), let high = hex(h), let low = hex(l) {
+        } else if c == UInt8(ascii: "%"), let first = utf8.index(index, offsetBy: 1, limitedBy: utf8.endIndex),
+                  let second = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex), second < utf8.endIndex,
+                  let high = hex(utf8[first]), let low = hex(utf8[second]) {
             bytes.append(high << 4 | low)
+            index = second
         } else {
+            // A "%" without two hex digits is kept as it is, and so are the bytes after it
+            // (as browsers decode: "%zz" stays "%zz"; it once lost them).
             bytes.append(c)
         }
+        index = utf8.index(after: index)
     }
     return String(decoding: bytes, as: UTF8.self)
 }

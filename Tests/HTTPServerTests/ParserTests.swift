@@ -57,6 +57,19 @@ import Testing
         }
     }
 
+    /// Escapes decode, "+" is a space, and a "%" without two hex digits stays as it is with
+    /// the bytes after it (it once dropped them: "%zz" read as "%").
+    @Test func queryValuesDecodeAndKeepBrokenEscapes() {
+        var parser = HTTPRequestParser()
+        parser.append(Array("GET /?a=%zz&b=x%4&c=%%41&d=%4g&e=+%20&f=%e2%82%ac&g=50%&h=plain HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        guard case .request(let request)? = parser.next() else { Issue.record("no request"); return }
+        let expected = ["a": "%zz", "b": "x%4", "c": "%A", "d": "%4g", "e": "  ", "f": "€", "g": "50%", "h": "plain"]
+        for (name, value) in expected {
+            #expect(request.queryItem(name) == value, "\(name)")
+            #expect(request.queryItems.first { $0.name == name }?.value == value, "\(name)")
+        }
+    }
+
     @Test func expectContinueComesBeforeTheBody() {
         #expect(events("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n") == ["100"])
         #expect(events("POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nok") == ["POST / 2"])
