@@ -1,0 +1,115 @@
+-- relay.settle_many settles its common answers in one statement (issue 43): an answer to a
+-- call waiting on the caller's own instance, with nothing to notify, keep or note, was one
+-- relay.settle call per element (a PL/pgSQL call and its UPDATE's executor start each);
+-- under the locate bench more than half the answers came in batches of five on average.
+
+-- -----------------------------------------------------------------------------
+-- relay.settle_many(instance, answers) → [{status} | {status: error, code}]
+-- -----------------------------------------------------------------------------
+-- The answers an instance's phones gave while one settle was in flight go as one call.
+-- Each element is relay.settle's arguments as an object (id, user, device, outcome, reason,
+-- sealed). The common ones (an answer to this instance's own call, nothing to notify) are
+-- settled together in one statement, the others by relay.settle (in a block of its own
+-- after a failure, as in open_requests): {"status": settled | gone |
+-- forbidden}, or {"status": "error", "code": SQLSTATE} for an element relay.settle refused;
+-- the others settle. The results come in the elements' order. The elements run in the
+-- order of their request ids, so two batches that settle the same requests lock their rows
+-- in one order, and relay.mark_delivered takes its rows in that order too. The rarer
+-- statements that lock several rows (reap, a revoked share, a re-registered instance) keep
+-- no such order, so no element waits for a row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
+-- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
+-- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
+-- costs only that element a second call; no batch holds up another's answers for long.
+create or replace function relay.settle_many(p_instance text, p_answers jsonb, p_remind_after_s int default null)
+returns jsonb
+language plpgsql
+security definer
+set search_path = ''
+set lock_timeout = '50ms'
+set plan_cache_mode = force_generic_plan
+as $$
+declare
+  v_results jsonb[];
+  v_element record;
+  v_alone boolean := false;
+  v_settled bigint[];
+begin
+  perform private.check_instance_id(p_instance);
+  if p_answers is null or jsonb_typeof(p_answers) <> 'array' or jsonb_array_length(p_answers) not between 1 and 32 then
+    raise exception 'settle_many needs an array of 1 to 32 answers' using errcode = '22023';
+  end if;
+  -- As in open_requests: one subtransaction for the batch, one per element only after a failure.
+  loop
+    begin
+      v_results := array_fill(null::jsonb, array[jsonb_array_length(p_answers)]);
+      v_settled := '{}';
+      if not v_alone then
+        -- The common answers in one statement, not one relay.settle each: a well-formed,
+        -- unsealed answer (its id named once in the batch) to a request that waits on this
+        -- instance for a call, from a device of the owner that is not removed, when no other
+        -- instance holds the owner's sockets and a location goes to no always-allowed agent
+        -- — nothing to notify, keep or note. relay.settle would update the same row the same
+        -- way and return settled; every other answer takes it below. Two batches of two
+        -- instances that settle the same requests may lock them in two orders: the second
+        -- waits past lock_timeout and the whole batch goes again element by element.
+        with answers as (
+          select a.ord, (a.value ->> 'id')::uuid as id, (a.value ->> 'user')::uuid as user_id,
+            (a.value ->> 'device')::uuid as device, a.value ->> 'outcome' as outcome, a.value ->> 'reason' as reason
+          from jsonb_array_elements(p_answers) with ordinality a(value, ord)
+          where jsonb_typeof(a.value) = 'object'
+            and a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+            and a.value ->> 'user' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+            and (a.value ->> 'device' is null
+                 or a.value ->> 'device' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+            and a.value ->> 'sealed' is null
+            and ((a.value ->> 'outcome' = 'location' and a.value ->> 'reason' is null)
+                 or (a.value ->> 'outcome' = 'denied' and a.value ->> 'reason' in ('user', 'no_answer'))
+                 or (a.value ->> 'outcome' = 'unavailable' and a.value ->> 'reason' in ('permission', 'no_fix', 'error')))
+        ), once as (
+          select * from answers a where (select count(*) from answers b where b.id = a.id) = 1
+        ), settled as (
+          update relay.pending_requests p
+          set settled_at = now(), outcome = o.outcome, reason = o.reason, answered_by = o.device,
+              delivered_at = coalesce(p.delivered_at, now())
+          from once o
+          where p.id = o.id and p.owner_id = o.user_id and p.settled_at is null
+            and p.waiter_instance = p_instance and not p.resumable and p.watcher_instance is null
+            and (o.device is null or exists (
+                   select from public.devices d where d.id = o.device and d.user_id = o.user_id and d.revoked_at is null))
+            and not exists (select from relay.connections c where c.user_id = o.user_id and c.instance_id <> p_instance)
+            and not (o.outcome = 'location' and exists (
+                   select from public.always_allowed_agents aa where aa.user_id = o.user_id and aa.client_id = p.client_id))
+          returning o.ord
+        )
+        select coalesce(array_agg(ord), '{}') into v_settled from settled;
+      end if;
+      for v_element in
+        select a.ord, a.value
+        from jsonb_array_elements(p_answers) with ordinality a(value, ord)
+        order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                      then (a.value ->> 'id')::uuid end, a.ord
+      loop
+        if v_element.ord = any (v_settled) then
+          v_results[v_element.ord] := '{"status": "settled"}'::jsonb;
+        elsif v_alone then
+          begin
+            v_results[v_element.ord] := private.settle_element(p_instance, v_element.value, p_remind_after_s);
+          exception when others then
+            v_results[v_element.ord] := jsonb_build_object('status', 'error', 'code', sqlstate);
+          end;
+        else
+          v_results[v_element.ord] := private.settle_element(p_instance, v_element.value, p_remind_after_s);
+        end if;
+      end loop;
+      return to_jsonb(v_results);
+    exception when others then
+      if v_alone then
+        raise;
+      end if;
+      v_alone := true;
+    end;
+  end loop;
+end;
+$$;
+comment on function relay.settle_many(text, jsonb, int) is
+  'relay.settle for 1 to 32 answers in one call (REMIND_AFTER_S as relay.settle''s): a result per element, in order; a refused element is {"status": "error", "code": SQLSTATE} alone.';
