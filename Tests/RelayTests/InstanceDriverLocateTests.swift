@@ -170,7 +170,9 @@ import TestSupport
     @Test(.timeLimit(.minutes(1))) func untilIdleEndsWithTheLastCallOrAtItsLimit() async throws {
         let owner = try await user()
         try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
-            let call = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(1))) }
+            // The call waits 5 s, not 1: on a loaded machine a 1-s call had ended before the
+            // first look (clean-clone run 60).
+            let call = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
             _ = try await pendingRequest(of: owner.user)
             await driver.untilIdle(within: .milliseconds(10))
             #expect(await driver.waitingCount == 1, "the limit came first")
