@@ -40,9 +40,12 @@ class Node:
     def start(self):
         self.pg_ctl("-l", str(BASE / f"{self.name}.log"), "-w", "-t", "60", "start")
 
-    def pids(self):
-        """The postmaster and every process it started."""
-        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+    def postmaster(self):
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
+    def children(self, postmaster):
+        """Every process the postmaster started (a stopped postmaster reaps none: an ended one
+        stays listed as a zombie, which a signal still reaches)."""
         children = []
         for status in pathlib.Path("/proc").glob("[0-9]*/status"):
             try:
@@ -51,15 +54,28 @@ class Node:
                 continue  # the process ended meanwhile
             if fields.get("PPid", "").strip() == str(postmaster):
                 children.append(int(status.parent.name))
-        return [postmaster] + children
+        return children
+
+    def pids(self):
+        """The postmaster and every process it started."""
+        postmaster = self.postmaster()
+        return [postmaster] + self.children(postmaster)
 
     def hang(self):
-        for pid in self.pids():
+        """The postmaster first, so that it forks nothing after its children are listed; then
+        each child. (Listing first let a backend forked in between run on, exit, and be reaped
+        once the postmaster resumed, before its own SIGCONT: ESRCH, CI run of 948fdd3.)"""
+        postmaster = self.postmaster()
+        os.kill(postmaster, signal.SIGSTOP)
+        for pid in self.children(postmaster):
             os.kill(pid, signal.SIGSTOP)
 
     def resume(self):
-        for pid in self.pids():
+        """The children first, while the stopped postmaster can reap none of them; then it."""
+        postmaster = self.postmaster()
+        for pid in self.children(postmaster):
             os.kill(pid, signal.SIGCONT)
+        os.kill(postmaster, signal.SIGCONT)
 
     def kill(self):
         """Stops a (possibly hung) server for good: resumed, then `pg_ctl stop -m immediate`,
