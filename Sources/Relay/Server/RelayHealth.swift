@@ -123,7 +123,7 @@ final class RelayHealth: Sendable {
             # HELP whereabot_heap_free_bytes Bytes the allocator holds free, not given back to the system.
             # TYPE whereabot_heap_free_bytes gauge
             whereabot_heap_free_bytes \(heap.free)
-            # HELP whereabot_heap_trims_total Times a maintenance beat gave the allocator's free memory back.
+            # HELP whereabot_heap_trims_total Times the allocator's free memory was given back to the system (HeapTrimmer).
             # TYPE whereabot_heap_trims_total counter
             whereabot_heap_trims_total \(self.heap.trims)
             # HELP whereabot_pending_requests Locate requests waiting on this instance.

@@ -5,8 +5,8 @@ import PGBus
 /// also refreshes connected devices' last_seen_at every 5 minutes, and closes the sockets
 /// revoked since the last beat), a backstop resync at every beat, a
 /// full resync whenever the LISTEN connection came back or the instance's row vanished,
-/// and a reap of dead instances every `reapEvery` beats; each beat ends by giving the
-/// allocator's free memory back when enough sits free (`HeapTrimmer`).
+/// and a reap of dead instances every `reapEvery` beats. (The allocator's free memory is
+/// given back by `HeapTrimmer.run()`, which looks every second.)
 ///
 /// Notifications are hints; this loop is what makes a lost one harmless. Database errors
 /// (a call past its deadline included) mark the instance not ready and are retried at the
@@ -111,7 +111,6 @@ final class RelayMaintenance: Sendable {
                 logger.failure("resync_failed", error)
                 health.beatFailed(error)
             }
-            health.heap.trimIfWorthIt()  // off the event loop: this task runs on the cooperative pool
         }
     }
 

@@ -227,12 +227,14 @@ public final class RelayService: Sendable {
         let port = try server.start()
         announcePush()
         let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, maintenance = self.maintenance
+        let listener = self.listener, bus = self.bus, maintenance = self.maintenance, heap = health.heap
         let logger = configuration.logger
         let task = Task(executorPreference: loop) { [self] in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.keepSigningKeys() }
                 group.addTask { await listener.run() }
+                // Off the loop: a trim holds the allocator's locks for milliseconds.
+                group.addTask(executorPreference: globalConcurrentExecutor) { await heap.run() }
                 group.addTask {
                     do { try await bus.run(listener: listener) { readyContinuation.yield() } } catch {
                         logger.failure("listener_stopped", error)
