@@ -22,6 +22,11 @@ def as_postgres(command):
     return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
 
 
+def stopped(pid):
+    """Whether `pid` is stopped by a signal (its state in /proc is T)."""
+    return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
 class Node:
     """One server of the pair: its data directory and port."""
 
@@ -67,6 +72,7 @@ class Node:
         once the postmaster resumed, before its own SIGCONT: ESRCH, CI run of 948fdd3.)"""
         postmaster = self.postmaster()
         os.kill(postmaster, signal.SIGSTOP)
+        wait_until(lambda: stopped(postmaster), 5, "the postmaster stopped")  # a signal is not delivered at once
         for pid in self.children(postmaster):
             os.kill(pid, signal.SIGSTOP)
 

@@ -129,6 +129,63 @@ import Testing
         await #expect(throws: AuthError.unknownAgentKey) { try await auth.agent("Bearer wb_" + String(repeating: "1", count: 64)) }
     }
 
+    /// `rememberedAgent` (no hop to the actor) lets in what the actor would let in from the
+    /// same memory, and only that: an agent token verified before, unexpired, whose session
+    /// was seen alive within the session cache's time; an agent key within its cache time.
+    /// Anything not remembered, stale, forgotten, refused or a phone's is nil.
+    @Test func rememberedAgentsAreOnlyFreshOnes() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let clock = Clock()
+        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                                     now: clock.now)
+        let agent = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-7")
+        let phone = "Bearer " + token(user: ada.user, session: ada.session)
+        #expect(auth.rememberedAgent(agent) == nil, "never seen")
+        let identity = try await auth.agent(agent)
+        #expect(auth.rememberedAgent(agent) == identity)
+        #expect(auth.rememberedAgent("bearer  " + agent.dropFirst(7) + " ") == identity, "read as the actor reads a header")
+        _ = try await auth.phone(phone)
+        #expect(auth.rememberedAgent(phone) == nil, "a phone's token is not an agent's")
+        for header in [nil, "", "Bearer ", "Basic dXNlcjpwYXNz", agent + "x"] {
+            #expect(auth.rememberedAgent(header) == nil)
+        }
+        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        #expect(auth.rememberedAgent(agent) == nil, "the session's check is stale")
+        _ = try await auth.agent(agent)
+        #expect(auth.rememberedAgent(agent) == identity, "checked again")
+        await auth.forgetSession(ada.session)
+        #expect(auth.rememberedAgent(agent) == nil, "a revoke notification forgot the session")
+        try await admin.query("delete from auth.sessions where id = $1", [ada.session])
+        await #expect(throws: AuthError.revoked) { try await auth.agent(agent) }
+        #expect(auth.rememberedAgent(agent) == nil, "a signed-out session is remembered, and not let in")
+
+        // A token's own expiry (the tests' tokens live an hour), with sessions trusted longer.
+        let bob = try await TestDatabase.makeUser(admin)
+        let patient = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                                        sessionCacheTTL: 86_400, now: clock.now)
+        let bobs = "Bearer " + token(user: bob.user, session: bob.session, clientID: "client-8")
+        _ = try await patient.agent(bobs)
+        #expect(patient.rememberedAgent(bobs) != nil)
+        clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
+        #expect(patient.rememberedAgent(bobs) == nil, "an expired token")
+        await #expect(throws: AuthError.expired) { try await patient.agent(bobs) }
+
+        let claims = try PGJSON(["sub": ada.user.uuidString.lowercased(), "role": "authenticated"])
+        let key = try await admin.asUser(claims: claims) { try await $0.query("select public.create_agent_key('Nightly CI')").scalar(String.self) }
+        #expect(auth.rememberedAgent("Bearer " + key) == nil)
+        let keyAgent = try await auth.agent("Bearer " + key)
+        #expect(auth.rememberedAgent("Bearer " + key) == keyAgent)
+        await auth.dropKey(id: try #require(keyAgent.keyID))
+        #expect(auth.rememberedAgent("Bearer " + key) == nil, "a revoked key, dropped")
+        await #expect(throws: AuthError.unknownAgentKey) { try await auth.agent("Bearer wb_" + String(repeating: "1", count: 64)) }
+        #expect(auth.rememberedAgent("Bearer wb_" + String(repeating: "1", count: 64)) == nil, "no such key, remembered as none")
+        _ = try await auth.agent("Bearer " + key)
+        clock.advance(Authenticator.defaultKeyCacheTTL + 1)
+        #expect(auth.rememberedAgent("Bearer " + key) == nil, "past the key cache's time")
+    }
+
     /// A token signed by a key the relay has not seen makes it reload the JWKS, at most
     /// once a minute.
     @Test func unknownKeyIDRefetchesTheJWKSAtMostOnceAMinute() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import RelayCore
+import Synchronization
 
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///
@@ -39,16 +40,12 @@ public actor Authenticator {
     private let jwksSource: JWKSSource
     private let database: RelayDatabase
     private let sessionChecker: SessionChecker
-    private let sessionCacheTTL: TimeInterval
-    private let keyCacheTTL: TimeInterval
-    private let now: @Sendable () -> Date
+    let sessionCacheTTL: TimeInterval
+    let keyCacheTTL: TimeInterval
+    let now: @Sendable () -> Date
     private var lastJWKSFetch: Date
-    private var sessions: [UUID: (state: RelayStatus.Session, at: Date)] = [:]
-    private var keys: [String: (owner: RelayDatabase.AgentKeyOwner?, at: Date)] = [:]
-    /// Agents' tokens whose signature and claims verified, until their `exp` (past it a
-    /// token is verified again, with the leeway): an agent reusing its token costs no
-    /// signature check. Emptied when the JWKS changes.
-    private var verifiedTokens: [String: JWTClaims] = [:]
+    /// What is remembered about sessions, agent keys and agents' tokens.
+    let memory = Mutex(Memory())
     private var limiter = TokenBuckets()
     /// The agent-key signing secret, read once (`AgentKey.isSigned`); nil until then.
     private var keySecret: [UInt8]?
@@ -202,20 +199,25 @@ public actor Authenticator {
     }
 
     /// Verified tokens remembered now (bounded by `maximumVerifiedTokens`).
-    var verifiedTokenCount: Int { verifiedTokens.count }
+    var verifiedTokenCount: Int { memory.withLock { $0.verifiedTokens.count } }
 
     /// Requests refused with 429 so far (for /metrics).
     public var rateLimited: Int { rateLimitedCount }
 
     private func credential(_ authorization: String?, limited: Bool, checkingSession: Bool) async throws(AuthError) -> Credential {
-        guard let authorization, authorization.utf8.count > 7, authorization.utf8.count <= Self.maximumHeaderBytes,
-              authorization.prefix(7).lowercased() == "bearer " else {
-            throw .missing
-        }
-        let token = String(DisplayText.trimmingBlanks(authorization.dropFirst(7)))
-        guard !token.isEmpty else { throw .missing }
+        guard let token = Self.bearerToken(authorization) else { throw .missing }
         if AgentKey.looksLikeKey(token) { return try await agentKey(token, limited: limited) }
         return try await jwt(token, checkingSession: checkingSession)
+    }
+
+    /// The token of a `Bearer` Authorization header value; nil for anything else.
+    static func bearerToken(_ authorization: String?) -> String? {
+        guard let authorization, authorization.utf8.count > 7, authorization.utf8.count <= Self.maximumHeaderBytes,
+              authorization.prefix(7).lowercased() == "bearer " else {
+            return nil
+        }
+        let token = String(DisplayText.trimmingBlanks(authorization.dropFirst(7)))
+        return token.isEmpty ? nil : token
     }
 
     /// The longest Authorization header looked at (Supabase's tokens are about 1 KiB).
@@ -223,18 +225,20 @@ public actor Authenticator {
 
     /// Forgets what was cached about a session (it was revoked: ask the database again).
     public func forgetSession(_ id: UUID) {
-        sessions[id] = nil
+        memory.withLock { $0.sessions[id] = nil }
     }
 
     /// Forgets a revoked (or deleted) agent key at once (`whereabot_key`).
     public func dropKey(id: UUID) {
-        keys = keys.filter { $0.value.owner?.keyID != id }
+        memory.withLock { $0.keys = $0.keys.filter { $0.value.owner?.keyID != id } }
     }
 
     private func agentKey(_ key: String, limited: Bool) async throws(AuthError) -> Credential {
         let hash = AgentKey.hash(key)
         let owner: RelayDatabase.AgentKeyOwner?
-        if let cached = keys[hash], now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
+        let now = self.now(), keyCacheTTL = self.keyCacheTTL
+        if let cached = memory.withLock({ $0.keys[hash] }),
+           now.timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
             // No database round trip for an address over its budget — unless the key's
@@ -245,12 +249,14 @@ public actor Authenticator {
             } catch {
                 throw .unavailable
             }
-            if keys.count >= Self.maximumCacheEntries { keys.removeAll() }
-            keys[hash] = (owner, now())
+            let at = self.now()
+            memory.withLock { memory in
+                if memory.keys.count >= Self.maximumCacheEntries { memory.keys.removeAll() }
+                memory.keys[hash] = (owner, at)
+            }
         }
         guard let owner else { throw .unknownAgentKey }
-        return .agent(AgentIdentity(userID: owner.userID, clientID: AgentIdentity.agentKeyClientID,
-                                    keyID: owner.keyID, keyName: owner.keyName, email: owner.email))
+        return .agent(owner.agent)
     }
 
     /// Whether `key` is signed; the secret is read from the database once (a failed read
@@ -270,7 +276,7 @@ public actor Authenticator {
 
     private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {
         let claims: JWTClaims
-        if let cached = verifiedTokens[token], now() < cached.expiresAt {
+        if let cached = memory.withLock({ $0.verifiedTokens[token] }), now() < cached.expiresAt {
             claims = cached
         } else {
             do {
@@ -283,8 +289,10 @@ public actor Authenticator {
             // Agents repeat their token; a phone's is verified once per socket (remembering it
             // would only keep a token per connected phone).
             if claims.clientID != nil {
-                if verifiedTokens.count >= Self.maximumVerifiedTokens { verifiedTokens.removeAll() }
-                verifiedTokens[token] = claims
+                memory.withLock { memory in
+                    if memory.verifiedTokens.count >= Self.maximumVerifiedTokens { memory.verifiedTokens.removeAll() }
+                    memory.verifiedTokens[token] = claims
+                }
             }
         }
         // Agents repeat their token and their session check is cached; a phone's is made once
@@ -292,9 +300,7 @@ public actor Authenticator {
         if checkingSession || claims.clientID != nil {
             try await checkSession(claims.sessionID, user: claims.userID, cached: claims.clientID != nil)
         }
-        if let clientID = claims.clientID {
-            return .agent(AgentIdentity(userID: claims.userID, clientID: clientID, keyID: nil, keyName: nil, email: claims.email))
-        }
+        if let agent = claims.agent { return .agent(agent) }
         return .phone(PhoneIdentity(userID: claims.userID, sessionID: claims.sessionID, email: claims.email,
                                     expiresAt: claims.expiresAt))
     }
@@ -310,7 +316,7 @@ public actor Authenticator {
         // A JWKS that has gone away keeps the keys already read.
         guard case .success(let loaded) = await fetchVerifier() else { throw .unknownKey }
         verifier = loaded
-        verifiedTokens.removeAll()  // a key may have been withdrawn
+        memory.withLock { $0.verifiedTokens.removeAll() }  // a key may have been withdrawn
     }
 
     private func checkSession(_ session: UUID, user: UUID, cached: Bool) async throws(AuthError) {
@@ -322,12 +328,18 @@ public actor Authenticator {
     }
 
     private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> RelayStatus.Session {
-        if useCache, let cached = sessions[session], now().timeIntervalSince(cached.at) < sessionCacheTTL { return cached.state }
+        let sessionCacheTTL = self.sessionCacheTTL
+        if useCache, let cached = memory.withLock({ $0.sessions[session] }), now().timeIntervalSince(cached.at) < sessionCacheTTL {
+            return cached.state
+        }
         // Checks of many sockets and requests go to the database together (a storm).
         guard let state = await sessionChecker.state(session: session, user: user) else { throw .unavailable }
         guard useCache else { return state }
-        if sessions.count >= Self.maximumCacheEntries { sessions.removeAll() }
-        sessions[session] = (state, now())
+        let at = now()
+        memory.withLock { memory in
+            if memory.sessions.count >= Self.maximumCacheEntries { memory.sessions.removeAll() }
+            memory.sessions[session] = (state, at)
+        }
         return state
     }
 }

