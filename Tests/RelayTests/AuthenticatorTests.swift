@@ -22,11 +22,21 @@ import Testing
         return TestToken.make(header: ["alg": "HS256", "typ": "JWT"], claims: claims) { TestToken.hmac(Array(secret.utf8), $0) }
     }
 
+    /// An authenticator of HS256 tokens signed with `secret`, on the test database, with
+    /// `clock`'s time (the real time without one).
+    func authenticator(clock: Clock? = nil, sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL) throws
+        -> Authenticator {
+        let now: @Sendable () -> Date
+        if let clock { now = clock.now } else { now = { Date() } }
+        return try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                                 sessionCacheTTL: sessionCacheTTL, now: now)
+    }
+
     @Test func sessionTokensArePhonesAndClientTokensAreAgents() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
         let ada = try await TestDatabase.makeUser(admin)
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let auth = try authenticator()
         let phone = try await auth.phone("Bearer " + token(user: ada.user, session: ada.session))
         #expect(phone.userID == ada.user && phone.sessionID == ada.session)
         let agent = try await auth.agent("bearer " + token(user: ada.user, session: ada.session, clientID: "client-7"))
@@ -47,8 +57,7 @@ import Testing
         defer { Task { await admin.close() } }
         let ada = try await TestDatabase.makeUser(admin)
         let clock = Clock()
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
-                                     sessionCacheTTL: 3_600, now: clock.now)
+        let auth = try authenticator(clock: clock, sessionCacheTTL: 3_600)
         let first = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-0")
         _ = try await auth.agent(first)
         #expect(await auth.verifiedTokenCount == 1)
@@ -74,7 +83,7 @@ import Testing
         for _ in 0..<60 { users.append(try await TestDatabase.makeUser(admin)) }
         let signedOut = users.enumerated().filter { $0.offset % 3 == 0 }.map(\.element.session)
         try await admin.query("delete from auth.sessions where id = any($1)", [signedOut])
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let auth = try authenticator()
         let outcomes = await withTaskGroup(of: (UUID, Bool).self) { group in
             for user in users {
                 let header = "Bearer " + token(user: user.user, session: user.session)
@@ -94,8 +103,7 @@ import Testing
         defer { Task { await admin.close() } }
         let ada = try await TestDatabase.makeUser(admin)
         let clock = Clock()
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
-                                     now: clock.now)
+        let auth = try authenticator(clock: clock)
         let header = "Bearer " + token(user: ada.user, session: ada.session)
         let agent = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-7")
         _ = try await auth.phone(header)
@@ -118,7 +126,7 @@ import Testing
         let ada = try await TestDatabase.makeUser(admin)
         let claims = try PGJSON(["sub": ada.user.uuidString.lowercased(), "role": "authenticated"])
         let key = try await admin.asUser(claims: claims) { try await $0.query("select public.create_agent_key('Nightly CI')").scalar(String.self) }
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay())
+        let auth = try authenticator()
         let agent = try await auth.agent("Bearer " + key)
         #expect(agent.userID == ada.user && agent.clientID == "agent-key" && agent.keyName == "Nightly CI" && agent.email == ada.email)
         let keyID = try #require(agent.keyID)
@@ -138,8 +146,7 @@ import Testing
         defer { Task { await admin.close() } }
         let ada = try await TestDatabase.makeUser(admin)
         let clock = Clock()
-        let auth = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
-                                     now: clock.now)
+        let auth = try authenticator(clock: clock)
         let agent = "Bearer " + token(user: ada.user, session: ada.session, clientID: "client-7")
         let phone = "Bearer " + token(user: ada.user, session: ada.session)
         #expect(auth.rememberedAgent(agent) == nil, "never seen")
@@ -163,8 +170,7 @@ import Testing
 
         // A token's own expiry (the tests' tokens live an hour), with sessions trusted longer.
         let bob = try await TestDatabase.makeUser(admin)
-        let patient = try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
-                                        sessionCacheTTL: 86_400, now: clock.now)
+        let patient = try authenticator(clock: clock, sessionCacheTTL: 86_400)
         let bobs = "Bearer " + token(user: bob.user, session: bob.session, clientID: "client-8")
         _ = try await patient.agent(bobs)
         #expect(patient.rememberedAgent(bobs) != nil)
