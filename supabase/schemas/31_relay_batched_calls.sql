@@ -146,6 +146,7 @@ set lock_timeout = '50ms'
 set plan_cache_mode = force_generic_plan
 as $$
 declare
+  c_uuid constant text := '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
   v_results jsonb[];
   v_element record;
   v_alone boolean := false;
@@ -174,10 +175,10 @@ begin
             (a.value ->> 'device')::uuid as device, a.value ->> 'outcome' as outcome, a.value ->> 'reason' as reason
           from jsonb_array_elements(p_answers) with ordinality a(value, ord)
           where jsonb_typeof(a.value) = 'object'
-            and a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-            and a.value ->> 'user' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+            and a.value ->> 'id' ~* c_uuid
+            and a.value ->> 'user' ~* c_uuid
             and (a.value ->> 'device' is null
-                 or a.value ->> 'device' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+                 or a.value ->> 'device' ~* c_uuid)
             and a.value ->> 'sealed' is null
             and ((a.value ->> 'outcome' = 'location' and a.value ->> 'reason' is null)
                  or (a.value ->> 'outcome' = 'denied' and a.value ->> 'reason' in ('user', 'no_answer'))
@@ -203,7 +204,7 @@ begin
       for v_element in
         select a.ord, a.value
         from jsonb_array_elements(p_answers) with ordinality a(value, ord)
-        order by case when a.value ->> 'id' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        order by case when a.value ->> 'id' ~* c_uuid
                       then (a.value ->> 'id')::uuid end, a.ord
       loop
         if v_element.ord = any (v_settled) then

@@ -236,9 +236,8 @@ public actor Authenticator {
     private func agentKey(_ key: String, limited: Bool) async throws(AuthError) -> Credential {
         let hash = AgentKey.hash(key)
         let owner: RelayDatabase.AgentKeyOwner?
-        let now = self.now(), keyCacheTTL = self.keyCacheTTL
         if let cached = memory.withLock({ $0.keys[hash] }),
-           now.timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
+           now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
             // No database round trip for an address over its budget — unless the key's
@@ -249,7 +248,7 @@ public actor Authenticator {
             } catch {
                 throw .unavailable
             }
-            let at = self.now()
+            let at = now()
             memory.withLock { memory in
                 if memory.keys.count >= Self.maximumCacheEntries { memory.keys.removeAll() }
                 memory.keys[hash] = (owner, at)
@@ -328,7 +327,6 @@ public actor Authenticator {
     }
 
     private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> RelayStatus.Session {
-        let sessionCacheTTL = self.sessionCacheTTL
         if useCache, let cached = memory.withLock({ $0.sessions[session] }), now().timeIntervalSince(cached.at) < sessionCacheTTL {
             return cached.state
         }

@@ -21,9 +21,8 @@ struct AgentGate: Sendable {
     }
 
     func agent(_ request: HTTPRequest) async -> Result<AgentIdentity, Refusal> {
-        if let agent = authenticator.rememberedAgent(request.headers["Authorization"]) { return .success(agent) }
         do {
-            return .success(try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress))
+            return .success(try await identity(request))
         } catch {
             return .failure(Refusal(response: await refusal(error, request)))
         }
@@ -43,15 +42,22 @@ struct AgentGate: Sendable {
     /// ended, or its agent key was revoked); an expiry or a check that cannot be made now is
     /// not a revocation.
     func isRevoked(_ request: HTTPRequest) async -> Bool {
-        if authenticator.rememberedAgent(request.headers["Authorization"]) != nil { return false }
         do {
-            _ = try await authenticator.agent(request.headers["Authorization"], client: request.remoteAddress)
+            _ = try await identity(request)
             return false
         } catch .revoked, .noSession, .unknownAgentKey {
             return true
         } catch {
             return false
         }
+    }
+
+    /// The agent behind the request's credential: on the request's task when the
+    /// authenticator remembers all of it and it is fresh, else from the `Authenticator` actor.
+    private func identity(_ request: HTTPRequest) async throws(AuthError) -> AgentIdentity {
+        let authorization = request.headers["Authorization"]
+        if let agent = authenticator.rememberedAgent(authorization) { return agent }
+        return try await authenticator.agent(authorization, client: request.remoteAddress)
     }
 
     /// The response for a refused credential: 503 when it could not be checked, 429 for an

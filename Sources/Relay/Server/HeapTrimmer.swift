@@ -17,9 +17,9 @@ import Synchronization
 /// memory stayed resident for 5 to 10 s, and an instance measured a beat after a burst of
 /// 8,000 hellos had given nothing back in three runs of four.
 final class HeapTrimmer: Sendable {
-    /// Free bytes the allocator may keep before a steady beat trims.
+    /// Free bytes the allocator may keep before a steady look trims.
     static let threshold = 4 << 20
-    /// What "moved" means, between two beats or since the last trim.
+    /// What "moved" means, between two looks or since the last trim.
     static let slack = 1 << 20
     /// How often `run()` looks.
     static let lookInterval = Duration.seconds(1)
