@@ -15,7 +15,7 @@
 -- the others settle. The results come in the elements' order. The elements run in the
 -- order of their request ids, so two batches that settle the same requests lock their rows
 -- in one order, and relay.mark_delivered takes its rows in that order too. The rarer
--- statements that lock several rows (reap, a revoked share, a re-registered instance) keep
+-- statements that lock several rows (reap, a revoked share) keep
 -- no such order, so no element waits for a row lock past lock_timeout (50 ms): it is refused alone with 55P03 and the relay settles
 -- it with relay.settle, which locks one row and so closes no cycle. A cycle with another
 -- statement lasts at most those 50 ms (Postgres's deadlock check comes after a second) and
