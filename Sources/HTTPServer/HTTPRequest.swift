@@ -88,7 +88,7 @@ public enum HTTPVersion: Sendable, Equatable {
     case http11
 }
 
-private func percentDecoded(_ text: Substring) -> String {
+func percentDecoded(_ text: Substring) -> String {
     let utf8 = text.utf8
     // Most values hold no escape: they are copied as they are, with no buffer in between.
     guard utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return String(text) }

@@ -48,6 +48,7 @@ enum ServeCommand {
         configuration.supabaseURL = supabaseURL
         configuration.oauthAudience = value("OAUTH_AUDIENCE")
         configuration.supabaseAnonKey = value("SUPABASE_ANON_KEY")
+        configuration.oauth = try Self.oauthSettings(value)
         if let seconds = value("ALLOW_FOR_SECONDS") {
             guard let number = Int(seconds), (1...86_400).contains(number) else {
                 throw CommandError.usage("ALLOW_FOR_SECONDS must be a whole number from 1 to 86400")

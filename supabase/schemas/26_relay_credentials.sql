@@ -40,7 +40,9 @@ comment on function relay.agent_key_owner(text) is
 -- The relay checks a token's session before a phone's socket opens, and a hello checks it
 -- again (private.register_socket); in a reconnect storm the checks of many sockets go as
 -- one call (at most 1000 pairs). signed_out: no auth.sessions row of that user, or past
--- not_after; device_removed: revoked by removing its device.
+-- not_after, and no live token family of the relay's own OAuth server (its access tokens
+-- name their family as session_id, 35_relay_oauth_server.sql); device_removed: revoked by
+-- removing its device.
 create or replace function relay.session_states(p_sessions uuid[], p_users uuid[])
 returns text[]
 language plpgsql
@@ -58,18 +60,22 @@ begin
   end if;
   return array(
     select case
-             when not exists (select from auth.sessions s
-                              where s.id = x.session_id and s.user_id = x.user_id
-                                and (s.not_after is null or s.not_after > now())) then 'signed_out'
-             when exists (select from private.revoked_sessions r where r.session_id = x.session_id) then 'device_removed'
-             else 'alive'
+             when exists (select from auth.sessions s
+                          where s.id = x.session_id and s.user_id = x.user_id
+                            and (s.not_after is null or s.not_after > now())) then
+               case when exists (select from private.revoked_sessions r where r.session_id = x.session_id)
+                    then 'device_removed' else 'alive' end
+             when exists (select from private.oauth_families f join public.oauth_grants g on g.id = f.grant_id
+                          where f.id = x.session_id and g.user_id = x.user_id
+                            and f.revoked_at is null and f.expires_at > now()) then 'alive'
+             else 'signed_out'
            end
     from unnest(p_sessions, p_users) with ordinality as x(session_id, user_id, n)
     order by x.n);
 end;
 $$;
 comment on function relay.session_states(uuid[], uuid[]) is
-  'The state of each (session, user) pair, in order: alive, signed_out (no auth.sessions row or past not_after) or device_removed (revoked by removing its device).';
+  'The state of each (session, user) pair, in order: alive, signed_out (no auth.sessions row or live token family of the relay''s OAuth server, or past not_after) or device_removed (revoked by removing its device).';
 
 -- -----------------------------------------------------------------------------
 -- relay.forget_ended_sessions(limit) → how many revoked sessions were forgotten
@@ -128,14 +134,15 @@ begin
     raise exception 'client_name needs a client id' using errcode = '22004';
   end if;
   if p_client_id !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
-    return null;  -- agent-key and other non-OAuth ids have no client row
+    -- the relay's own clients (registered, or a metadata document's URL); agent-key has none
+    return (select nullif(btrim(c.client_name), '') from private.oauth_clients c where c.client_id = p_client_id);
   end if;
   return (select nullif(btrim(c.client_name), '') from auth.oauth_clients c
           where c.id = p_client_id::uuid and c.deleted_at is null);
 end;
 $$;
 comment on function relay.client_name(text) is
-  'The registered name of OAuth client CLIENT_ID, or null when unknown, deleted or unnamed.';
+  'The name of OAuth client CLIENT_ID (the relay''s own, or Supabase Auth''s), or null when unknown, deleted or unnamed.';
 
 -- -----------------------------------------------------------------------------
 -- A revoked credential's waiting requests are cancelled (their phones get cancel)
@@ -167,6 +174,15 @@ begin
     loop
       perform private.notify_cancel(v_request.id, v_request.owner_id);
     end loop;
+  elsif tg_table_name = 'oauth_grants' then
+    for v_request in
+      update relay.pending_requests set settled_at = now(), outcome = 'abandoned'
+      where settled_at is null and client_id = old.client_id
+        and ((owner_id = old.user_id and requester_id is null) or requester_id = old.user_id)
+      returning id, owner_id
+    loop
+      perform private.notify_cancel(v_request.id, v_request.owner_id);
+    end loop;
   else
     for v_request in
       update relay.pending_requests set settled_at = now(), outcome = 'abandoned'
@@ -180,13 +196,16 @@ begin
 end;
 $$;
 comment on function private.cancel_revoked_credential_requests() is
-  'AFTER trigger on auth.sessions (delete) and public.agent_keys (revoke, delete): a revoked OAuth grant''s or agent key''s waiting requests are abandoned and their phones told to cancel.';
+  'AFTER trigger on auth.sessions (delete), public.oauth_grants (delete) and public.agent_keys (revoke, delete): a revoked OAuth grant''s or agent key''s waiting requests are abandoned and their phones told to cancel.';
 revoke execute on function private.cancel_revoked_credential_requests() from public, anon, authenticated;
 
 -- No WHEN clause on auth.sessions: a trigger condition naming a column of Supabase Auth's
 -- table would block Auth's own migrations from altering that column.
 create trigger sessions_cancel_revoked_client_requests
   after delete on auth.sessions
+  for each row execute function private.cancel_revoked_credential_requests();
+create trigger oauth_grants_cancel_requests_when_deleted
+  after delete on public.oauth_grants
   for each row execute function private.cancel_revoked_credential_requests();
 create trigger agent_keys_cancel_requests_when_revoked
   after update of revoked_at on public.agent_keys

@@ -6,7 +6,9 @@ import Synchronization
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///
 /// - JWTs verify with `JWTVerifier`; an unknown `kid` refetches the JWKS at most once per
-///   `jwksRefetchInterval`. The token's session must still exist (checked in
+///   `jwksRefetchInterval`. A token whose `iss` is the relay itself (`relayIssuer`) is one
+///   of the relay's own access tokens (`AccessTokens`) and verifies under the relay's key
+///   only; its `session_id` names its token family, checked alive like a session. The token's session must still exist (checked in
 ///   `auth.sessions`, cached for `sessionCacheTTL` for agents; a phone's session is
 ///   checked once per socket and not cached).
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
@@ -56,6 +58,8 @@ public actor Authenticator {
     static let keySecretRetry: TimeInterval = 10
     /// Where a failed read of the signing secret is logged (and counted); none in tests.
     private let logger: Logger?
+    /// The relay's own issuer (`PUBLIC_URL`), whose access tokens it signs; nil: none.
+    private let relayIssuer: String?
     private var jwksFetchInFlight = false
     /// Whether the JWKS has been read (always, without a JWKS URL): until then a token
     /// signed with a key cannot be checked (503), not refused (401).
@@ -75,8 +79,9 @@ public actor Authenticator {
     public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
-                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil) throws {
+                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil, relayIssuer: String? = nil) throws {
         self.logger = logger
+        self.relayIssuer = relayIssuer
         self.hmacSecret = hmacSecret
         self.issuer = issuer
         self.audience = audience
@@ -261,6 +266,12 @@ public actor Authenticator {
     /// Whether `key` is signed; the secret is read from the database once (a failed read
     /// counts as unsigned, and is tried again `keySecretRetry` later).
     private func isSigned(_ key: String) async -> Bool {
+        await loadKeySecret().map { AgentKey.isSigned(key, secret: $0) } ?? false
+    }
+
+    /// The signing secret, read from the database once (a failed read is logged and tried
+    /// again `keySecretRetry` later; nil meanwhile).
+    private func loadKeySecret() async -> [UInt8]? {
         if keySecret == nil, keySecretFailedAt.map({ now().timeIntervalSince($0) >= Self.keySecretRetry }) ?? true {
             do {
                 keySecret = try await database.agentKeySecret()
@@ -270,13 +281,24 @@ public actor Authenticator {
                 logger?.failure("agent_key_secret_failed", error)
             }
         }
-        return keySecret.map { AgentKey.isSigned(key, secret: $0) } ?? false
+        return keySecret
+    }
+
+    /// The relay's own access tokens (to sign and to verify); nil without a relay issuer or
+    /// while the signing secret cannot be read.
+    func accessTokens() async -> AccessTokens? {
+        guard let relayIssuer, let secret = await loadKeySecret() else { return nil }
+        return AccessTokens(secret: secret, issuer: relayIssuer)
     }
 
     private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {
         let claims: JWTClaims
         if let cached = memory.withLock({ $0.verifiedTokens[token] }), now() < cached.expiresAt {
             claims = cached
+        } else if let relayIssuer, JWTVerifier.issuer(of: token) == relayIssuer {
+            guard let tokens = await accessTokens() else { throw .unavailable }
+            claims = try tokens.verifier.verify(token, now: now())
+            remember(claims, of: token)
         } else {
             do {
                 claims = try verifier.verify(token, now: now())
@@ -285,14 +307,7 @@ public actor Authenticator {
                 try await refetchJWKS(for: token)
                 claims = try verifier.verify(token, now: now())
             }
-            // Agents repeat their token; a phone's is verified once per socket (remembering it
-            // would only keep a token per connected phone).
-            if claims.clientID != nil {
-                memory.withLock { memory in
-                    if memory.verifiedTokens.count >= Self.maximumVerifiedTokens { memory.verifiedTokens.removeAll() }
-                    memory.verifiedTokens[token] = claims
-                }
-            }
+            remember(claims, of: token)
         }
         // Agents repeat their token and their session check is cached; a phone's is made once
         // per socket, so caching it would only keep an entry per connected phone.
@@ -302,6 +317,17 @@ public actor Authenticator {
         if let agent = claims.agent { return .agent(agent) }
         return .phone(PhoneIdentity(userID: claims.userID, sessionID: claims.sessionID, email: claims.email,
                                     expiresAt: claims.expiresAt))
+    }
+
+    /// Remembers an agent's verified token until its `exp`. Agents repeat their token; a
+    /// phone's is verified once per socket (remembering it would only keep a token per
+    /// connected phone).
+    private func remember(_ claims: JWTClaims, of token: String) {
+        guard claims.clientID != nil else { return }
+        memory.withLock { memory in
+            if memory.verifiedTokens.count >= Self.maximumVerifiedTokens { memory.verifiedTokens.removeAll() }
+            memory.verifiedTokens[token] = claims
+        }
     }
 
     /// Reloads the JWKS when a token names an unknown key, at most once a minute, on a

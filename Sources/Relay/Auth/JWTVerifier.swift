@@ -12,6 +12,11 @@ import JSON
 /// `client_id`) — the relay's own audience when one is configured (`OAUTH_AUDIENCE`, for
 /// projects whose access-token hook adds it, RFC 8707). The session check (auth.sessions)
 /// is the caller's, since it needs the database.
+///
+/// The relay's own access tokens (`AccessTokens`, the relay as the agents' authorization
+/// server) verify with `init(relayKey:issuer:audiences:)`: HS256 under the relay's key only,
+/// `iss` the relay, `aud` one of the relay's resource URLs (RFC 8707: a token minted for
+/// another resource is refused), and a `client_id` — never `role` or `authenticated`.
 public struct JWTVerifier: Sendable {
     /// Clock skew tolerated on `exp` and `nbf`.
     public static let defaultLeeway: TimeInterval = 30
@@ -21,6 +26,9 @@ public struct JWTVerifier: Sendable {
     private let issuer: String?
     private let audience: String?
     private let leeway: TimeInterval
+    /// For the relay's own tokens: the audiences one of which `aud` must name (nil: a
+    /// Supabase token, `authenticated`).
+    private let relayAudiences: [String]?
 
     /// Creates a verifier.
     /// - Parameters:
@@ -37,6 +45,25 @@ public struct JWTVerifier: Sendable {
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
+        self.relayAudiences = nil
+    }
+
+    /// A verifier of the relay's own access tokens: HS256 under `relayKey`, `iss` equal to
+    /// `issuer`, `aud` naming one of `audiences`, with a `client_id`.
+    public init(relayKey: [UInt8], issuer: String, audiences: [String], leeway: TimeInterval = JWTVerifier.defaultLeeway) {
+        self.hmacSecret = relayKey
+        self.keys = []
+        self.issuer = issuer
+        self.audience = nil
+        self.leeway = leeway
+        self.relayAudiences = audiences
+    }
+
+    /// The `iss` claim of a token (without verifying anything), to choose its verifier.
+    public static func issuer(of token: String) -> String? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]), let json = JSONValue.parse(bytes: bytes) else { return nil }
+        return json["iss"]?.string
     }
 
     /// Whether a key with this `kid` is known (to decide on refetching the JWKS).
@@ -103,7 +130,13 @@ public struct JWTVerifier: Sendable {
         case .array(let many) where many.allSatisfy({ $0.string != nil }): audiences = many.compactMap(\.string)
         default: throw .wrongAudience
         }
-        guard audiences.contains("authenticated"), claims["role"]?.string == "authenticated" else { throw .wrongAudience }
+        if let relayAudiences {
+            guard audiences.contains(where: relayAudiences.contains), claims["client_id"]?.string?.isEmpty == false else {
+                throw .wrongAudience
+            }
+        } else {
+            guard audiences.contains("authenticated"), claims["role"]?.string == "authenticated" else { throw .wrongAudience }
+        }
         if let issuer, claims["iss"]?.string != issuer { throw .wrongAudience }
         guard let sub = claims["sub"]?.string, let userID = UUID(uuidString: sub) else { throw .badSubject }
         // Supabase's access tokens always carry a session; one without could never be revoked.

@@ -76,8 +76,8 @@ struct AgentGate: Sendable {
         }
     }
 
-    /// The scopes an agent's token needs (the MCP authorization spec's scope selection):
-    /// Supabase Auth's `openid` and `email` — the relay names the account's email in its
-    /// answers. The protected-resource metadata lists the same.
-    static let scope = "openid email"
+    /// The scope an agent's token needs (the MCP authorization spec's scope selection):
+    /// `location`, what the relay's authorization server grants. The protected-resource
+    /// metadata lists the same.
+    static let scope = "location"
 }

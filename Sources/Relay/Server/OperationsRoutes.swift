@@ -28,7 +28,8 @@ struct OperationsRoutes: Sendable {
                                 body: Array(await health.metrics().utf8))
         case .resourceMetadata, .resourceMetadataMCP:
             return resourceMetadata
-        case .locate, .locateRequest, .mcp, .device, .deviceAnswer:
+        case .locate, .locateRequest, .mcp, .device, .deviceAnswer, .authorizationServerMetadata, .openIDConfiguration,
+             .oauthAuthorize, .oauthToken, .oauthRegister, .oauthRevoke, .oauthConsent, .oauthGrants, .oauthGrant:
             preconditionFailure("not an operations route: \(route)")
         }
     }

@@ -31,13 +31,17 @@ final class RelayMaintenance: Sendable {
     private let logger: Logger
     private let interval: Duration
     private let reapEvery: Int
+    /// OAUTH_STALE_CLIENT_DAYS: the sweep of the authorization server's rows at each reap
+    /// removes registered clients unused this long.
+    private let staleClientDays: Int
     private let events: AsyncStream<Event>
     private let input: AsyncStream<Event>.Continuation
 
     init(instance: String, database: RelayDatabase, driver: InstanceDriver, health: RelayHealth,
          logger: Logger, interval: Duration = RelayMaintenance.defaultInterval,
-         reapEvery: Int = RelayMaintenance.defaultReapEvery) {
+         reapEvery: Int = RelayMaintenance.defaultReapEvery, staleClientDays: Int = OAuthSettings().staleClientDays) {
         self.logger = logger
+        self.staleClientDays = staleClientDays
         self.instance = instance
         self.database = database
         self.driver = driver
@@ -96,6 +100,7 @@ final class RelayMaintenance: Sendable {
                         let report = try await database.reap(deadAfter: Self.deadAfterSeconds)
                         if report.instances > 0 { logger.info("instances_reaped", ["instances": String(report.instances)]) }
                         try await database.forgetEndedSessions()
+                        _ = try await database.sweepOAuth(staleDays: staleClientDays, limit: 1_000)
                     } catch {
                         logger.failure("reap_failed", error)
                     }

@@ -15,6 +15,18 @@ extension RelayRoutes {
         case deviceAnswer = "/v1/device/answer"
         case resourceMetadata = "/.well-known/oauth-protected-resource"
         case resourceMetadataMCP = "/.well-known/oauth-protected-resource/mcp"
+        /// The relay as the agents' authorization server (`OAuthServer`).
+        case authorizationServerMetadata = "/.well-known/oauth-authorization-server"
+        case openIDConfiguration = "/.well-known/openid-configuration"
+        case oauthAuthorize = "/oauth/authorize"
+        case oauthToken = "/oauth/token"
+        case oauthRegister = "/oauth/register"
+        case oauthRevoke = "/oauth/revoke"
+        /// `/oauth/consent/{id}`: the consent page's request (GET) and decision (POST).
+        case oauthConsent = "/oauth/consent/"
+        case oauthGrants = "/oauth/grants"
+        /// `/oauth/grants/{id}`: one of the person's connected agents (DELETE).
+        case oauthGrant = "/oauth/grants/"
         case healthz = "/healthz"
         case readyz = "/readyz"
         case metrics = "/metrics"
@@ -26,22 +38,32 @@ extension RelayRoutes {
         init?(path: String) {
             if AppRoutes.handles(path) {
                 self = .app
-            } else if path.hasPrefix(Route.locateRequest.rawValue), path.utf8.count > Route.locateRequest.rawValue.utf8.count,
-                      !path.dropFirst(Route.locateRequest.rawValue.count).contains("/") {
-                self = .locateRequest
-            } else if let route = Route(rawValue: path), route != .locateRequest {
+            } else if let route = Self.withID.first(where: { path.hasPrefix($0.rawValue) }) {
+                let id = path.dropFirst(route.rawValue.count)
+                guard !id.isEmpty, !id.contains("/") else { return nil }
+                self = route
+            } else if let route = Route(rawValue: path), !Self.withID.contains(route) {
                 self = route
             } else {
                 return nil
             }
         }
 
+        /// Routes whose path is their prefix and one id segment.
+        static let withID: [Route] = [.locateRequest, .oauthConsent, .oauthGrant]
+
+        /// The id segment of a path of a `withID` route.
+        func id(in path: Substring) -> Substring { path.dropFirst(rawValue.count) }
+
         /// The methods it allows, as `Allow` lists them.
         var methods: [String] {
             switch self {
-            case .locate, .mcp, .deviceAnswer: ["POST"]
+            case .locate, .mcp, .deviceAnswer, .oauthToken, .oauthRegister, .oauthRevoke: ["POST"]
             case .locateRequest: ["GET", "HEAD", "DELETE"]
-            case .device, .resourceMetadata, .resourceMetadataMCP, .healthz, .readyz, .metrics, .openapi, .app: ["GET", "HEAD"]
+            case .oauthConsent: ["GET", "HEAD", "POST"]
+            case .oauthGrant: ["DELETE"]
+            case .device, .resourceMetadata, .resourceMetadataMCP, .healthz, .readyz, .metrics, .openapi, .app,
+                 .authorizationServerMetadata, .openIDConfiguration, .oauthAuthorize, .oauthGrants: ["GET", "HEAD"]
             }
         }
 

@@ -3,7 +3,8 @@ import HTTPServer
 /// The HTTP routes of SPEC §3 and §5, as a route table and its dispatch: agents (POST
 /// /v1/locate, durable requests, /mcp: `AgentRoutes`), phones (GET /v1/device, POST
 /// /v1/device/answer: `PhoneRoutes`), and metadata and operations (/healthz, /readyz,
-/// /metrics, /openapi.yaml, /app/: `OperationsRoutes`). The table decides 404 and 405 for
+/// /metrics, /openapi.yaml, /app/: `OperationsRoutes`), and the agents' authorization
+/// server (/oauth/*, its metadata: `OAuthServer`). The table decides 404 and 405 for
 /// every route at once; while the instance drains, new agent requests get 503 with
 /// Retry-After (a load balancer sends them elsewhere once /readyz says 503), and phone
 /// sockets the same from `PhoneRoutes`.
@@ -11,6 +12,7 @@ struct RelayRoutes: Sendable {
     let agents: AgentRoutes
     let phones: PhoneRoutes
     let operations: OperationsRoutes
+    let oauth: OAuthServer
 
     func handle(_ request: HTTPRequest) async -> HTTPResponse {
         guard let route = Route(path: String(request.path)) else { return .text(404, "Not Found") }
@@ -25,6 +27,16 @@ struct RelayRoutes: Sendable {
         case .deviceAnswer: return await phones.deviceAnswer(request)
         case .app, .healthz, .readyz, .metrics, .openapi, .resourceMetadata, .resourceMetadataMCP:
             return await operations.handle(route, request)
+        case .authorizationServerMetadata, .openIDConfiguration: return oauth.metadata
+        case .oauthAuthorize: return await oauth.authorize(request)
+        case .oauthToken: return await oauth.token(request)
+        case .oauthRegister: return await oauth.register(request)
+        case .oauthRevoke: return await oauth.revoke(request)
+        case .oauthConsent:
+            let id = route.id(in: request.path)
+            return request.method == "POST" ? await oauth.consentDecision(request, id: id) : await oauth.consentDetails(request, id: id)
+        case .oauthGrants: return await oauth.grants(request)
+        case .oauthGrant: return await oauth.disconnect(request, id: route.id(in: request.path))
         }
     }
 }

@@ -66,6 +66,8 @@ public final class RelayService: Sendable {
         public var requestIDKey: [UInt8]?
         /// APNs and Web Push (each off unless configured; PUSH.md §6).
         public var push = PushServices.none
+        /// The agents' authorization server (OAUTH_* settings).
+        public var oauth = OAuthSettings()
         /// GRANT_REMINDER_DAYS in seconds (SPEC §14): a for-good always-allow used this long
         /// after it was made or kept reminds the person at its next use; nil: never.
         public var grantReminderSeconds: Int? = 30 * 86_400
@@ -148,7 +150,7 @@ public final class RelayService: Sendable {
         let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, audience: configuration.oauthAudience,
-                                              database: database, logger: logger)
+                                              database: database, logger: logger, relayIssuer: configuration.publicURL)
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
@@ -190,7 +192,7 @@ public final class RelayService: Sendable {
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, driver: driver,
                                            health: health, logger: logger, interval: configuration.heartbeatInterval,
-                                           reapEvery: configuration.reapEvery)
+                                           reapEvery: configuration.reapEvery, staleClientDays: configuration.oauth.staleClientDays)
         self.maintenance = maintenance
         let routes = RelayRoutes(
             agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
@@ -200,11 +202,15 @@ public final class RelayService: Sendable {
                                 gate: gate, health: health, logger: logger,
                                 allowedOrigins: Set([configuration.publicURL] + configuration.allowedOrigins)),
             operations: OperationsRoutes(health: health, publicURL: publicURL,
-                                         authorizationServers: configuration.supabaseURL.map { [$0 + "/auth/v1"] } ?? [],
+                                         authorizationServers: [publicURL],
                                          app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
                                                         supabaseAnonKey: configuration.supabaseAnonKey,
                                                         vapidPublicKey: configuration.push.vapidPublicKey,
-                                                        allowForSeconds: configuration.allowForSeconds)))
+                                                        allowForSeconds: configuration.allowForSeconds)),
+            oauth: OAuthServer(database: database, authenticator: authenticator,
+                               documents: ClientDocuments(fetcher: DocumentFetch(allowLoopback: configuration.oauth.documentsFromLoopback,
+                                                                                 caBundle: try configuration.oauth.caBundle())),
+                               settings: configuration.oauth, issuer: publicURL, logger: logger))
         self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
