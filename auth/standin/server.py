@@ -19,8 +19,9 @@ consent page's site, default http://127.0.0.1:8080), STANDIN_CONSENT_PATH (defau
 http://127.0.0.1:<port>), STANDIN_KEY_FILE (PEM of the ES256 key; created when missing),
 STANDIN_CODE_SECONDS (300), STANDIN_AUTHORIZATION_SECONDS (600), STANDIN_ACCESS_SECONDS
 (3600), STANDIN_REFRESH_SECONDS (2592000), STANDIN_AUDIENCE_HOOK=1 (add the RFC 8707
-`resource` to `aud`), STANDIN_ISSUE_2820=1 (answer authorization details 400 as Supabase
-does for `resource`, `offline_access` or a public client: supabase/auth#2820),
+`resource` to `aud`), STANDIN_ISSUE_2820 (default 1: answer authorization details 400 as
+Supabase does today for `resource`, `offline_access` or a public client, supabase/auth#2820;
+0 turns that off, for the compatibility tests only),
 STANDIN_OTP_SECONDS (3600: a sign-in link's lifetime), STANDIN_OTP_INTERVAL_SECONDS (2: at
 most one mail per address in that time), STANDIN_PORT (instead of --port),
 STANDIN_DATABASE_URL (instead of --database-url), STANDIN_MAILBOX_PORT (instead of
@@ -82,9 +83,10 @@ class StandIn(Registration, Authorization, Tokens, SignIn):
         self.refresh_seconds = env_int("STANDIN_REFRESH_SECONDS", 30 * 24 * 3600)
         self.audience_hook = os.environ.get("STANDIN_AUDIENCE_HOOK") == "1"
         # supabase/auth#2820 (open): the real server's authorization details answer 400 for
-        # requests with `resource` or `offline_access`, or from public clients. Off by default
-        # (every MCP client sends `resource`); on, to show what the consent page does then.
-        self.issue_2820 = os.environ.get("STANDIN_ISSUE_2820") == "1"
+        # requests with `resource` or `offline_access`, or from public clients. On by default,
+        # as Supabase behaves today (the relay is the agents' authorization server because of
+        # it); STANDIN_ISSUE_2820=0 turns it off for the compatibility tests only.
+        self.issue_2820 = os.environ.get("STANDIN_ISSUE_2820", "1") != "0"
         self.otp_seconds = env_int("STANDIN_OTP_SECONDS", 3600)
         self.otp_interval = env_int("STANDIN_OTP_INTERVAL_SECONDS", 2)
         self.key = SigningKey(os.environ.get("STANDIN_KEY_FILE") or None)

@@ -54,7 +54,7 @@ extension OAuthServer {
         let scope = (["location"] + (asked.contains("offline_access") ? ["offline_access"] : [])).joined(separator: " ")
         let authorization = OAuthAuthorization(
             id: UUID(), client: client,
-            clientHost: client.kind == .document ? (URL(string: client.id)?.host ?? "") : RedirectURI.displayHost(redirect),
+            clientHost: RedirectURI.displayHost(client.kind == .document ? client.id : redirect),
             redirectURI: redirect, codeChallenge: challenge, state: state, scope: scope, resource: resource)
         do {
             guard try await database.beginAuthorization(authorization, seconds: settings.authorizationSeconds) else {
