@@ -38,6 +38,9 @@ create policy "People disconnect the agents they connected"
   to authenticated
   using (user_id = (select auth.uid()) and (select auth.jwt()) ->> 'client_id' is null);
 
+comment on index public.oauth_grants_once is
+  'relay.oauth_decide: one grant per person and client (its upsert); relay.oauth_grants, stop_all_sharing and deleting a user (cascade), by user.';
+
 revoke all on public.oauth_grants from anon, authenticated;
 grant select, delete on public.oauth_grants to authenticated;
 
@@ -70,6 +73,8 @@ comment on table private.oauth_clients is
 alter table private.oauth_clients enable row level security;
 create index oauth_clients_registered_from on private.oauth_clients (registered_from, created_at)
   where kind = 'registered';
+comment on index private.oauth_clients_registered_from is
+  'relay.oauth_register_client: the clients one address registered in the last hour.';
 
 create unlogged table private.oauth_authorizations (
   id uuid primary key,
@@ -93,6 +98,10 @@ comment on table private.oauth_authorizations is
   'Authorization requests waiting for consent, then their code (as SHA-256; 60 s, single use). Lost in a crash, as they may be.';
 alter table private.oauth_authorizations enable row level security;
 create index oauth_authorizations_expiry on private.oauth_authorizations (expires_at);
+comment on index private.oauth_authorizations_code_digest_key is
+  'relay.oauth_redeem_code: a code by its digest (and no digest twice).';
+comment on index private.oauth_authorizations_expiry is
+  'relay.oauth_begin''s count of the requests waiting, and relay.sweep_oauth: the expired ones.';
 
 create table private.oauth_families (
   id uuid primary key,
@@ -108,6 +117,9 @@ comment on table private.oauth_families is
 alter table private.oauth_families enable row level security;
 create index oauth_families_grant on private.oauth_families (grant_id);
 create index oauth_families_expiry on private.oauth_families (expires_at);
+comment on index private.oauth_families_grant is
+  'Deleting a grant (cascade: relay.oauth_disconnect, stop_all_sharing, the person''s own delete) ends its families.';
+comment on index private.oauth_families_expiry is 'relay.sweep_oauth: the families past their life.';
 
 create table private.oauth_refresh_tokens (
   digest bytea primary key check (octet_length(digest) = 32),
@@ -119,6 +131,8 @@ comment on table private.oauth_refresh_tokens is
   'Refresh tokens as SHA-256: the live one of a family has no used_at; used ones are kept to detect reuse.';
 alter table private.oauth_refresh_tokens enable row level security;
 create index oauth_refresh_tokens_family on private.oauth_refresh_tokens (family_id);
+comment on index private.oauth_refresh_tokens_family is
+  'Deleting a family (cascade: a grant deleted, relay.sweep_oauth) deletes its refresh tokens.';
 
 -- -----------------------------------------------------------------------------
 -- relay.oauth_register_client(...) → registered | address_full | full
@@ -184,15 +198,20 @@ comment on function relay.oauth_remember_document(text, text, text[], text[], te
 -- -----------------------------------------------------------------------------
 create or replace function relay.oauth_client(p_client_id text)
 returns jsonb
-language sql
+language plpgsql
 stable
 security definer
 set search_path = ''
 as $$
-  select jsonb_build_object('kind', c.kind, 'client_name', c.client_name, 'redirect_uris', to_jsonb(c.redirect_uris),
-                            'grant_types', to_jsonb(c.grant_types), 'auth_method', c.auth_method,
-                            'secret_digest', encode(c.secret_digest, 'hex'))
-  from private.oauth_clients c where c.client_id = p_client_id
+begin
+  if p_client_id is null then
+    raise exception 'oauth_client needs a client id' using errcode = '22004';
+  end if;
+  return (select jsonb_build_object('kind', c.kind, 'client_name', c.client_name,
+                                    'redirect_uris', to_jsonb(c.redirect_uris), 'grant_types', to_jsonb(c.grant_types),
+                                    'auth_method', c.auth_method, 'secret_digest', encode(c.secret_digest, 'hex'))
+          from private.oauth_clients c where c.client_id = p_client_id);
+end;
 $$;
 comment on function relay.oauth_client(text) is
   'A known OAuth client (registered or fetched document): kind, name, redirect URIs, grant types, auth method, secret digest.';
@@ -232,15 +251,20 @@ comment on function relay.oauth_begin(uuid, text, text, text, text, text, text, 
 -- -----------------------------------------------------------------------------
 create or replace function relay.oauth_consent_request(p_id uuid)
 returns jsonb
-language sql
+language plpgsql
 stable
 security definer
 set search_path = ''
 as $$
-  select jsonb_build_object('client_id', a.client_id, 'client_name', a.client_name, 'client_host', a.client_host,
-                            'scope', a.scope)
-  from private.oauth_authorizations a
-  where a.id = p_id and a.user_id is null and a.expires_at > now()
+begin
+  if p_id is null then
+    raise exception 'oauth_consent_request needs a request id' using errcode = '22004';
+  end if;
+  return (select jsonb_build_object('client_id', a.client_id, 'client_name', a.client_name,
+                                    'client_host', a.client_host, 'scope', a.scope)
+          from private.oauth_authorizations a
+          where a.id = p_id and a.user_id is null and a.expires_at > now());
+end;
 $$;
 comment on function relay.oauth_consent_request(uuid) is
   'An undecided, unexpired authorization request: client id, name, host and scope.';
@@ -425,6 +449,9 @@ as $$
 declare
   v_family uuid := p_family;
 begin
+  if p_client_id is null or (p_digest is null and p_family is null) then
+    raise exception 'oauth_revoke needs a client and a refresh digest or a family' using errcode = '22004';
+  end if;
   if p_digest is not null then
     select t.family_id into v_family from private.oauth_refresh_tokens t where t.digest = p_digest;
   end if;
@@ -442,15 +469,21 @@ comment on function relay.oauth_revoke(bytea, uuid, text) is
 -- -----------------------------------------------------------------------------
 create or replace function relay.oauth_grants(p_user uuid)
 returns jsonb
-language sql
+language plpgsql
 stable
 security definer
 set search_path = ''
 as $$
-  select coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'client_id', g.client_id, 'client_name', g.client_name,
-                                               'client_host', g.client_host, 'created_at', g.created_at,
-                                               'last_used_at', g.last_used_at) order by g.created_at), '[]'::jsonb)
-  from public.oauth_grants g where g.user_id = p_user
+begin
+  if p_user is null then
+    raise exception 'oauth_grants needs a user' using errcode = '22004';
+  end if;
+  return coalesce((
+    select jsonb_agg(jsonb_build_object('id', g.id, 'client_id', g.client_id, 'client_name', g.client_name,
+                                        'client_host', g.client_host, 'created_at', g.created_at,
+                                        'last_used_at', g.last_used_at) order by g.created_at)
+    from public.oauth_grants g where g.user_id = p_user), '[]');
+end;
 $$;
 comment on function relay.oauth_grants(uuid) is
   'The agents USER connected: id, client id, name, host, created and last used.';
@@ -462,6 +495,9 @@ security definer
 set search_path = ''
 as $$
 begin
+  if p_user is null or p_grant is null then
+    raise exception 'oauth_disconnect needs a user and a grant' using errcode = '22004';
+  end if;
   delete from public.oauth_grants g where g.id = p_grant and g.user_id = p_user;
   return found;
 end;

@@ -32,5 +32,8 @@ create policy "People disconnect the agents they connected"
   to authenticated
   using (user_id = (select auth.uid()) and (select auth.jwt()) ->> 'client_id' is null);
 
+comment on index public.oauth_grants_once is
+  'relay.oauth_decide: one grant per person and client (its upsert); relay.oauth_grants, stop_all_sharing and deleting a user (cascade), by user.';
+
 revoke all on public.oauth_grants from anon, authenticated;
 grant select, delete on public.oauth_grants to authenticated;

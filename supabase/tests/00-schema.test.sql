@@ -5,7 +5,7 @@ select plan(17);
 
 select tables_are('public',
   array['agent_keys', 'devices', 'push_tokens', 'web_push_subscriptions',
-        'always_allowed_agents', 'location_shares', 'quiet_hours', 'may_wake_agents'],
+        'always_allowed_agents', 'location_shares', 'quiet_hours', 'may_wake_agents', 'oauth_grants'],
   'public holds exactly the user-facing tables');
 
 select is_empty($$

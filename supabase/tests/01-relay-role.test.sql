@@ -75,6 +75,15 @@ $$, array[
         'relay.stop_all_sharing(uuid)',
         'relay.settle(uuid,uuid,uuid,text,text,text,text,integer)', 'relay.settle_many(text,jsonb,integer)',
         'relay.user_devices(uuid)',
+        -- called by the relay's OAuth server (Sources/Relay/Database/RelayDatabase+OAuth.swift)
+        'relay.oauth_begin(uuid,text,text,text,text,text,text,text,text,integer)', 'relay.oauth_client(text)',
+        'relay.oauth_consent_request(uuid)', 'relay.oauth_decide(uuid,uuid,boolean,bytea,integer)',
+        'relay.oauth_disconnect(uuid,uuid)', 'relay.oauth_grants(uuid)',
+        'relay.oauth_redeem_code(bytea,text,text,text,text,uuid,bytea,integer)',
+        'relay.oauth_refresh(bytea,text,bytea,integer)',
+        'relay.oauth_register_client(text,text,text[],text[],text,bytea,text)',
+        'relay.oauth_remember_document(text,text,text[],text[],text)', 'relay.oauth_revoke(bytea,uuid,text)',
+        'relay.sweep_oauth(integer,integer)',
         -- called by relay.claim_push
         'relay.apns_tokens(uuid)', 'relay.is_always_allowed(uuid,text,uuid)',
         'relay.web_push_subscriptions(uuid)'],

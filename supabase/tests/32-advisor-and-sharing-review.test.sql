@@ -10,6 +10,8 @@ select results_eq($$ select policyname::text collate "C" from pg_policies where 
   array['Owners and viewers can read their shares' collate "C",
         'Owners can delete their shares from their own session',
         'Owners can revoke, viewers leave shares from their own session',
+        'People disconnect the agents they connected',
+        'People see the agents they connected',
         'Users and their agents can read the always-allowed agents',
         'Users can add push tokens to own devices from their own session',
         'Users can add web push subscriptions from their own session',
@@ -47,7 +49,7 @@ select is_empty($$
     and (select count(*) from regexp_matches(expression, '(auth\.(uid|jwt|role)\(\)|current_setting\()', 'g'))
         <> (select count(*) from regexp_matches(expression, 'SELECT (auth\.(uid|jwt|role)\(\)|current_setting\()', 'g')) $$,
   'no policy calls auth.uid(), auth.jwt(), auth.role() or current_setting() outside its own (select ...)');
-select is((select count(*)::int from pg_policies where schemaname = 'public'), 28, 'public has its 28 policies');
+select is((select count(*)::int from pg_policies where schemaname = 'public'), 30, 'public has its 30 policies');
 
 -- ---------------------------------------------------------------- indexes
 select is_empty($$ select i.relname from pg_index x join pg_class i on i.oid = x.indexrelid
