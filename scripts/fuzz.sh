@@ -10,7 +10,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString ProxyHeader ForwardedFor PushEndpoint PhoneMessage MCPRequest JWT Notification PushResponse"}
+targets=${FUZZ_TARGETS:-"HTTPRequestParser WebSocketFrameDecoder QueryString ProxyHeader ForwardedFor PushEndpoint PhoneMessage MCPRequest JWT Notification PushResponse OAuthRequest"}
 out=.build/fuzz
 mkdir -p "$out"
 # Each target is a file of Fuzz/ that links the package's module it fuzzes, whole
@@ -19,7 +19,7 @@ module_of() {
   case "$1" in
     HTTPRequestParser|WebSocketFrameDecoder|QueryString|ProxyHeader|ForwardedFor) echo HTTPServer ;;
     PushEndpoint|PushResponse) echo Push ;;
-    PhoneMessage|MCPRequest|JWT|Notification) echo Relay ;;
+    PhoneMessage|MCPRequest|JWT|Notification|OAuthRequest) echo Relay ;;
     *) die "unknown fuzz target $1" ;;
   esac
 }

@@ -56,6 +56,9 @@ comment on index private.oauth_authorizations_code_digest_key is
   'relay.oauth_redeem_code: a code by its digest (and no digest twice).';
 comment on index private.oauth_authorizations_expiry is
   'relay.oauth_begin''s count of the requests waiting, and relay.sweep_oauth: the expired ones.';
+create index oauth_authorizations_client on private.oauth_authorizations (client_id, expires_at);
+comment on index private.oauth_authorizations_client is
+  'relay.oauth_begin''s count of one client''s undecided requests.';
 
 create table private.oauth_families (
   id uuid primary key,
@@ -136,6 +139,10 @@ begin
   if p_client_id is null or p_client_id !~ '^https://' then
     raise exception 'a client metadata document''s id is an https URL' using errcode = '22023';
   end if;
+  if not exists (select from private.oauth_clients c where c.client_id = p_client_id)
+     and (select count(*) from private.oauth_clients c where c.kind = 'document') >= 10000 then
+    raise exception 'too many client metadata documents are kept' using errcode = '53400';
+  end if;
   insert into private.oauth_clients as c (client_id, kind, client_name, redirect_uris, grant_types, auth_method)
   values (p_client_id, 'document', coalesce(p_name, ''), p_redirect_uris, p_grant_types, 'none')
   on conflict (client_id) do update
@@ -145,7 +152,7 @@ begin
 end;
 $$;
 comment on function relay.oauth_remember_document(text, text, text[], text[], text) is
-  'Keeps what a fetched client metadata document said (its name serves pushes and prompts).';
+  'Keeps what a fetched client metadata document said (its name serves pushes and prompts); at most 10,000 documents (53400 over it).';
 
 -- -----------------------------------------------------------------------------
 -- relay.oauth_client(client_id) → the client as jsonb, or null
@@ -171,7 +178,7 @@ comment on function relay.oauth_client(text) is
   'A known OAuth client (registered or fetched document): kind, name, redirect URIs, grant types, auth method, secret digest.';
 
 -- -----------------------------------------------------------------------------
--- relay.oauth_begin(...) → ok | full: an authorization request waiting for consent
+-- relay.oauth_begin(...) → ok | client_full | full: an authorization request waiting for consent
 -- -----------------------------------------------------------------------------
 create or replace function relay.oauth_begin(
   p_id uuid, p_client_id text, p_client_name text, p_client_host text, p_redirect_uri text, p_challenge text,
@@ -182,11 +189,16 @@ security definer
 set search_path = ''
 as $$
 begin
+  -- ok, client_full (50 undecided of this client), or full (10,000 waiting in all).
   if p_seconds is null or p_seconds not between 10 and 3600 then
     raise exception 'an authorization request lives 10 to 3600 seconds' using errcode = '22023';
   end if;
   if (select count(*) from private.oauth_authorizations a where a.expires_at > now()) >= 10000 then
     return 'full';
+  end if;
+  if (select count(*) from private.oauth_authorizations a
+      where a.client_id = p_client_id and a.user_id is null and a.expires_at > now()) >= 50 then
+    return 'client_full';
   end if;
   insert into private.oauth_authorizations (id, client_id, client_name, client_host, redirect_uri, code_challenge,
                                             state, scope, resource, expires_at)
@@ -198,7 +210,7 @@ begin
 end;
 $$;
 comment on function relay.oauth_begin(uuid, text, text, text, text, text, text, text, text, int) is
-  'Keeps an authorization request until the person decides (at most 10,000 waiting in all).';
+  'Keeps an authorization request until the person decides (at most 50 undecided per client and 10,000 waiting in all).';
 
 -- -----------------------------------------------------------------------------
 -- relay.oauth_consent_request(id) → what the consent page shows, or null

@@ -4,7 +4,7 @@
 -- owning client only, token families as sessions, a deleted grant ending its tokens and
 -- its waiting requests, Stop all sharing, client names and the sweep.
 begin;
-select plan(91);
+select plan(94);
 
 select tests.create_supabase_user('ada');
 select tests.create_supabase_user('bob');
@@ -347,6 +347,23 @@ select is(array(select client_id from private.oauth_clients where client_id in (
                 order by client_id),
   array[pg_temp.k('C1'), pg_temp.k('C2')],
   'it removes a registered client unused for 30 days without a grant; one with a grant and a recent one stay');
+
+-- Bounds on what an unauthenticated client can make the database keep.
+select tests.authenticate_as_relay();
+select is((select count(*) from generate_series(1, 50) n
+           where pg_temp.begin(('00000000-0000-4000-8000-00000b' || lpad(n::text, 6, '0'))::uuid, 'CS') = 'ok'),
+  50::bigint, 'one client may keep 50 undecided authorization requests');
+select is(pg_temp.begin('00000000-0000-4000-8000-00000c000001', 'CS'), 'client_full',
+  'its 51st waits for none of them to end: client_full');
+reset role;
+insert into private.oauth_clients (client_id, kind, redirect_uris)
+  select 'https://flood.test.example/' || n || '.json', 'document', array['https://flood.test.example/cb']
+  from generate_series(1, 10000 - (select count(*) from private.oauth_clients where kind = 'document')) n;
+select tests.authenticate_as_relay();
+select throws_ok($$ select relay.oauth_remember_document('https://flood.test.example/new.json', 'New',
+                      array['https://flood.test.example/cb'], array['authorization_code'], 'none') $$,
+  '53400', null, 'at most 10,000 client metadata documents are kept');
+reset role;
 
 select * from finish();
 rollback;

@@ -78,7 +78,8 @@ enum RedirectURI {
                 host = authority.lowercased()
                 port = nil
             }
-            if let port, port.isEmpty || port.utf8.count > 5 || !port.utf8.allSatisfy({ (0x30...0x39).contains($0) }) { return nil }
+            if let port, port.isEmpty || port.utf8.count > 5 || !port.utf8.allSatisfy({ (0x30...0x39).contains($0) })
+                || Int(port).map({ $0 > 65_535 }) ?? true { return nil }
         }
     }
 }
