@@ -10,10 +10,10 @@ bin=.build/debug/whereabot
 link=$("$bin" token --email you@example.com --app-link --relay "$PUBLIC_URL")
 cat <<HELP
 
-Whereabot relay on $PUBLIC_URL (Ctrl-C stops it), signing in through the local
+Whereabot relay on $PUBLIC_URL (Ctrl-C stops it); people sign in through the local
 Supabase Auth stand-in on $SUPABASE_URL (mails: http://127.0.0.1:54324/api/v1/messages).
 
-Add this URL to your MCP client; it signs in through your browser (OAuth):
+Add this URL to your MCP client; it signs in with the relay through your browser (OAuth):
 
   $PUBLIC_URL/mcp
 
