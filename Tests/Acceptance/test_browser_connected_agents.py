@@ -1,9 +1,11 @@
 """Connected agents in the browser phone (issue 26, SPEC §12), in Debian's real Chromium
 driven by Playwright, against a real `whereabot serve` and the local Supabase Auth stand-in
-(auth/standin): an agent that went through the OAuth flow is listed by its registered name;
-Revoke ends its sessions, and the relay refuses its token on both instances."""
+(auth/standin): an agent that went through an OAuth flow — the stand-in's (Supabase Auth's
+OAuth server) or the relay's own authorization server — is listed by its registered name;
+Revoke ends its tokens, and the relay refuses them on both instances."""
 import http.client
 import json
+import re
 import time
 import urllib.parse
 
@@ -12,6 +14,7 @@ from playwright.sync_api import expect
 
 import relay_server
 from relay_server import RelayServer
+import relay_oauth
 from test_auth_standin import REDIRECT, SECRET as STANDIN_SECRET, StandIn, approve, authorization_id, pkce, register, user_token
 from test_browser_phone import browser  # noqa: F401 (fixture)
 
@@ -36,7 +39,8 @@ def relays(standin, monkeypatch_module):
     monkeypatch_module.setattr(relay_server, "free_port", lambda: next(ports))
     site = RelayServer(**environment)
     monkeypatch_module.undo()
-    servers = [site, RelayServer(**environment)]
+    # Two instances of one deployment: one PUBLIC_URL, the issuer of the relay's own tokens.
+    servers = [site, RelayServer(**environment, PUBLIC_URL=site.base)]
     yield servers
     for server in servers:
         server.stop()
@@ -112,6 +116,80 @@ def test_connected_agents_are_listed_and_revoked(browser, standin, relays, make_
         context.close()
 
 
+def test_an_agent_connected_through_the_relays_own_oauth_server_is_listed_and_revoked(browser, standin, relays, make_user):
+    """The relay as its own authorization server: an agent registered, authorized with PKCE
+    and approved through the relay's consent API (plain HTTP) is listed with its host and its
+    use, next to none of Supabase Auth's; Revoke (confirmed) deletes its grant, and both
+    instances refuse its token within 5 s."""
+    user, session, email = make_user(with_session=True)
+    bearer = user_token(user, session, email, iss=standin.issuer)
+    _, agent = relay_oauth.connect_agent(relays[0], bearer, "Test Agent")
+    statuses = [locate_status(relay, agent) for relay in relays]
+    assert 401 not in statuses, statuses  # authenticated on both instances (no phone: 503)
+    context, page = app_page(browser, relays[0], bearer)
+    try:
+        rows = page.locator("#grants li")
+        expect(rows).to_have_count(1, timeout=10000)
+        expect(rows).to_contain_text("Test Agent (127.0.0.1:9) — connected ")
+        expect(rows).to_contain_text(re.compile(r", (last used .+|never used)$"))
+        expect(page.locator("#grants-empty")).to_be_hidden()
+        expect(page.locator("#grants-error")).to_be_hidden()
+        dialogs = []
+        page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+        with page.expect_response(lambda response: response.request.method == "DELETE") as revoke:
+            rows.filter(has_text="Test Agent").locator("button", has_text="Revoke").click()
+        assert revoke.value.status == 204
+        assert revoke.value.url.startswith(relays[0].base + "/oauth/grants/")
+        assert dialogs == ["Disconnect Test Agent? It can no longer ask for your location until you connect it again."]
+        revoked_at = time.monotonic()
+        while time.monotonic() - revoked_at < 5 and any(locate_status(relay, agent) != 401 for relay in relays):
+            time.sleep(0.1)
+        assert [locate_status(relay, agent) for relay in relays] == [401, 401]
+        assert time.monotonic() - revoked_at < 5, "refused on every instance within 5 s"
+        expect(rows).to_have_count(0, timeout=10000)
+        expect(page.locator("#grants-empty")).to_be_visible()
+        expect(page.locator("#grants-error")).to_be_hidden()
+    finally:
+        context.close()
+
+
+def test_one_source_failing_says_so_without_saying_none_is_connected(browser, standin, relays, make_user):
+    """Both sources merged: the relay's grant is listed with one of the stand-in's; when
+    the stand-in's grants API fails, the relay's grant stays listed and the error names the
+    sign-in service; when both fail, there is the error and never "No agent is connected"."""
+    user, session, email = make_user(with_session=True)
+    bearer = user_token(user, session, email, iss=standin.issuer)
+    relay_oauth.connect_agent(relays[0], bearer, "Relay Agent")
+    oauth_agent(standin, bearer, "Standin Agent")
+    context = browser.new_context()
+    context.add_init_script("localStorage.setItem('whereabot.session', "
+                            + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
+    page = context.new_page()
+    try:
+        page.goto(relays[0].base + "/app/")
+        rows = page.locator("#grants li")
+        expect(rows).to_have_count(2, timeout=10000)
+        expect(rows.nth(0)).to_contain_text("Relay Agent (127.0.0.1:9)")
+        expect(rows.nth(1)).to_contain_text("Standin Agent — connected")
+        expect(page.locator("#stop-all")).to_be_visible()
+        page.route("**/auth/v1/user/oauth/grants**", lambda route: route.fulfill(status=500, body="{}"))
+        page.reload()
+        expect(page.locator("#grants-error")).to_have_text(
+            "Could not load the agents connected through the sign-in service. Reload the page to try again.", timeout=10000)
+        expect(rows).to_have_count(1)
+        expect(rows).to_contain_text("Relay Agent")
+        expect(page.locator("#grants-empty")).to_be_hidden()
+        page.route("**/oauth/grants", lambda route: route.fulfill(status=503, body="{}"))
+        page.reload()
+        expect(page.locator("#grants-error")).to_have_text(
+            "Could not load the agents connected through this relay. Reload the page to try again."
+            " Could not load the agents connected through the sign-in service. Reload the page to try again.", timeout=10000)
+        expect(rows).to_have_count(0)
+        expect(page.locator("#grants-empty")).to_be_hidden()
+    finally:
+        context.close()
+
+
 def test_the_browser_phone_signs_in_by_magic_link_from_the_mailbox(browser, standin, relays, make_user):
     """Locally as on Supabase: the page asks for a link, the mail lands in the development
     mailbox (Mailpit's API), the link opened in another tab signs the page in (the state the
@@ -166,5 +244,34 @@ def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, re
         assert [locate_status(relay, agent) for relay in relays for agent in agents] == [401] * 4, \
             "every grant ended, on every instance, within 5 s"
         expect(page.locator("#grants li")).to_have_count(0, timeout=10000)
+    finally:
+        context.close()
+
+
+@pytest.mark.xfail(strict=True, reason="the relay's stopped_all_sharing does not carry \"agents\" yet (PhoneAccount.swift "
+                                       "sends only always_allowed, shares, agent_keys, requests): remove this mark when it does")
+def test_stop_all_sharing_counts_the_agents_the_relay_disconnected(browser, standin, relays, make_user):
+    """Stop all sharing with one agent connected through the relay's own server and one
+    through the stand-in's: the relay deletes its grant (stop_all_sharing), the page revokes
+    the stand-in's; the result counts both; both tokens are refused on both instances."""
+    user, session, email = make_user(with_session=True)
+    bearer = user_token(user, session, email, iss=standin.issuer)
+    agents = [relay_oauth.connect_agent(relays[0], bearer, "Relay Agent")[1], oauth_agent(standin, bearer, "Cursor")]
+    context, page = app_page(browser, relays[0], bearer)
+    try:
+        expect(page.locator("#grants li")).to_have_count(2, timeout=10000)
+        expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        page.click("#stop-all")
+        expect(page.locator("#stop-all-ends li").nth(3)).to_have_text("2 connected agents")
+        page.click("#stop-all-yes")
+        stopped_at = time.monotonic()
+        while time.monotonic() - stopped_at < 5 and any(locate_status(relay, agent) != 401
+                                                         for relay in relays for agent in agents):
+            time.sleep(0.1)
+        assert [locate_status(relay, agent) for relay in relays for agent in agents] == [401] * 4
+        expect(page.locator("#grants li")).to_have_count(0, timeout=10000)
+        expect(page.locator("#stop-all-result")).to_have_text(
+            "Stopped: 0 always-allowed agents, 0 shares and invitations, 0 agent keys, 2 connected agents, 0 waiting requests.",
+            timeout=10000)
     finally:
         context.close()

@@ -1,13 +1,17 @@
-"""The OAuth consent page of the browser phone (issue 26, SPEC §12) at
-/app/oauth/consent?authorization_id=…, in Debian's real Chromium driven by Playwright
-against a real `whereabot serve`. Supabase Auth's consent API is a small fake here with the
-shapes auth-js uses (GET /auth/v1/oauth/authorizations/{id} → details or {redirect_url};
-POST …/{id}/consent {"action"} → {redirect_url}), CORS as Supabase answers it, and it
-checks every request's bearer token and apikey. Hostile input: a client name with HTML, a
-redirect URI with userinfo or an IDN lookalike host, a 10 kB authorization id."""
+"""The OAuth consent page of the browser phone (issue 26, SPEC §12) at /app/oauth/consent,
+in Debian's real Chromium driven by Playwright against a real `whereabot serve`, for both
+flows: the relay's own authorization server (`?request=<uuid>`, at the end of this file:
+the relay's real consent API) and Supabase Auth's (`?authorization_id=…`). For the latter,
+Supabase Auth's consent API is a small fake here with the shapes auth-js uses (GET
+/auth/v1/oauth/authorizations/{id} → details or {redirect_url}; POST …/{id}/consent
+{"action"} → {redirect_url}), CORS as Supabase answers it, and it checks every request's
+bearer token and apikey. Hostile input: a client name with HTML, a redirect URI with
+userinfo or an IDN lookalike host, a 10 kB authorization id, request ids that are not UUIDs."""
 import json
+import re
 import threading
 import time
+import urllib.parse
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +19,7 @@ import jwt
 import pytest
 from playwright.sync_api import expect
 
+import relay_oauth
 from relay_server import SECRET, RelayServer
 from test_browser_phone import browser  # noqa: F401 (fixture)
 
@@ -220,5 +225,157 @@ def test_supabases_known_refusal_is_explained_to_the_person_and_the_operator(bro
             " operator of this relay can see what to change in docs/deploy.md (\u201cAgents Supabase's OAuth server"
             " refuses\u201d); meanwhile, connect this agent with an agent key from your account page.", timeout=10000)
         expect(page.locator("#consent-retry")).to_be_hidden()
+    finally:
+        context.close()
+
+
+# ------------------------------------------------------------------ the relay's own flow
+# /oauth/authorize on the relay → 302 to /app/oauth/consent?request=<uuid>; the page reads
+# GET /oauth/consent/{id} and answers POST /oauth/consent/{id} with the person's token.
+
+
+def person_token(auth, user, session, email):
+    """A Supabase-shaped session token as this relay checks it (its issuer is the project's
+    Auth: SUPABASE_URL + /auth/v1)."""
+    now = int(time.time())
+    return jwt.encode({"sub": str(user), "email": email, "aud": "authenticated", "role": "authenticated",
+                       "session_id": str(session), "iss": auth.base + "/auth/v1", "iat": now, "exp": now + 3600},
+                      SECRET, algorithm="HS256")
+
+
+def relay_person(make_user, auth):
+    """A person with a session the relay checks, and their token (a phone credential)."""
+    user, session, email = make_user(with_session=True)
+    return email, person_token(auth, user, session, email)
+
+
+def relay_page(browser, bearer):
+    context = browser.new_context()
+    if bearer:
+        context.add_init_script("localStorage.setItem('whereabot.session', " + json.dumps(json.dumps(
+            {"access_token": bearer, "expires_at": int(time.time()) + 3600})) + ")")
+    page = context.new_page()
+    returned = []
+
+    def back_at_the_client(route):
+        returned.append(route.request.url)
+        route.fulfill(body="You can close this window.")
+
+    page.route(relay_oauth.REDIRECT + "**", back_at_the_client)
+    return context, page, returned
+
+
+def authorize_url(relay, client_id, challenge, state):
+    return relay.base + "/oauth/authorize?" + urllib.parse.urlencode({
+        "response_type": "code", "client_id": client_id, "redirect_uri": relay_oauth.REDIRECT, "code_challenge": challenge,
+        "code_challenge_method": "S256", "state": state, "resource": relay.base + "/mcp"})
+
+
+@pytest.mark.parametrize("action", ["approve", "deny"])
+def test_the_relays_own_flow_approve_and_deny_return_to_the_agent(browser, auth, relay, make_user, action):
+    """The browser follows the relay's /oauth/authorize to the page, which shows the
+    client's name as text, its host and the person's email; Approve returns to the agent's
+    redirect URI with a code that redeems, the state and iss; Deny with access_denied."""
+    email, bearer = relay_person(make_user, auth)
+    client = relay_oauth.register(relay, HOSTILE_NAME)
+    client_id, name = client["client_id"], client["client_name"]
+    assert name.startswith("Claude <img src=x onerror=")  # kept as sent, only shortened
+    verifier, challenge = relay_oauth.pkce()
+    state = "st-" + uuid.uuid4().hex[:8]
+    context, page, returned = relay_page(browser, bearer)
+    try:
+        page.goto(authorize_url(relay, client_id, challenge, state))
+        expect(page.locator("#consent-ask")).to_be_visible(timeout=10000)
+        assert re.fullmatch(re.escape(relay.base) + r"/app/oauth/consent\?request=[0-9a-f-]{36}", page.url), page.url
+        expect(page.locator("#consent-client")).to_have_text(name)
+        expect(page.locator("#consent-text")).to_have_text(
+            f"{name} will be able to ask for your location. You are asked every time unless you choose Always allow.")
+        expect(page.locator("#consent-host")).to_have_text("127.0.0.1:9")
+        expect(page.locator("#consent-email")).to_have_text(email)
+        expect(page.locator("#consent-warning")).to_be_hidden()
+        assert page.locator("main img, main script").count() == 0 and page.evaluate("window.pwned") is None
+        with page.expect_request(lambda request: request.method == "POST" and "/oauth/consent/" in request.url) as sent:
+            page.click(f"#consent-{action}")
+        decision = sent.value.post_data_json
+        assert decision["action"] == action and isinstance(decision["consent_token"], str)
+        assert sent.value.headers["authorization"] == "Bearer " + bearer
+        page.wait_for_url(relay_oauth.REDIRECT + "?**", timeout=10000)
+        query = relay_oauth.redirect_query(returned[0])
+        assert query["state"] == state and query["iss"] == relay.base
+        if action == "approve":
+            assert set(query) == {"code", "state", "iss"}
+            tokens = relay_oauth.redeem(relay, client_id, query["code"], verifier)
+            status, _, _ = relay_oauth.call(relay, "POST", "/v1/locate?timeout_secs=1", bearer=tokens["access_token"])
+            assert status == 503  # the agent's token is good: only no phone is connected
+        else:
+            assert query["error"] == "access_denied" and "code" not in query
+    finally:
+        context.close()
+
+
+def test_the_relays_own_flow_signed_out_or_refused_session_asks_to_sign_in_and_comes_back(browser, auth, relay, make_user):
+    """Signed out (nothing stored), the page stores where to come back and asks to sign in;
+    a stored session the relay refuses (401) does the same. Signing in with a link then
+    brings the person back to the request, which is shown."""
+    email, bearer = relay_person(make_user, auth)
+    client_id = relay_oauth.register(relay, "Test Agent")["client_id"]
+    _, challenge = relay_oauth.pkce()
+    location, _ = relay_oauth.authorize(relay, client_id, challenge, "st-1")
+    refused = person_token(auth, uuid.uuid4(), uuid.uuid4(), "nobody@example.com")  # no such session
+    for stored in (None, refused):
+        context, page, _ = relay_page(browser, stored)
+        try:
+            page.goto(relay.base + location)
+            expect(page.locator("#consent-signin")).to_be_visible(timeout=10000)
+            expect(page.locator("#consent-ask")).to_be_hidden()
+            stored_return = json.loads(page.evaluate("localStorage.getItem('whereabot.return_to')"))
+            assert stored_return["path"] == location
+            if stored is None:
+                # Signed in with an --app-link style link (after its confirmation): back here.
+                page.goto(f"{relay.base}/app/#access_token={bearer}&token_type=bearer&expires_in=3600&whereabot_link=1")
+                expect(page.locator("#confirm-text")).to_have_text(f"Sign in as {email} on this browser?", timeout=10000)
+                page.click("#confirm-signin")
+                page.wait_for_url(relay.base + location, timeout=10000)
+                expect(page.locator("#consent-ask")).to_be_visible(timeout=10000)
+                expect(page.locator("#consent-client")).to_have_text("Test Agent")
+        finally:
+            context.close()
+
+
+def test_the_relays_own_flow_unknown_decided_and_invalid_requests(browser, auth, relay, make_user):
+    """An unknown or already decided request says it expired (no retry); an id that is not a
+    UUID is refused before any request; a client with no name is "An agent"."""
+    email, bearer = relay_person(make_user, auth)
+    client_id = relay_oauth.register(relay, None)["client_id"]
+    _, challenge = relay_oauth.pkce()
+    location, request = relay_oauth.authorize(relay, client_id, challenge, "st-1")
+    context, page, _ = relay_page(browser, bearer)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/oauth/consent/" in r.url else None)
+    try:
+        page.goto(relay.base + location)
+        expect(page.locator("#consent-text")).to_have_text(
+            "An agent will be able to ask for your location. You are asked every time unless you choose Always allow.",
+            timeout=10000)
+        expect(page.locator("#consent-client")).to_have_text("An agent")
+        # Decided elsewhere (the API, as another tab would) before this page answers.
+        status, _, details = relay_oauth.call(relay, "GET", f"/oauth/consent/{request}", bearer=bearer)
+        assert status == 200
+        status, _, _ = relay_oauth.call(relay, "POST", f"/oauth/consent/{request}", bearer=bearer,
+                                        body={"action": "deny", "consent_token": details["consent_token"]})
+        assert status == 200
+        page.click("#consent-approve")
+        expect(page.locator("#consent-error-text")).to_have_text(
+            "This request to connect an agent has expired or was already answered. Start again from your agent.", timeout=10000)
+        expect(page.locator("#consent-retry")).to_be_hidden()
+        page.goto(f"{relay.base}/app/oauth/consent?request={uuid.uuid4()}")
+        expect(page.locator("#consent-error-text")).to_have_text(
+            "This request to connect an agent has expired or was already answered. Start again from your agent.", timeout=10000)
+        asked.clear()
+        for bad in ("not-a-uuid", "%3Cscript%3E", "A" * 2000):
+            page.goto(f"{relay.base}/app/oauth/consent?request={bad}")
+            expect(page.locator("#consent-error-text")).to_have_text(
+                "This link to connect an agent is not valid. Start again from your agent.", timeout=10000)
+        assert asked == []  # refused before any request
     finally:
         context.close()

@@ -533,7 +533,10 @@ async function accept(fresh, switching) {
   // Signed in on the way to the OAuth consent page: back to it (a path of this page only).
   const back = JSON.parse(localStorage.getItem("whereabot.return_to") || "null");
   localStorage.removeItem("whereabot.return_to");
-  if (back && Date.now() - back.at < 60 * 60 * 1000 && /^\/app\/oauth\/consent\?authorization_id=[A-Za-z0-9_-]{1,128}$/.test(back.path)) {
+  // The relay's own flow (`?request=<uuid>`) or Supabase Auth's (`?authorization_id=…`).
+  if (back && Date.now() - back.at < 60 * 60 * 1000
+      && /^\/app\/oauth\/consent\?(authorization_id=[A-Za-z0-9_-]{1,128}|request=[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/
+        .test(back.path)) {
     location.assign(back.path);
     return;
   }

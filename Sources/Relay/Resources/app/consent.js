@@ -1,15 +1,26 @@
-// The OAuth consent page (SPEC §12) at /app/oauth/consent?authorization_id=…, Supabase
-// Auth's `authorization_url_path`. It uses Supabase Auth's consent API as auth-js does
-// (packages/core/auth-js GoTrueClient: GET /auth/v1/oauth/authorizations/{id}, then
-// POST …/{id}/consent {"action":"approve"|"deny"}, each with the user's access token and
-// the project's apikey) and follows the redirect_url it returns. Everything an agent chose
-// (its name, its redirect URI) is shown as text only; a redirect URI that hides a user name
-// is not approved.
+// The OAuth consent page (SPEC §12) at /app/oauth/consent. Two flows:
+//
+// - `?request=<uuid>`: the relay's own authorization server (Sources/Relay/OAuth) sent the
+//   person here from /oauth/authorize. The page reads the request from the relay
+//   (GET /oauth/consent/{id}: client name and host, the person's email, a consent token)
+//   and answers it (POST /oauth/consent/{id} {"action": "approve"|"deny", "consent_token"}),
+//   each with the person's Supabase access token, then follows the redirect_url returned.
+// - `?authorization_id=…`: Supabase Auth's own OAuth server (its `authorization_url_path`),
+//   for deployments that still use it. The page uses Supabase Auth's consent API as auth-js
+//   does (packages/core/auth-js GoTrueClient: GET /auth/v1/oauth/authorizations/{id}, then
+//   POST …/{id}/consent {"action":"approve"|"deny"}, each with the user's access token and
+//   the project's apikey) and follows the redirect_url it returns; a redirect URI that hides
+//   a user name is not approved.
+//
+// Everything an agent chose (its name, its redirect URI) is shown as text only. Signed out
+// (or a session the server refuses), the page asks to sign in and comes back afterwards.
 import * as session from "./session.js";
 
 const $ = (id) => document.getElementById(id);
 const RETURN = "whereabot.return_to";
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
+const REQUEST = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const EXPIRED = "This request to connect an agent has expired or was already answered. Start again from your agent.";
 const NEVER_FOLLOWED = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:", "about:"]);
 // Supabase Auth's OAuth server answers 400 with this message for a request that carries
 // `resource` or `offline_access`, or comes from a public client (supabase/auth#2820) —
@@ -39,33 +50,97 @@ function follow(url) {
   location.assign(target.href);
 }
 
+/** Asks to sign in, and to come back to this page afterwards (app.js reads RETURN). */
+function signIn() {
+  localStorage.setItem(RETURN, JSON.stringify({ path: location.pathname + location.search, at: Date.now() }));
+  only("consent-signin");
+}
+
+/** The stored session while it is valid (its account shown in the header), else null. */
+function signedIn() {
+  const current = session.load();
+  if (!current || session.secondsLeft(current) <= 0 || !session.accountOf(current)) return null;
+  $("account").textContent = session.accountOf(current).email;
+  $("account").hidden = false;
+  return current;
+}
+
+// ------------------------------------------------------------ the relay's own OAuth server
+
+/** A request to the relay's consent API as the signed-in person: `{status, body}`. */
+async function relayRequest(current, id, init = {}) {
+  const response = await fetch(`/oauth/consent/${encodeURIComponent(id)}`, {
+    ...init,
+    cache: "no-store",
+    headers: { Authorization: `Bearer ${current.access_token}`, "Content-Type": "application/json" },
+  });
+  const body = await response.json().catch(() => ({}));
+  return { status: response.status, body: body && typeof body === "object" ? body : {} };
+}
+
+async function loadRequest(id) {
+  only("consent-loading");
+  const current = signedIn();
+  if (!current) return signIn();
+  let details;
+  try {
+    details = await relayRequest(current, id);
+  } catch {
+    return fail("Could not reach the relay. Check your connection.", () => loadRequest(id));
+  }
+  if (details.status === 401) return signIn();
+  if (details.status === 404) return fail(EXPIRED, null);
+  if (details.status !== 200 || typeof details.body.consent_token !== "string") {
+    return fail("The relay cannot answer now. Try again shortly.", () => loadRequest(id));
+  }
+  const body = details.body;
+  const name = String(body.client_name || "An agent").slice(0, 100);
+  $("consent-text").textContent = `${name} will be able to ask for your location. You are asked every time unless you choose Always allow.`;
+  $("consent-client").textContent = name;
+  $("consent-host").textContent = String(body.client_host || "") || "(no address)";
+  $("consent-email").textContent = String(body.email || "") || session.accountOf(current).email;
+  $("consent-warning").hidden = true;
+  $("consent-warning").textContent = "";
+  $("consent-approve").disabled = $("consent-deny").disabled = false;
+  $("consent-approve").onclick = () => decideRequest(current, id, "approve", body.consent_token);
+  $("consent-deny").onclick = () => decideRequest(current, id, "deny", body.consent_token);
+  only("consent-ask");
+}
+
+async function decideRequest(current, id, action, token) {
+  $("consent-approve").disabled = $("consent-deny").disabled = true;
+  let answer;
+  try {
+    answer = await relayRequest(current, id, { method: "POST", body: JSON.stringify({ action, consent_token: token }) });
+  } catch {
+    return fail("Could not reach the relay. Check your connection.", () => loadRequest(id));
+  }
+  if (answer.status === 200 && typeof answer.body.redirect_url === "string") return follow(answer.body.redirect_url);
+  if (answer.status === 401) return signIn();
+  if (answer.status === 404) return fail(EXPIRED, null);
+  // 403: this page's consent token is not for the account signed in now (another tab
+  // switched accounts): read the request again as that account.
+  if (answer.status === 403) return fail("You are signed in as another account now. Try again to answer as that account.", () => loadRequest(id));
+  fail("The relay cannot answer now. Try again shortly.", () => loadRequest(id));
+}
+
+// --------------------------------------------------------- Supabase Auth's OAuth server
+
 async function load(config, id) {
   only("consent-loading");
-  const current = session.load();
-  if (!current || session.secondsLeft(current) <= 0 || !session.accountOf(current)) {
-    localStorage.setItem(RETURN, JSON.stringify({ path: location.pathname + location.search, at: Date.now() }));
-    only("consent-signin");
-    return;
-  }
-  const account = session.accountOf(current);
-  $("account").textContent = account.email;
-  $("account").hidden = false;
+  const current = signedIn();
+  if (!current) return signIn();
   let details;
   try {
     details = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}`);
   } catch {
     return fail("Could not reach the sign-in service. Check your connection.", () => load(config, id));
   }
-  if (details.status === 401 || details.status === 403) {
-    localStorage.setItem(RETURN, JSON.stringify({ path: location.pathname + location.search, at: Date.now() }));
-    return only("consent-signin");
-  }
+  if (details.status === 401 || details.status === 403) return signIn();
   if (details.status === 400 && KNOWN_REFUSAL.test(String(details.body?.msg ?? details.body?.message ?? ""))) {
     return fail(REFUSED_BY_SUPABASE, null);
   }
-  if (details.status !== 200) {
-    return fail("This request to connect an agent has expired or was already answered. Start again from your agent.", null);
-  }
+  if (details.status !== 200) return fail(EXPIRED, null);
   if (details.body.redirect_url && !details.body.authorization_id) return follow(details.body.redirect_url);  // consented before
   render(config, current, id, details.body);
 }
@@ -99,15 +174,21 @@ async function decide(config, current, id, action) {
     const answer = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}/consent`,
                               { method: "POST", body: JSON.stringify({ action }) });
     if (answer.status === 200 && answer.body.redirect_url) return follow(answer.body.redirect_url);
-    fail("This request to connect an agent has expired or was already answered. Start again from your agent.", null);
+    fail(EXPIRED, null);
   } catch {
     fail("Could not reach the sign-in service. Check your connection.", () => load(config, id));
   }
 }
 
 async function main() {
+  const query = new URLSearchParams(location.search);
+  if (query.has("request")) {
+    const request = query.get("request");
+    if (!REQUEST.test(request)) return fail("This link to connect an agent is not valid. Start again from your agent.", null);
+    return loadRequest(request);
+  }
   const config = await fetch("/app/config.json").then((r) => r.json()).catch(() => ({}));
-  const id = new URLSearchParams(location.search).get("authorization_id") || "";
+  const id = query.get("authorization_id") || "";
   if (!ID.test(id)) return fail("This link to connect an agent is not valid. Start again from your agent.", null);
   if (!config.supabase_url) return fail("This relay has no sign-in service configured, so agents cannot connect with OAuth here.", null);
   load(config, id);

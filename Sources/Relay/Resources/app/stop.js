@@ -1,8 +1,9 @@
 // Stop all sharing (SPEC §14): one control, after one confirmation naming what ends, ends
 // every standing permission of the account: the relay ends every always-allow, share,
-// invitation and agent key and answers every waiting request as declined (one message on
-// the phone socket, answered with the counts), then this page revokes every OAuth grant
-// through Supabase Auth's grants API.
+// invitation, agent key and agent connected through its own OAuth server, and answers every
+// waiting request as declined (one message on the phone socket, answered with the counts),
+// then this page revokes every OAuth grant Supabase Auth's own server keeps, through its
+// grants API.
 import { revokeAllGrants } from "./grants.js";
 
 const $ = (id) => document.getElementById(id);
@@ -38,16 +39,24 @@ export function bindStopAll(counts, send) {
   };
 }
 
-/** The relay's `stopped_all_sharing`: then the OAuth grants, then what ended. */
+/** The relay's `stopped_all_sharing`: then Supabase Auth's OAuth grants, then what ended
+ * (connected agents: the relay's own, `agents`, and Supabase Auth's together). */
 export async function stoppedAll(message, config, token) {
-  const count = (key) => (Number.isInteger(message[key]) ? message[key] : 0);
-  const grants = await revokeAllGrants(config, token);
+  const count = (key) => (Number.isInteger(message[key]) && message[key] >= 0 ? message[key] : 0);
+  const revoked = await revokeAllGrants(config, token);
+  const agents = count("agents");
+  let connected = plural(revoked + agents, "connected agent", "connected agents");
+  if (revoked === null) {
+    connected = agents === 0 ? "connected agents could not all be disconnected: try again"
+      : `${plural(agents, "connected agent", "connected agents")} (those connected through the sign-in service `
+        + "could not all be disconnected: try again)";
+  }
   $("stop-all").disabled = false;
   $("stop-all-result").textContent = "Stopped: "
     + `${plural(count("always_allowed"), "always-allowed agent", "always-allowed agents")}, `
     + `${plural(count("shares"), "share or invitation", "shares and invitations")}, `
     + `${plural(count("agent_keys"), "agent key", "agent keys")}, `
-    + `${grants === null ? "connected agents could not all be disconnected: try again" : plural(grants, "connected agent", "connected agents")}, `
+    + `${connected}, `
     + `${plural(count("requests"), "waiting request", "waiting requests")}.`;
   $("stop-all-result").hidden = false;
 }
