@@ -30,8 +30,10 @@ def user_token(user, session, email):
 
 
 def register(base, **fields):
+    """POST /oauth/register of a public client (a field given as None is left out)."""
     body = {"redirect_uris": [REDIRECT], "client_name": "Test Agent", "token_endpoint_auth_method": "none",
             "grant_types": ["authorization_code", "refresh_token"], **fields}
+    body = {name: value for name, value in body.items() if value is not None}
     return httpx.post(base + "/oauth/register", json=body, timeout=10)
 
 
@@ -40,6 +42,12 @@ def authorize(base, client, challenge, /, **params):
              "code_challenge_method": "S256", "state": "st-" + secrets.token_hex(4), "resource": base + "/mcp", **params}
     query = {name: value for name, value in query.items() if value is not None}
     return httpx.get(base + "/oauth/authorize", params=query, timeout=10)
+
+
+def consent_location(base, client, challenge, state):
+    """The consent page's path an authorization request sends the browser to, and its id."""
+    response = authorize(base, client, challenge, state=state)
+    return response.headers["location"], request_id(response)
 
 
 def request_id(response):
@@ -65,6 +73,27 @@ def query_of(url):
 
 def token(base, **form):
     return httpx.post(base + "/oauth/token", data=form, timeout=10)
+
+
+def redeem(base, client_id, code, verifier):
+    """The token response for a code (which must redeem)."""
+    answer = token(base, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, code_verifier=verifier,
+                   client_id=client_id)
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def connect_agent(base, person_bearer, name="Test Agent"):
+    """An agent registered, approved by the person through the consent API (as the page uses
+    it) and given its tokens: (client_id, access token)."""
+    client_id = register(base, client_name=name).json()["client_id"]
+    verifier, challenge = pkce()
+    state = "st-" + secrets.token_hex(4)
+    details, redirect = consent(base, request_id(authorize(base, client_id, challenge, state=state)), person_bearer)
+    assert details["client_name"] == name and details["client_host"] == "127.0.0.1:9"
+    query = query_of(redirect)
+    assert redirect.startswith(REDIRECT + "?") and query["state"] == state and query["iss"] == base
+    return client_id, redeem(base, client_id, query["code"], verifier)["access_token"]
 
 
 def sign_in(base, who, client_id=None, scope="location offline_access", resource=None, **register_fields):

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 import relay_server
 from relay_server import RelayServer
-import relay_oauth
+import oauth_kit
 from test_auth_standin import REDIRECT, SECRET as STANDIN_SECRET, StandIn, approve, authorization_id, pkce, register, user_token
 from test_browser_phone import browser  # noqa: F401 (fixture)
 
@@ -123,7 +123,7 @@ def test_an_agent_connected_through_the_relays_own_oauth_server_is_listed_and_re
     instances refuse its token within 5 s."""
     user, session, email = make_user(with_session=True)
     bearer = user_token(user, session, email, iss=standin.issuer)
-    _, agent = relay_oauth.connect_agent(relays[0], bearer, "Test Agent")
+    _, agent = oauth_kit.connect_agent(relays[0].base, bearer, "Test Agent")
     statuses = [locate_status(relay, agent) for relay in relays]
     assert 401 not in statuses, statuses  # authenticated on both instances (no phone: 503)
     context, page = app_page(browser, relays[0], bearer)
@@ -159,7 +159,7 @@ def test_one_source_failing_says_so_without_saying_none_is_connected(browser, st
     sign-in service; when both fail, there is the error and never "No agent is connected"."""
     user, session, email = make_user(with_session=True)
     bearer = user_token(user, session, email, iss=standin.issuer)
-    relay_oauth.connect_agent(relays[0], bearer, "Relay Agent")
+    oauth_kit.connect_agent(relays[0].base, bearer, "Relay Agent")
     oauth_agent(standin, bearer, "Standin Agent")
     context = browser.new_context()
     context.add_init_script("localStorage.setItem('whereabot.session', "
@@ -248,15 +248,13 @@ def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, re
         context.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the relay's stopped_all_sharing does not carry \"agents\" yet (PhoneAccount.swift "
-                                       "sends only always_allowed, shares, agent_keys, requests): remove this mark when it does")
 def test_stop_all_sharing_counts_the_agents_the_relay_disconnected(browser, standin, relays, make_user):
     """Stop all sharing with one agent connected through the relay's own server and one
     through the stand-in's: the relay deletes its grant (stop_all_sharing), the page revokes
     the stand-in's; the result counts both; both tokens are refused on both instances."""
     user, session, email = make_user(with_session=True)
     bearer = user_token(user, session, email, iss=standin.issuer)
-    agents = [relay_oauth.connect_agent(relays[0], bearer, "Relay Agent")[1], oauth_agent(standin, bearer, "Cursor")]
+    agents = [oauth_kit.connect_agent(relays[0].base, bearer, "Relay Agent")[1], oauth_agent(standin, bearer, "Cursor")]
     context, page = app_page(browser, relays[0], bearer)
     try:
         expect(page.locator("#grants li")).to_have_count(2, timeout=10000)

@@ -19,7 +19,8 @@ import jwt
 import pytest
 from playwright.sync_api import expect
 
-import relay_oauth
+import oauth_kit
+from oauth_kit import httpx
 from relay_server import SECRET, RelayServer
 from test_browser_phone import browser  # noqa: F401 (fixture)
 
@@ -261,13 +262,13 @@ def relay_page(browser, bearer):
         returned.append(route.request.url)
         route.fulfill(body="You can close this window.")
 
-    page.route(relay_oauth.REDIRECT + "**", back_at_the_client)
+    page.route(oauth_kit.REDIRECT + "**", back_at_the_client)
     return context, page, returned
 
 
 def authorize_url(relay, client_id, challenge, state):
     return relay.base + "/oauth/authorize?" + urllib.parse.urlencode({
-        "response_type": "code", "client_id": client_id, "redirect_uri": relay_oauth.REDIRECT, "code_challenge": challenge,
+        "response_type": "code", "client_id": client_id, "redirect_uri": oauth_kit.REDIRECT, "code_challenge": challenge,
         "code_challenge_method": "S256", "state": state, "resource": relay.base + "/mcp"})
 
 
@@ -277,10 +278,10 @@ def test_the_relays_own_flow_approve_and_deny_return_to_the_agent(browser, auth,
     client's name as text, its host and the person's email; Approve returns to the agent's
     redirect URI with a code that redeems, the state and iss; Deny with access_denied."""
     email, bearer = relay_person(make_user, auth)
-    client = relay_oauth.register(relay, HOSTILE_NAME)
+    client = oauth_kit.register(relay.base, client_name=HOSTILE_NAME).json()
     client_id, name = client["client_id"], client["client_name"]
     assert name.startswith("Claude <img src=x onerror=")  # kept as sent, only shortened
-    verifier, challenge = relay_oauth.pkce()
+    verifier, challenge = oauth_kit.pkce()
     state = "st-" + uuid.uuid4().hex[:8]
     context, page, returned = relay_page(browser, bearer)
     try:
@@ -299,13 +300,13 @@ def test_the_relays_own_flow_approve_and_deny_return_to_the_agent(browser, auth,
         decision = sent.value.post_data_json
         assert decision["action"] == action and isinstance(decision["consent_token"], str)
         assert sent.value.headers["authorization"] == "Bearer " + bearer
-        page.wait_for_url(relay_oauth.REDIRECT + "?**", timeout=10000)
-        query = relay_oauth.redirect_query(returned[0])
+        page.wait_for_url(oauth_kit.REDIRECT + "?**", timeout=10000)
+        query = oauth_kit.query_of(returned[0])
         assert query["state"] == state and query["iss"] == relay.base
         if action == "approve":
             assert set(query) == {"code", "state", "iss"}
-            tokens = relay_oauth.redeem(relay, client_id, query["code"], verifier)
-            status, _, _ = relay_oauth.call(relay, "POST", "/v1/locate?timeout_secs=1", bearer=tokens["access_token"])
+            tokens = oauth_kit.redeem(relay.base, client_id, query["code"], verifier)
+            status = httpx.post(relay.base + "/v1/locate?timeout_secs=1", headers={"Authorization": "Bearer " + tokens["access_token"]}).status_code
             assert status == 503  # the agent's token is good: only no phone is connected
         else:
             assert query["error"] == "access_denied" and "code" not in query
@@ -318,9 +319,9 @@ def test_the_relays_own_flow_signed_out_or_refused_session_asks_to_sign_in_and_c
     a stored session the relay refuses (401) does the same. Signing in with a link then
     brings the person back to the request, which is shown."""
     email, bearer = relay_person(make_user, auth)
-    client_id = relay_oauth.register(relay, "Test Agent")["client_id"]
-    _, challenge = relay_oauth.pkce()
-    location, _ = relay_oauth.authorize(relay, client_id, challenge, "st-1")
+    client_id = oauth_kit.register(relay.base, client_name="Test Agent").json()["client_id"]
+    _, challenge = oauth_kit.pkce()
+    location, _ = oauth_kit.consent_location(relay.base, client_id, challenge, "st-1")
     refused = person_token(auth, uuid.uuid4(), uuid.uuid4(), "nobody@example.com")  # no such session
     for stored in (None, refused):
         context, page, _ = relay_page(browser, stored)
@@ -346,9 +347,9 @@ def test_the_relays_own_flow_unknown_decided_and_invalid_requests(browser, auth,
     """An unknown or already decided request says it expired (no retry); an id that is not a
     UUID is refused before any request; a client with no name is "An agent"."""
     email, bearer = relay_person(make_user, auth)
-    client_id = relay_oauth.register(relay, None)["client_id"]
-    _, challenge = relay_oauth.pkce()
-    location, request = relay_oauth.authorize(relay, client_id, challenge, "st-1")
+    client_id = oauth_kit.register(relay.base, client_name=None).json()["client_id"]
+    _, challenge = oauth_kit.pkce()
+    location, request = oauth_kit.consent_location(relay.base, client_id, challenge, "st-1")
     context, page, _ = relay_page(browser, bearer)
     asked = []
     page.on("request", lambda r: asked.append(r.url) if "/oauth/consent/" in r.url else None)
@@ -359,11 +360,7 @@ def test_the_relays_own_flow_unknown_decided_and_invalid_requests(browser, auth,
             timeout=10000)
         expect(page.locator("#consent-client")).to_have_text("An agent")
         # Decided elsewhere (the API, as another tab would) before this page answers.
-        status, _, details = relay_oauth.call(relay, "GET", f"/oauth/consent/{request}", bearer=bearer)
-        assert status == 200
-        status, _, _ = relay_oauth.call(relay, "POST", f"/oauth/consent/{request}", bearer=bearer,
-                                        body={"action": "deny", "consent_token": details["consent_token"]})
-        assert status == 200
+        oauth_kit.consent(relay.base, request, bearer, action="deny")
         page.click("#consent-approve")
         expect(page.locator("#consent-error-text")).to_have_text(
             "This request to connect an agent has expired or was already answered. Start again from your agent.", timeout=10000)

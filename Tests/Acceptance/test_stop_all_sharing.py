@@ -57,7 +57,8 @@ def test_one_message_ends_every_standing_permission_on_every_instance(relays, ma
             return key, counts, declined, lists
 
     key, counts, declined, lists = asyncio.run(scenario())
-    assert counts == {"type": "stopped_all_sharing", "always_allowed": 1, "shares": 1, "agent_keys": 1, "requests": 1}
+    assert counts == {"type": "stopped_all_sharing", "always_allowed": 1, "shares": 1, "agent_keys": 1, "agents": 0,
+                      "requests": 1}
     assert (declined[0], declined[2]) == (403, DECLINED), "the waiting agent is told the person declined"
     assert [agent["client_id"] for agent in lists["agents"]] == ["x"], "only what was allowed after it"
 

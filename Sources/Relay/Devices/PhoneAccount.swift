@@ -56,7 +56,7 @@ struct PhoneAccount: Sendable {
                 let ended = try await database.stopAllSharing(user: user)
                 var reply = JSONText()
                 reply.string("type", "stopped_all_sharing")
-                for key in ["always_allowed", "shares", "agent_keys", "requests"] { reply.integer(key, ended[key]?.integer ?? 0) }
+                for key in ["always_allowed", "shares", "agent_keys", "agents", "requests"] { reply.integer(key, ended[key]?.integer ?? 0) }
                 logger.info("stopped_all_sharing", ["device": device.uuidString.lowercased()])
                 return reply.object
             }
