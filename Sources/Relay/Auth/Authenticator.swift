@@ -6,11 +6,12 @@ import Synchronization
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///
 /// - JWTs verify with `JWTVerifier`; an unknown `kid` refetches the JWKS at most once per
-///   `jwksRefetchInterval`. A token whose `iss` is the relay itself (`relayIssuer`) is one
-///   of the relay's own access tokens (`AccessTokens`) and verifies under the relay's key
-///   only; its `session_id` names its token family, checked alive like a session. The token's session must still exist (checked in
+///   `jwksRefetchInterval`. The token's session must still exist (checked in
 ///   `auth.sessions`, cached for `sessionCacheTTL` for agents; a phone's session is
 ///   checked once per socket and not cached).
+/// - A token whose `iss` is the relay itself (`relayIssuer`) is one of the relay's own
+///   access tokens (`AccessTokens`) and verifies under the relay's key only; its
+///   `session_id` names its token family, checked alive as a session is.
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
@@ -60,6 +61,8 @@ public actor Authenticator {
     private let logger: Logger?
     /// The relay's own issuer (`PUBLIC_URL`), whose access tokens it signs; nil: none.
     private let relayIssuer: String?
+    /// The relay's own access tokens, once the signing secret has been read.
+    private var relayTokens: AccessTokens?
     private var jwksFetchInFlight = false
     /// Whether the JWKS has been read (always, without a JWKS URL): until then a token
     /// signed with a key cannot be checked (503), not refused (401).
@@ -287,8 +290,10 @@ public actor Authenticator {
     /// The relay's own access tokens (to sign and to verify); nil without a relay issuer or
     /// while the signing secret cannot be read.
     func accessTokens() async -> AccessTokens? {
+        if let relayTokens { return relayTokens }
         guard let relayIssuer, let secret = await loadKeySecret() else { return nil }
-        return AccessTokens(secret: secret, issuer: relayIssuer)
+        relayTokens = AccessTokens(secret: secret, issuer: relayIssuer)
+        return relayTokens
     }
 
     private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {
