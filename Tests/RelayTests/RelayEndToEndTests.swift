@@ -68,7 +68,7 @@ import TestSupport
         let (phoneAsks, text, headers) = try await post(base + "/v1/locate", authorization: "Bearer " + token(user: ada.user, session: ada.session, email: ada.email))
         #expect(phoneAsks == 401 && text == "Missing, unknown, expired or revoked credential.")
         #expect((headers["Www-Authenticate"] ?? headers["WWW-Authenticate"]) as? String
-                == #"Bearer resource_metadata="http://relay.test/.well-known/oauth-protected-resource", scope="openid email", error="invalid_token""#,
+                == #"Bearer resource_metadata="http://relay.test/.well-known/oauth-protected-resource", scope="location", error="invalid_token""#,
                 "a presented token that is not an agent's is an invalid token (RFC 6750 §3.1)")
         await #expect(throws: WebSocketClient.ConnectError.rejected(status: 403, body: "Agent credentials cannot connect as a phone.")) {
             _ = try await WebSocketClient.connect("ws://127.0.0.1:\(port)/v1/device", headers: [("Authorization", agentToken)])

@@ -78,7 +78,12 @@ import Testing
         }
         let served = RelayRoutes.Route.allCases.filter { $0 != .device && $0 != .app }
         func documentedPath(_ route: RelayRoutes.Route) -> String {
-            route == .locateRequest ? route.rawValue + "{request_id}" : route.rawValue
+            switch route {
+            case .locateRequest: route.rawValue + "{request_id}"
+            case .oauthConsent: route.rawValue + "{request}"
+            case .oauthGrant: route.rawValue + "{grant}"
+            default: route.rawValue
+            }
         }
         #expect(Set(documented.keys) == Set(served.map(documentedPath)))
         for route in served {

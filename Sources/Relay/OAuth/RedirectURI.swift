@@ -10,9 +10,17 @@ enum RedirectURI {
     private static let loopbackHosts: Set<String> = ["127.0.0.1", "[::1]", "localhost"]
     private static let neverSchemes: Set<String> = ["javascript", "data", "vbscript", "file", "blob", "about", "http", "https"]
 
+    /// The grammar every registrable redirect URI matches (docs/openapi.yaml publishes it):
+    /// a lowercase scheme, no fragment, no user name, a port from 1 to 65535, and only
+    /// unreserved, sub-delimiter and percent characters after the authority.
+    static let pattern = #"^(https://[A-Za-z0-9.-]+"# + port + #"|http://(127\.0\.0\.1|\[::1\]|localhost)"# + port
+        + #"|[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+:)(/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?(\?[A-Za-z0-9._~!$&'()*+,;=:@%/?-]*)?$"#
+    private static let port = "(:([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+
     /// Whether a client may register `uri`.
     static func isRegistrable(_ uri: String) -> Bool {
-        guard uri.utf8.count <= maximumLength, let parts = Parts(uri) else { return false }
+        guard uri.utf8.count <= maximumLength, uri.range(of: pattern, options: .regularExpression) != nil,
+              let parts = Parts(uri) else { return false }
         switch parts.scheme {
         case "https": return !parts.host.isEmpty
         case "http": return loopbackHosts.contains(parts.host)

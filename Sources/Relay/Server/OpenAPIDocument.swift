@@ -37,7 +37,7 @@ public enum OpenAPIDocument {
                 ("/readyz", .map([("get", readyz)])),
                 ("/metrics", .map([("get", metrics)])),
                 ("/openapi.yaml", .map([("get", openapi)])),
-            ])),
+            ] + oauthPaths)),
             ("components", components),
         ])
     }
@@ -220,9 +220,10 @@ public enum OpenAPIDocument {
             ("securitySchemes", .map([("bearer", .map([
                 ("type", .string("http")), ("scheme", .string("bearer")),
                 ("description", .string("""
-                    An agent: a Supabase OAuth 2.1 access token issued to the agent (a JWT with client_id; see the \
-                    protected-resource metadata), or an agent key (wb_…) the user created. A phone: the user's own \
-                    Supabase access token (a JWT without client_id).
+                    An agent: an OAuth 2.1 access token the relay issued to the agent (a JWT with client_id; see the \
+                    protected-resource metadata), one Supabase Auth's OAuth server issued earlier, or an agent key \
+                    (wb_…) the user created. A phone (and the person on the consent page and Connected agents): \
+                    the user's own Supabase access token (a JWT without client_id).
                     """)),
             ]))])),
             ("schemas", .map([
@@ -346,7 +347,7 @@ public enum OpenAPIDocument {
                         ("scopes_supported", .map([("type", .string("array")), ("items", .map([("type", .string("string"))]))])),
                     ])),
                 ])),
-            ])),
+            ] + oauthSchemas)),
         ])
     }
 }
