@@ -50,6 +50,17 @@ import Testing
         }
     }
 
+    /// An address past its failure budget gets 429 for a credential that would cost a
+    /// lookup, but a request without one still gets 401 (`missing`): it guesses nothing, and
+    /// it is how a client discovers where to sign in.
+    @Test func noCredentialIsNeverRateLimited() async throws {
+        let auth = try authenticator()
+        for _ in 0..<100 { _ = try? await auth.authenticate("Bearer junk", client: "192.0.2.7") }
+        await #expect(throws: AuthError.rateLimited) { try await auth.authenticate("Bearer junk", client: "192.0.2.7") }
+        await #expect(throws: AuthError.missing) { try await auth.authenticate(nil, client: "192.0.2.7") }
+        await #expect(throws: AuthError.missing) { try await auth.authenticate("Basic dXNlcjpwYXNz", client: "192.0.2.7") }
+    }
+
     /// Verified tokens are remembered (no second signature check) only until their `exp`
     /// — a remembered token expires like any other — and at most `maximumVerifiedTokens`.
     @Test func verifiedTokensAreBoundedAndExpire() async throws {

@@ -160,7 +160,9 @@ public actor Authenticator {
     /// past its budget (`limited`), so that the caller answers 429 instead of `error`.
     private func countFailure(_ error: AuthError, client: String, limited: Bool) throws(AuthError) {
         switch error {
-        case .unavailable, .wrongCredentialKind:
+        case .unavailable, .wrongCredentialKind, .missing:
+            // No credential costs nothing and guesses nothing: always 401 with the metadata
+            // pointer, which is how a client discovers where to sign in.
             break
         case .rateLimited:
             rateLimitedCount += 1

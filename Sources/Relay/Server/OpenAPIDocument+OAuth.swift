@@ -138,10 +138,14 @@ extension OpenAPIDocument {
                 ("200", json("The tokens (never cached)", "TokenResponse")),
                 ("400", json("invalid_request, invalid_grant, invalid_target, unsupported_grant_type", "OAuthError")),
                 ("401", json("invalid_client", "OAuthError", headers: [("WWW-Authenticate", "Basic")])),
+                ("411", lengthRequired),
                 ("503", json("The relay cannot answer now", "OAuthError", headers: [retryAfter])),
             ])),
         ])
     }
+
+    /// A chunked request body: the relay's HTTP server needs Content-Length on every body.
+    private static var lengthRequired: YAML { text("A chunked body: bodies need Content-Length", ["Length Required"]) }
 
     private static var register: YAML {
         .map([
@@ -168,6 +172,7 @@ extension OpenAPIDocument {
                               ("content", .map([("application/json", .map([("schema", object([], []))]))]))])),
                 ("400", json("invalid_request", "OAuthError")),
                 ("401", json("invalid_client", "OAuthError", headers: [("WWW-Authenticate", "Basic")])),
+                ("411", lengthRequired),
                 ("503", json("The relay cannot answer now", "OAuthError", headers: [retryAfter])),
             ])),
         ])
