@@ -23,7 +23,7 @@ def relays():
     yield servers
     for server in servers:
         server.stop()
-        for marker in ("wbr_", "wbk_", "wbs_", "eyJ"):  # no token, code, secret in any log line
+        for marker in ("wbrt_", "wbk_", "wbs_", "eyJ"):  # no token, code, secret in any log line
             assert marker not in server.logs, f"{marker}… logged"
 
 
@@ -69,7 +69,7 @@ def test_a_chatgpt_shaped_client_signs_in_refreshes_and_a_reused_refresh_token_r
     claims = decode(tokens["access_token"], relay.base + "/mcp")
     assert claims["iss"] == relay.base and claims["sub"] == str(who[0]) and claims["client_id"] == client_id
     assert claims["scope"] == "location offline_access" and claims["exp"] - claims["iat"] == 3600
-    assert tokens["token_type"] == "Bearer" and tokens["refresh_token"].startswith("wbr_")
+    assert tokens["token_type"] == "Bearer" and tokens["refresh_token"].startswith("wbrt_")
     assert mcp_status(relay.base, tokens["access_token"]) == 200 and mcp_status(other.base, tokens["access_token"]) == 200
     rotated = token(other.base, grant_type="refresh_token", refresh_token=tokens["refresh_token"], client_id=client_id)
     assert rotated.status_code == 200, rotated.text

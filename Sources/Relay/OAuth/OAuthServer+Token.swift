@@ -45,7 +45,7 @@ extension OAuthServer {
         }
         let named = try checkedResource(form["resource"])
         // The database keeps the refresh token only when the grant earns one (`refresh`).
-        let refreshToken = try Self.secret("wbr_")
+        let refreshToken = try Self.secret("wbrt_")
         let outcome = try await database.redeemCode(digest: Self.digest(code), clientID: client.id, redirectURI: redirect,
                                                     challenge: challenge, resource: named, family: UUID(),
                                                     refreshDigest: Self.digest(refreshToken),
@@ -58,7 +58,7 @@ extension OAuthServer {
             throw OAuthError.invalidRequest("refresh_token is missing.")
         }
         let named = try checkedResource(form["resource"])
-        let next = try Self.secret("wbr_")
+        let next = try Self.secret("wbrt_")
         let outcome = try await database.refresh(digest: Self.digest(token), clientID: client.id, newDigest: Self.digest(next),
                                                  seconds: settings.refreshTokenDays * 86_400)
         return try await issue(outcome, client: client, resource: named, refreshToken: next)
@@ -99,7 +99,7 @@ extension OAuthServer {
             let form = try Self.form(request)
             let client = try await authenticateClient(request, form: form)
             guard let token = form["token"], !token.isEmpty else { throw OAuthError.invalidRequest("token is missing.") }
-            if token.hasPrefix("wbr_") {
+            if token.hasPrefix("wbrt_") {
                 _ = try await database.revokeOAuth(refreshDigest: Self.digest(token), family: nil, clientID: client.id)
             } else if let tokens = await authenticator.accessTokens(), let claims = try? tokens.verifier.verify(token) {
                 _ = try await database.revokeOAuth(refreshDigest: nil, family: claims.sessionID, clientID: client.id)
