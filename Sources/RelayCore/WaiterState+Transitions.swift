@@ -59,9 +59,15 @@ extension WaiterState {
             guard case .waiting(let wait)? = waiters[id]?.phase else { break }
             actions.append(.cancelTimer(id))
             waitEnded(id, wait, into: &actions)
-        case .hungUp(let id):
+        case .hungUp(let id) where waiters[id]?.resumable == true:
+            waiters[id]!.callerGone = true
+            // Taken at the next step when it is not in its main wait.
+            guard case .waiting(let wait) = waiters[id]!.phase, wait.isMain else { break }
+            actions.append(.cancelTimer(id))
+            outlive(id, into: &actions)
+        case .hungUp(let id), .withdrawn(let id):
             guard waiters[id] != nil else { break }
-            waiters[id]!.hungUp = true
+            waiters[id]!.withdrawn = true
             guard case .waiting(let wait) = waiters[id]!.phase else { break }  // taken at the next step
             actions.append(.cancelTimer(id))
             waitEnded(id, wait, into: &actions)
@@ -96,13 +102,16 @@ extension WaiterState {
         }
     }
 
-    /// Starts a wait: an answer that came meanwhile ends it at once, and so does a hang-up.
+    /// Starts a wait: an answer that came meanwhile ends it at once, and so do a withdrawal
+    /// and, for the main wait, a hang-up.
     private mutating func wait(_ id: UUID, _ wait: Wait, after delay: Duration, into actions: inout [Action]) {
         waiters[id]!.phase = .waiting(wait)
         if waiters[id]!.answer != nil {
             answered(id, wait, into: &actions)
-        } else if waiters[id]!.hungUp {
+        } else if waiters[id]!.withdrawn {
             waitEnded(id, wait, into: &actions)
+        } else if waiters[id]!.callerGone, wait.isMain {
+            outlive(id, into: &actions)
         } else {
             actions.append(.arm(id, wait, after: max(.zero, delay)))
         }
@@ -114,7 +123,7 @@ extension WaiterState {
     private mutating func answered(_ id: UUID, _ wait: Wait, into actions: inout [Action]) {
         let waiter = waiters[id]!
         actions.append(.cancelTimer(id))
-        if wait.isMain, waiter.hungUp {
+        if wait.isMain, waiter.withdrawn {
             actions.append(.pushesSettled(id))
             return abandon(id, into: &actions)
         }
@@ -126,14 +135,13 @@ extension WaiterState {
     private mutating func waitEnded(_ id: UUID, _ wait: Wait, into actions: inout [Action]) {
         let waiter = waiters[id]!
         switch wait {
-        case .bound where !waiter.hungUp:
+        case .bound where !waiter.withdrawn:
             // The call's wait bound: the request outlives the call from now on, and the agent
             // comes back with its token (unless it settled meanwhile).
-            waiters[id]!.phase = .makingDurable
-            actions.append(.makeDurable(id))
+            outlive(id, into: &actions)
         case .bound, .deadline, .settledAtBound:
             actions.append(.pushesSettled(id))
-            if waiter.hungUp { return abandon(id, into: &actions) }
+            if waiter.withdrawn { return abandon(id, into: &actions) }
             waiters[id]!.phase = .finishing(abandoned: false)
             actions.append(.finish(id, abandoned: false))
         case .lastMoment(let finished) where finished.outcome == .location:
@@ -151,7 +159,15 @@ extension WaiterState {
         }
     }
 
-    /// The agent hung up: the request is abandoned (which cancels its pings).
+    /// The request outlives its call from now on (the call's bound, or the caller went
+    /// away): made durable, its pushes go on, and the agent comes back with its token or
+    /// joins it by asking again (unless it settled meanwhile).
+    private mutating func outlive(_ id: UUID, into actions: inout [Action]) {
+        waiters[id]!.phase = .makingDurable
+        actions.append(.makeDurable(id))
+    }
+
+    /// The request was withdrawn: it is abandoned (which cancels its pings).
     private mutating func abandon(_ id: UUID, into actions: inout [Action]) {
         waiters[id]!.phase = .finishing(abandoned: true)
         actions.append(.finish(id, abandoned: true))

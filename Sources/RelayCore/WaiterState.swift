@@ -55,8 +55,13 @@ package struct WaiterState {
         /// A fix answered here and being settled (not sealed: it never crosses Postgres);
         /// a resync delivers it when the settle committed but its result was lost.
         var settlingFix: LocationFix?
-        /// The agent hung up: the request is abandoned at the next step.
-        package var hungUp = false
+        /// The request was withdrawn (an explicit cancel, or its credential revoked): it is
+        /// abandoned at the next step.
+        package var withdrawn = false
+        /// The call went away (the client's timeout, a closed stream, a dropped connection):
+        /// a resumable request outlives it until its own deadline, as a durable one does —
+        /// a hang-up is not a refusal, and the person keeps the prompt.
+        package var callerGone = false
 
         /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
         var resumable: Bool { request.resumable }
@@ -121,8 +126,11 @@ package struct WaiterState {
         case timerFired(UUID, Wait)
         /// The current wait ends now (a resync found the request reaped).
         case expire(UUID)
-        /// The agent hung up.
+        /// The call went away before its answer (not a refusal: a resumable request stays
+        /// open for the person; one that cannot outlive its call is abandoned).
         case hungUp(UUID)
+        /// The request is withdrawn (an explicit cancel, a revoked credential): abandoned.
+        case withdrawn(UUID)
         /// `make_durable` came back.
         case madeDurable(UUID, Result<RelayStatus.MakeDurable, any Error>)
         /// `finish` came back.

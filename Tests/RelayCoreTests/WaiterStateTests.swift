@@ -154,6 +154,26 @@ import Testing
                 == ["pushesOpened", "pushesSettled", "finish"])
     }
 
+    /// A resumable call whose caller goes away (a client's timeout, a closed stream) is not a
+    /// refusal: the request is made durable at once and stays open for the person — during
+    /// the wait, or as soon as an open the hang-up interrupted returns. A withdrawal (an
+    /// explicit cancel, a revoked credential) abandons it.
+    @Test func aHangUpOfAResumableCallKeepsTheRequestAndAWithdrawalEndsIt() throws {
+        var (state, _) = openedCall(waiter(bound: .seconds(5)))
+        #expect(state.handled(.hungUp(id), now: start).labels == ["cancelTimer", "makeDurable"])
+        guard case .complete(id, .outcome(.waiting))? = state.handle(.madeDurable(id, .success(.durable)), now: start).last else {
+            Issue.record("outlives its call"); return
+        }
+        var opening = WaiterState(grace: .seconds(2))
+        _ = opening.handle(.called(id, waiter(bound: .seconds(5))), now: start)
+        #expect(opening.handled(.hungUp(id), now: start).isEmpty)
+        #expect(opening.handled(.opened(id, .success(opened(ping: false))), now: start).labels == ["pushesOpened", "makeDurable"])
+        var withdrawn = openedCall(waiter(bound: .seconds(5))).0
+        #expect(withdrawn.handled(.withdrawn(id), now: start).labels == ["cancelTimer", "pushesSettled", "finish"])
+        guard case .complete(id, .outcome(.abandoned))? = withdrawn.handle(.finished(id, .failure(CancellationError())), now: start)
+            .last else { Issue.record("abandoned"); return }
+    }
+
     /// A call with a wait bound: at the bound the request is made durable and the call
     /// answers "still waiting"; when it settled meanwhile, its answer is awaited a second.
     @Test func aBoundedCallOutlivesItsCallOrTakesTheSettledAnswer() throws {

@@ -128,11 +128,12 @@ import Testing
 
     /// A message without an id is a notification, answered 202 as before.
     @Test func notifications() {
-        guard case .notification("notifications/initialized") = decode(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#) else {
+        guard case .notification("notifications/initialized", _) = decode(#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#) else {
             Issue.record("a notification"); return
         }
-        guard case .notification("notifications/cancelled") = decode(#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#) else {
-            Issue.record("a notification with params"); return
+        guard case .notification("notifications/cancelled", let params) = decode(#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#),
+              params["requestId"]?.number == 1 else {
+            Issue.record("a notification with params, which a cancel needs"); return
         }
     }
 

@@ -229,8 +229,10 @@ comment on function relay.make_durable(uuid, text) is
 -- relay.durable_state(id, user, client, key, instance, watch) → the request's view, or
 -- {status: unknown}
 -- -----------------------------------------------------------------------------
--- A poll. An open request past its deadline (plus the 2 s grace a synchronous waiter
--- gives a phone's own no_answer) is expired here, and its pings cancelled. With p_watch,
+-- A poll, or a repeated ask that joins the request (its own call may still be waiting for
+-- it: a resumable request is visible to its credential before it is made durable). An open
+-- request past its deadline (plus the 2 s grace a synchronous waiter gives a phone's own
+-- no_answer) is expired here, and its pings cancelled. With p_watch,
 -- an open request's answer is sent to p_instance too from now on (its poller waits there;
 -- the opening instance stays the waiter, which runs the request's pushes).
 create or replace function relay.durable_state(p_id uuid, p_user uuid, p_client_id text, p_key uuid,
@@ -248,7 +250,7 @@ begin
     raise exception 'durable_state needs a request id, a user and a client id' using errcode = '22004';
   end if;
   select * into v_request from relay.pending_requests where id = p_id;
-  if not found or not private.binds(v_request, p_user, p_client_id, p_key) or not v_request.durable then
+  if not found or not private.binds(v_request, p_user, p_client_id, p_key) then
     return jsonb_build_object('status', 'unknown');
   end if;
   if v_request.settled_at is null and v_request.expires_at < now() - interval '2 seconds' then
@@ -268,7 +270,7 @@ begin
 end;
 $$;
 comment on function relay.durable_state(uuid, uuid, text, uuid, text, boolean) is
-  'A poll of a durable request by the credential that opened it (anyone else: unknown); expires it past its deadline; with watch, its answer comes to the polling instance.';
+  'A poll of a resumable request (or a join of it) by the credential that opened it (anyone else: unknown); expires it past its deadline; with watch, its answer comes to the polling instance.';
 
 -- -----------------------------------------------------------------------------
 -- relay.cancel_durable(id, user, client, key, forget) → cancelled | settled | unknown

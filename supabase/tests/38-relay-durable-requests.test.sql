@@ -60,7 +60,7 @@ select is(relay.durable_state((select id from ids where name = 'keyed'), tests.g
 select is(relay.durable_state((select id from ids where name = 'keyed'), tests.get_supabase_uid('ada'), 'agent-key',
   (select id from agent_keys_made), 'relay-b')->>'status', 'waiting', 'the key that opened it sees it');
 select is(relay.durable_state((select id from ids where name = 'call'), tests.get_supabase_uid('ada'), 'client-1', null,
-  'relay-b')->>'status', 'unknown', 'a call''s request is not pollable before it is made durable');
+  'relay-b')->>'status', 'waiting', 'a call''s request is visible to its own credential before it is made durable (a repeated ask joins it)');
 select is(relay.durable_state((select id from ids where name = 'sync'), tests.get_supabase_uid('ada'), 'client-1', null,
   'relay-b')->>'status', 'unknown', 'a synchronous request is never pollable');
 select is(relay.cancel_durable((select id from ids where name = 'task'), tests.get_supabase_uid('bob'), 'client-1', null, false),

@@ -40,7 +40,15 @@ extension InstanceDriver {
     /// a revoked key's request stops prompting the person at once. (Its durable requests
     /// are abandoned by the database, which records their key.)
     func keyRevoked(_ key: UUID) async {
-        for (id, call) in calls where call.request.agentKey == key { await handle(.waiters(.hungUp(id))) }
+        for (id, call) in calls where call.request.agentKey == key { await handle(.waiters(.withdrawn(id))) }
+    }
+
+    /// Withdraws the call waiting here for request `id` (an explicit cancel): abandoned, its
+    /// phones get `cancel`. False when no call waits here for it.
+    func withdraw(_ id: UUID) async -> Bool {
+        guard calls[id] != nil else { return false }
+        await handle(.waiters(.withdrawn(id)))
+        return true
     }
 
     /// Asks the owner's phones and waits for the first answer.
@@ -67,14 +75,25 @@ extension InstanceDriver {
         // state to complete it.
         calls[id] = Call(request: request, replyKey: replyKey)
         var first = waiter
-        first.hungUp = Task.isCancelled
+        if Task.isCancelled {
+            // Gone before it began: a resumable request still asks the person; another ends.
+            if request.resumable != nil { first.callerGone = true } else { first.withdrawn = true }
+        }
         // `called` asks for nothing but the open, which this task performs itself.
         let opens = decides(.waiters(.called(id, first))) {
             if case .waiters(.open(id, again: false)) = $0 { true } else { false }
         }
         if opens, let waiter = state.waiters.waiters[id] {
             let result: Result<RelayDatabase.Opened, any Error>
-            do { result = .success(try await open(id, request, waiter)) } catch { result = .failure(error) }
+            if request.resumable != nil {
+                // A resumable request is asked even when its caller leaves before or during
+                // the open (a hang-up is not a refusal), so its open runs in a task the
+                // hang-up does not cancel. Owner: this call, which awaits it.
+                let open = Task(executorPreference: executor) { try await self.open(id, request, waiter) }
+                do { result = .success(try await open.value) } catch { result = .failure(error) }
+            } else {
+                do { result = .success(try await open(id, request, waiter)) } catch { result = .failure(error) }
+            }
             await handle(.waiters(.opened(id, result)))
         }
         return try await withTaskCancellationHandler {

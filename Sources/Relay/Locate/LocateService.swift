@@ -11,6 +11,8 @@ struct LocateService: Sendable {
     let clientNames: ClientNames
     /// The instances' key for wrapping task secrets (tasks/list), when configured.
     var requestIDKey: [UInt8]? = nil
+    /// The requests a repeated ask of the same credential and person joins.
+    let joins = JoinableRequests()
 
     /// How long a locate may outlive its call.
     enum Mode: Sendable, Equatable {
@@ -29,8 +31,14 @@ struct LocateService: Sendable {
         case failure(AgentFailure)
         case abandoned
         /// Still open after the call's bound (or at once, for a durable request): come
-        /// back with the token.
-        case waiting(RequestToken, expiresAt: Date, person: Person?)
+        /// back with the token. `joined`: the call joined a request the same agent had
+        /// already opened for the same person (no second prompt).
+        case waiting(RequestToken, expiresAt: Date, person: Person?, joined: Bool = false)
+
+        /// Whether the request is still open (the agent comes back for it).
+        var isWaiting: Bool {
+            if case .waiting = self { true } else { false }
+        }
 
         /// The outcome label for /metrics (a fixed word).
         var metricName: String {
@@ -58,10 +66,13 @@ struct LocateService: Sendable {
     /// Locates the agent's own user, or `person` when someone who shares with them.
     /// - Throws: database errors (503 for the caller).
     /// - Parameter reason: the agent's reason, cleaned and checked (`LocateReason`).
+    /// - Parameter announce: told the request's token as soon as it is known (opened, or
+    ///   joined), so that an explicit cancel can find it while the call runs.
     func locate(agent: AgentIdentity, person: String?, reason: String? = nil, timeoutSeconds: Int,
-                mode: Mode = .synchronous) async throws -> Result {
+                mode: Mode = .synchronous, announce: @Sendable (RequestToken) -> Void = { _ in }) async throws -> Result {
         let started = ContinuousClock.now
-        let result = try await locateOnce(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds, mode: mode)
+        let result = try await locateOnce(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds, mode: mode,
+                                          announce: announce)
         if case .waiting = result { return result }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -89,6 +100,7 @@ struct LocateService: Sendable {
         case .waiting(let state):
             return .waiting(state, person: namingWhileWaiting ? try await person(owning: state, agent: agent) : nil)
         case .settled(let state, let outcome):
+            joins.forget(token)  // its outcome reaches a call: the next ask is a new one
             // A request made through a share is bound to it: once the share has ended
             // nothing of the owner's reaches the viewer (never a fix without `person`, which
             // the agent would read as its own user's location).
@@ -98,6 +110,14 @@ struct LocateService: Sendable {
             }
             return .settled(state, phrase(outcome, token: token, shared: nil))
         }
+    }
+
+    /// Withdraws request `token` of `agent` (an explicit cancel): a call waiting for it here
+    /// ends as abandoned, and a request that outlives its call is cancelled in the database;
+    /// either way its phones get `cancel`.
+    func withdraw(_ token: RequestToken, agent: AgentIdentity) async throws {
+        guard await !driver.withdraw(token.id) else { return }
+        _ = try await driver.cancel(token, binding: .init(agent), forget: false)
     }
 
     /// Cancels request `token` of `agent`.
@@ -112,7 +132,7 @@ struct LocateService: Sendable {
     }
 
     private func locateOnce(agent: AgentIdentity, person: String?, reason: String?, timeoutSeconds: Int,
-                            mode: Mode) async throws -> Result {
+                            mode: Mode, announce: @Sendable (RequestToken) -> Void) async throws -> Result {
         var owner = agent.userID
         var requester: UUID?
         var shared: Person?
@@ -125,12 +145,21 @@ struct LocateService: Sendable {
             requester = agent.userID
             shared = match
         }
+        let joinKey = JoinableRequests.Key(user: agent.userID, clientID: agent.clientID, keyID: agent.keyID, owner: owner)
+        if case .call(let bound) = mode, let token = joins.token(for: joinKey) {
+            announce(token)
+            if let joined = try await join(token, key: joinKey, agent: agent, wait: bound) { return joined }
+        }
         let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
         var resumable: LocateRequest.Resumable?
         switch mode {
         case .synchronous: break
         case .call(let bound):
-            resumable = .init(token: try RequestToken(), binding: .init(agent), callBound: bound)
+            let token = try RequestToken()
+            resumable = .init(token: token, binding: .init(agent), callBound: bound)
+            // Kept as long as its result may be (the deadline plus 10 minutes, SPEC §11).
+            joins.remember(token, for: joinKey, until: Date().addingTimeInterval(Double(timeoutSeconds + 600)))
+            announce(token)
         case .durable(let ttl, let listed):
             let token = try RequestToken()
             resumable = .init(token: token, binding: .init(agent), callBound: nil, ttl: ttl,
@@ -140,7 +169,28 @@ struct LocateService: Sendable {
                                                     clientName: clientName, email: shared == nil ? agent.email : shared?.email,
                                                     timeout: .seconds(timeoutSeconds), resumable: resumable,
                                                     reason: reason, agentKey: agent.keyID))
-        return phrase(outcome, token: resumable?.token, shared: shared)
+        let result = phrase(outcome, token: resumable?.token, shared: shared)
+        if let token = resumable?.token, !result.isWaiting { joins.forget(token, for: joinKey) }  // its outcome reached its call
+        return result
+    }
+
+    /// A call that joins `token`, the request its agent already opened for the same person:
+    /// it waits up to `wait` for that request's outcome, as a call with its request_id
+    /// would. Nil when the request is unknown by now (ended past its TTL, or cancelled): the
+    /// call opens a new one.
+    private func join(_ token: RequestToken, key: JoinableRequests.Key, agent: AgentIdentity, wait: Duration) async throws
+        -> Result? {
+        switch try await resume(agent: agent, token: token, wait: wait, namingWhileWaiting: true) {
+        case .unknown:
+            joins.forget(token, for: key)
+            return nil
+        case .waiting(let state, let person):
+            return .waiting(token, expiresAt: state.expiresAt, person: person, joined: true)
+        case .settled(_, let result):
+            joins.forget(token, for: key)  // delivered: the next ask is a new one
+            if case .abandoned = result { return nil }
+            return result
+        }
     }
 
     /// The agent's result of an outcome (a fix's JSON names the person on shared requests).
@@ -148,7 +198,7 @@ struct LocateService: Sendable {
         switch outcome {
         case .waiting(let expiresAt):
             guard let token else { return .failure(.noFix) }
-            return .waiting(token, expiresAt: expiresAt, person: shared)
+            return .waiting(token, expiresAt: expiresAt, person: shared, joined: false)
         case .fix(let fix):
             let json = fix.agentJSON(now: Date(), person: shared)
             return .fix(json: json, structured: json)

@@ -18,10 +18,13 @@ enum ResumeText {
     /// `wait_secs` out of range.
     static let waitSeconds = "wait_secs must be a whole number of seconds from 0 to \(DurableParams.maximumWaitSeconds)."
 
-    /// The tool's text while the person has not answered yet.
-    static func waiting(_ token: RequestToken, expiresAt: Date, person: Person?) -> String {
+    /// The tool's text while the person has not answered yet; `joined` when the call
+    /// joined the request the same agent had already opened (the person sees one prompt).
+    static func waiting(_ token: RequestToken, expiresAt: Date, person: Person?, joined: Bool = false) -> String {
         let whose = person.map { "\($0.name)'s" } ?? "the user's"
-        return "Asked \(whose) phone; no answer yet. Call get_phone_location again with request_id \"\(token.text)\" "
+        let asked = joined ? "This is the same request you made before (one prompt on \(whose) phone); no answer yet."
+            : "Asked \(whose) phone; no answer yet."
+        return asked + " A slow answer is normal: call get_phone_location again with request_id \"\(token.text)\" "
             + "to wait for the answer (open until \(clock(expiresAt)) UTC)."
     }
 

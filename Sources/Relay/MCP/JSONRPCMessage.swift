@@ -11,8 +11,9 @@ enum JSONRPCMessage {
     /// By-position params (an array) reach the method as no named params: no MCP method takes
     /// them, so a tools/call with an array is answered -32602 like one without a name.
     case request(id: JSONValue, method: String, params: [String: JSONValue])
-    /// A notification (no id): answered 202 with no body.
-    case notification(method: String)
+    /// A notification (no id): answered 202 with no body (`notifications/cancelled` withdraws
+    /// the call it names).
+    case notification(method: String, params: [String: JSONValue])
     /// The body is refused: its JSON-RPC error code and message (HTTP 400).
     case invalid(code: Int, message: String)
 
@@ -37,7 +38,7 @@ enum JSONRPCMessage {
         if let value = message["params"] {
             if let named = value.object { params = named } else if value.array == nil { return invalid }
         }
-        guard let id = message["id"] else { return .notification(method: method) }
+        guard let id = message["id"] else { return .notification(method: method, params: params) }
         // A string, a number or null (§4); anything else, true and false included, cannot be
         // echoed back as the client's id.
         // A number must be finite to be echoed (1e400 parses, but has no value).

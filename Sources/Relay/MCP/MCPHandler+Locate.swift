@@ -10,7 +10,8 @@ extension MCPHandler {
     static let callTimeouts = 1...120, taskTimeouts = 1...600
     static let defaultCallTimeout = 60, defaultTaskTimeout = 300
 
-    func locateTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
+    func locateTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision,
+                    rpcID: JSONValue = .null) async throws -> [String: JSONValue] {
         let arguments = params["arguments"]?.object ?? [:]
         if let unknown = arguments.keys.sorted().first(where: { !["timeout_secs", "person", "reason", "request_id"].contains($0) }) {
             return RelayError.toolResult(
@@ -60,14 +61,18 @@ extension MCPHandler {
             ? .durable(ttl: requestedTTL.map { .milliseconds($0) }, listed: tasksListed) : .call(bound: waitBound)
         let opened = Date()
         let result: LocateService.Result
+        // The call's request is known by its JSON-RPC id while it runs, for an explicit cancel.
+        defer { inFlight.end(rpcID, for: agent) }
         do {
             result = try await locator.locate(agent: agent, person: arguments["person"]?.string, reason: reason,
-                                              timeoutSeconds: timeout, mode: mode)
+                                              timeoutSeconds: timeout, mode: mode) { token in
+                inFlight.begin(rpcID, token: token, for: agent)
+            }
         } catch {
             logger.failure("locate_failed", error)
             return RelayError.databaseUnreachable.toolResult
         }
-        if case .waiting(let token, let expiresAt, _) = result, legacyTask != nil || modernTask {
+        if case .waiting(let token, let expiresAt, _, _) = result, legacyTask != nil || modernTask {
             // The ttl granted: the one asked for, at most the deadline plus 10 minutes.
             let longest = (timeout + 600) * 1000
             let ttl = min(requestedTTL ?? longest, longest)
@@ -104,8 +109,9 @@ extension MCPHandler {
             return ["content": [["type": "text", "text": .string(json)]],
                     "structuredContent": JSONValue.parse(structured) ?? [:],
                     "isError": false]
-        case .waiting(let token, let expiresAt, let person):
-            return ["content": [["type": "text", "text": .string(ResumeText.waiting(token, expiresAt: expiresAt, person: person))]],
+        case .waiting(let token, let expiresAt, let person, let joined):
+            let text = ResumeText.waiting(token, expiresAt: expiresAt, person: person, joined: joined)
+            return ["content": [["type": "text", "text": .string(text)]],
                     "structuredContent": ResumeText.waitingObject(token, expiresAt: expiresAt), "isError": false]
         case .failure(let failure):
             return RelayError.locate(failure).toolResult

@@ -5,12 +5,14 @@ import JSON
 extension MCPHandler {
     static let toolDescription = """
         Ask the user's phone where it is. The user must approve on their phone (unless they \
-        always allow this agent), so this can take minutes, and many MCP clients stop waiting \
-        after 60 seconds. So each call waits at most about 45 seconds: if the person has not \
-        answered by then, the result is not an error but says "no answer yet" and gives a \
-        request_id; call get_phone_location again with only that request_id to keep waiting \
-        for the same request (the person is not asked twice). Pass `person` (a name or email) \
-        to locate someone who shares their location with the user.
+        always allow this agent), so a slow answer is normal: it can take minutes, and many MCP \
+        clients stop waiting after 60 seconds. So each call waits at most about 45 seconds: if \
+        the person has not answered by then, the result is not an error but says "no answer \
+        yet" and gives a request_id; call get_phone_location again with only that request_id \
+        to keep waiting for the same request (the person is not asked twice). If a call failed \
+        or timed out on your side, just call again: it joins the request already waiting and \
+        asks nobody twice. Pass `person` (a name or email) to locate someone who shares their \
+        location with the user.
         """
 
     /// The fix `get_phone_location` returns as `structuredContent` (the 200 body of

@@ -19,6 +19,8 @@ struct MCPHandler: Sendable {
     var waitBound: Duration = MCPHandler.defaultWaitBound
     /// Polls per request and credential.
     var polls = PollLimiter()
+    /// The tool calls running here, for `notifications/cancelled`.
+    let inFlight = InFlightCalls()
     /// Whether tasks/list can name tasks (a REQUEST_ID_KEY is configured).
     var tasksListed: Bool { locator.requestIDKey != nil }
 
@@ -45,7 +47,17 @@ struct MCPHandler: Sendable {
         switch JSONRPCMessage.decode(request.body) {
         case .invalid(let code, let message):
             return rpc(status: 400, ["jsonrpc": "2.0", "id": .null, "error": ["code": JSONValue(code), "message": .string(message)]])
-        case .notification:
+        case .notification(let method, let params):
+            // notifications/cancelled is an explicit cancel: the call it names is withdrawn
+            // (its phones get cancel). A closed stream or a client's timeout is not one.
+            if method == "notifications/cancelled", let requestID = params["requestId"],
+               let token = inFlight.token(of: requestID, for: agent) {
+                do {
+                    try await locator.withdraw(token, agent: agent)
+                } catch {
+                    logger.failure("withdraw_failed", error, ["request": token.tag])
+                }
+            }
             return HTTPResponse(status: 202)  // notifications/initialized, ...
         case .request(let requestID, let name, let arguments):
             (id, method, params) = (requestID, name, arguments)
@@ -64,8 +76,8 @@ struct MCPHandler: Sendable {
             // A tool call from a client that asked for progress and accepts an event stream:
             // answer over SSE, with a progress notification now and then, so that the client's
             // own timeout (often 60 s) restarts while the person has not tapped yet. Closing
-            // the stream cancels the call (2026-07-28 says so; in earlier revisions a
-            // stateless server without resumable streams has nobody left to answer).
+            // the stream is a hang-up, not a cancel: the request stays open for the person,
+            // and the agent's next ask joins it (notifications/cancelled withdraws it).
             if method == "tools/call", let token = MCPProgressRequest.token(params),
                MCPProgressRequest.acceptsEventStream(request.headers["Accept"]) {
                 let call = MCPProgress.Call(id: id, method: method, params: params, token: token)
@@ -120,8 +132,8 @@ struct MCPHandler: Sendable {
         do {
             var result: [String: JSONValue]
             switch revision {
-            case .legacy(let version): result = try await legacyCall(method, params: params, agent: agent, version: version)
-            case .modern: result = try await modernCall(method, params: params, agent: agent)
+            case .legacy(let version): result = try await legacyCall(method, params: params, agent: agent, version: version, id: id)
+            case .modern: result = try await modernCall(method, params: params, agent: agent, id: id)
             }
             if case .modern = revision {
                 if result["resultType"] == nil { result["resultType"] = "complete" }  // a task says "task"
@@ -170,7 +182,7 @@ struct MCPHandler: Sendable {
 
     /// A method of 2025-03-26, 2025-06-18 or 2025-11-25.
     private func legacyCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity,
-                            version: String) async throws -> [String: JSONValue] {
+                            version: String, id: JSONValue) async throws -> [String: JSONValue] {
         switch method {
         case "initialize":
             let asked = params["protocolVersion"]?.string ?? ""
@@ -188,7 +200,7 @@ struct MCPHandler: Sendable {
         case "tools/list":
             return ["tools": .array(Self.tools(taskSupport: version == Self.tasksVersion))]
         case "tools/call":
-            return try await callTool(params, agent: agent, revision: .legacy(version))
+            return try await callTool(params, agent: agent, revision: .legacy(version), id: id)
         case _ where version == Self.tasksVersion && method.hasPrefix("tasks/"):
             guard let result = try await legacyTaskCall(method, params: params, agent: agent) else {
                 throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
@@ -202,7 +214,8 @@ struct MCPHandler: Sendable {
 
     /// A method of 2026-07-28: no handshake, no ping; `server/discover` says what the
     /// server is.
-    private func modernCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity) async throws -> [String: JSONValue] {
+    private func modernCall(_ method: String, params: [String: JSONValue], agent: AgentIdentity, id: JSONValue) async throws
+        -> [String: JSONValue] {
         switch method {
         case "server/discover":
             return ["supportedVersions": .array(MCPRevision.supported.map(JSONValue.string)),
@@ -213,7 +226,7 @@ struct MCPHandler: Sendable {
             if params["cursor"] != nil { throw RPCError(code: -32602, message: "Invalid cursor: tools/list has one page.") }
             return ["tools": .array(Self.tools(taskSupport: false))].merging(Self.cacheHints) { $1 }
         case "tools/call":
-            return try await callTool(params, agent: agent, revision: .modern("2026-07-28"))
+            return try await callTool(params, agent: agent, revision: .modern("2026-07-28"), id: id)
         case _ where method.hasPrefix("tasks/"):
             guard let result = try await modernTaskCall(method, params: params, agent: agent) else {
                 throw RPCError(code: -32601, message: "Method not found: \(method.prefix(64))")
@@ -224,11 +237,12 @@ struct MCPHandler: Sendable {
         }
     }
 
-    private func callTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision) async throws -> [String: JSONValue] {
+    private func callTool(_ params: [String: JSONValue], agent: AgentIdentity, revision: MCPRevision, id: JSONValue) async throws
+        -> [String: JSONValue] {
         let arguments = params["arguments"]?.object ?? [:]
         switch params["name"]?.string {
         case "get_phone_location":
-            return try await locateTool(params, agent: agent, revision: revision)
+            return try await locateTool(params, agent: agent, revision: revision, rpcID: id)
         case "list_people_sharing_with_me":
             if let unknown = arguments.keys.sorted().first {
                 return RelayError.toolResult("Unknown argument \(unknown.prefix(64)); list_people_sharing_with_me takes no arguments.")

@@ -28,7 +28,7 @@ struct DurableRoutes: Sendable {
             logger.failure("locate_failed", error)
             return RelayError.databaseUnreachable.response
         }
-        guard case .waiting(let token, let expiresAt, _) = result else { return Self.response(result) }
+        guard case .waiting(let token, let expiresAt, _, _) = result else { return Self.response(result) }
         logger.debug("request_opened", ["request": token.tag])
         return Self.json(202, ResumeText.waitingObject(token, expiresAt: expiresAt),
                          headers: ["Location": Self.prefix + token.text, "Retry-After": Self.retryAfter,
@@ -84,7 +84,7 @@ struct DurableRoutes: Sendable {
             return RelayError.locate(failure).response
         case .abandoned:
             return RelayError.gone(ResumeText.cancelled).response
-        case .waiting(let token, let expiresAt, _):
+        case .waiting(let token, let expiresAt, _, _):
             return json(202, ResumeText.waitingObject(token, expiresAt: expiresAt), headers: ["Retry-After": retryAfter])
         }
     }

@@ -1,0 +1,174 @@
+"""A caller that hangs up never withdraws the person's prompt, and a repeated ask joins the
+request already waiting (issue 57, docs/agents.md "Timeouts"): raw sockets and urllib as an
+MCP client with a short timeout would behave, and Python `websockets` as the phone. An
+explicit cancel (`notifications/cancelled` naming the call) still withdraws it; a join is
+bound to the credential: another agent of the same person opens its own request."""
+import asyncio
+import json
+import socket
+import time
+import uuid
+
+import pytest
+import websockets
+
+from relay_server import RelayServer, token
+from test_mcp_revisions import META, MODERN, post
+
+LAT, LON = 46.948, 7.4474
+
+
+@pytest.fixture(scope="module")
+def relay():
+    server = RelayServer(MCP_WAIT_SECONDS="5")
+    yield server
+    server.stop()
+
+
+def call_body(request_id, revision_meta=True, arguments=None):
+    params = {"name": "get_phone_location", "arguments": arguments or {"timeout_secs": 60}}
+    if revision_meta:
+        params["_meta"] = META
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+def open_call(relay, agent, body, version=MODERN):
+    """Sends a tools/call on a raw socket and leaves it waiting; the socket (close it to hang up)."""
+    data = json.dumps(body).encode()
+    host, port = relay.base.removeprefix("http://").split(":")
+    conn = socket.create_connection((host, int(port)))
+    extra = f"Mcp-Method: tools/call\r\nMcp-Name: get_phone_location\r\n" if version == MODERN else ""
+    conn.sendall((f"POST /mcp HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {agent}\r\n"
+                  f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+                  f"MCP-Protocol-Version: {version}\r\n{extra}Content-Length: {len(data)}\r\n\r\n").encode() + data)
+    return conn
+
+
+async def phone(relay, user, session, email):
+    ws = await websockets.connect(relay.base.replace("http", "ws") + "/v1/device",
+                                  additional_headers={"Authorization": f"Bearer {token(user, session, email)}"})
+    await ws.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "device_name": "P", "platform": "ios"}))
+    await asyncio.sleep(0.3)
+    return ws
+
+
+async def next_message(ws, seconds):
+    """The phone's next message within `seconds`, or None."""
+    try:
+        return json.loads(await asyncio.wait_for(ws.recv(), seconds))
+    except asyncio.TimeoutError:
+        return None
+
+
+def fix(ping_id):
+    return json.dumps({"type": "location", "id": ping_id, "latitude": LAT, "longitude": LON, "accuracy_m": 8,
+                       "timestamp_ms": int(time.time() * 1000)})
+
+
+def call_in_thread(relay, agent, request_id):
+    """A plain tools/call (urllib, waiting for its answer) in a thread: its result."""
+    return asyncio.to_thread(post, relay, call_body(request_id), {
+        "Authorization": f"Bearer {agent}", "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call",
+        "Mcp-Name": "get_phone_location"})
+
+
+def test_a_hang_up_leaves_the_prompt_and_the_next_ask_joins_it(relay, make_user):
+    user, session, email = make_user("Joiner", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_call(relay, agent, call_body(7))
+            ping = await next_message(ws, 5)
+            assert ping["type"] == "locate"
+            conn.close()  # the client's timeout: it hangs up
+            assert await next_message(ws, 2) is None, "a hang-up is not a refusal: the prompt stays"
+            retry = asyncio.create_task(call_in_thread(relay, agent, 8))  # the model calls again
+            assert await next_message(ws, 1.5) is None, "the retry joins: no second prompt"
+            await ws.send(fix(ping["id"]))
+            status, body, _ = await asyncio.wait_for(retry, 15)
+            return status, body
+
+    status, body = asyncio.run(scenario())
+    result = body["result"]
+    assert status == 200 and result["isError"] is False, body
+    assert round(result["structuredContent"]["latitude"], 3) == round(LAT, 3)
+
+
+def test_a_joined_call_that_reaches_its_bound_says_it_is_the_same_request(relay, make_user):
+    user, session, email = make_user("Patient", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            open_call(relay, agent, call_body(1)).close()
+            ping = await next_message(ws, 5)
+            status, body, _ = await call_in_thread(relay, agent, 2)  # waits the bound (5 s), then "no answer yet"
+            assert await next_message(ws, 0.5) is None
+            return ping, body
+
+    ping, body = asyncio.run(scenario())
+    text = body["result"]["content"][0]["text"]
+    assert text.startswith("This is the same request you made before (one prompt on the user's phone); no answer yet.")
+    assert "request_id" in text and body["result"]["structuredContent"]["status"] == "waiting"
+
+
+def test_an_explicit_cancel_still_withdraws_the_prompt(relay, make_user):
+    user, session, email = make_user("Canceller", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_call(relay, agent, call_body(41, revision_meta=False), version="2025-06-18")
+            ping = await next_message(ws, 5)
+            status, _, _ = post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                        "params": {"requestId": 41, "reason": "the user changed their mind"}},
+                                {"Authorization": f"Bearer {agent}", "MCP-Protocol-Version": "2025-06-18"})
+            assert status == 202
+            cancel = await next_message(ws, 5)
+            conn.close()
+            return ping, cancel
+
+    ping, cancel = asyncio.run(scenario())
+    assert cancel == {"type": "cancel", "id": ping["id"]}
+
+
+def test_another_credentials_cancel_finds_nothing(relay, make_user):
+    user, session, email = make_user("Guarded", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    other = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_call(relay, agent, call_body(5, revision_meta=False), version="2025-06-18")
+            await next_message(ws, 5)
+            post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
+                 {"Authorization": f"Bearer {other}", "MCP-Protocol-Version": "2025-06-18"})
+            untouched = await next_message(ws, 1.5)
+            conn.close()
+            return untouched
+
+    assert asyncio.run(scenario()) is None, "another agent cannot withdraw this agent's request"
+
+
+def test_a_join_is_bound_to_the_credential(relay, make_user):
+    user, session, email = make_user("Two agents", with_session=True)
+    first = token(user, session, email, client_id=str(uuid.uuid4()))
+    second = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            open_call(relay, first, call_body(1)).close()
+            ping = await next_message(ws, 5)
+            other = open_call(relay, second, call_body(1))  # another agent of the same person
+            own = await next_message(ws, 5)
+            other.close()
+            return ping, own
+
+    ping, own = asyncio.run(scenario())
+    assert own is not None and own["type"] == "locate" and own["id"] != ping["id"], "its own request, its own prompt"
