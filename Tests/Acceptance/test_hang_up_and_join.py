@@ -136,6 +136,27 @@ def test_an_explicit_cancel_still_withdraws_the_prompt(relay, make_user):
     assert cancel == {"type": "cancel", "id": ping["id"]}
 
 
+def test_a_cancel_that_says_the_client_timed_out_is_a_hang_up(relay, make_user):
+    """The official SDK's courtesy cancel when its own read timeout runs out ("timed out
+    after 5.0s") is the client giving up, not the person's no: the prompt stays."""
+    user, session, email = make_user("Impatient", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_call(relay, agent, call_body(9, revision_meta=False), version="2025-06-18")
+            await next_message(ws, 5)
+            post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": 9, "reason": "timed out after 5.0s"}},
+                 {"Authorization": f"Bearer {agent}", "MCP-Protocol-Version": "2025-06-18"})
+            kept = await next_message(ws, 1.5)
+            conn.close()
+            return kept
+
+    assert asyncio.run(scenario()) is None, "no cancel: the prompt stays"
+
+
 def test_another_credentials_cancel_finds_nothing(relay, make_user):
     user, session, email = make_user("Guarded", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))

@@ -49,9 +49,12 @@ struct MCPHandler: Sendable {
             return rpc(status: 400, ["jsonrpc": "2.0", "id": .null, "error": ["code": JSONValue(code), "message": .string(message)]])
         case .notification(let method, let params):
             // notifications/cancelled is an explicit cancel: the call it names is withdrawn
-            // (its phones get cancel). A closed stream or a client's timeout is not one.
+            // (its phones get cancel). A closed stream is not one, and neither is the
+            // courtesy cancel a client sends when its own timeout ran out (the official SDK's
+            // reason: "timed out after 5.0s"): both are hang-ups, and the person keeps the
+            // prompt for the agent's next ask.
             if method == "notifications/cancelled", let requestID = params["requestId"],
-               let token = inFlight.token(of: requestID, for: agent) {
+               !Self.isTimeout(params["reason"]?.string), let token = inFlight.token(of: requestID, for: agent) {
                 do {
                     try await locator.withdraw(token, agent: agent)
                 } catch {
@@ -101,6 +104,13 @@ struct MCPHandler: Sendable {
             // What may carry a location waited for the person: the credential is checked again.
             return Self.deliversResults.contains(method) ? await gate.delivering(reply, to: request) : reply
         }
+    }
+
+    /// Whether a cancel's reason says the client's own timeout ran out (a hang-up, not a
+    /// refusal).
+    static func isTimeout(_ reason: String?) -> Bool {
+        guard let reason = reason?.prefix(200).lowercased() else { return false }
+        return reason.contains("timed out") || reason.contains("timeout")
     }
 
     /// The revision whose wire form of tasks is SEP-1686's.

@@ -1,0 +1,96 @@
+"""Agent frameworks from PyPI at their defaults against a real relay (issue 57, docs/agents.md
+"Agent frameworks"): each in a venv of its own, made here with pinned versions
+(Tests/Acceptance/frameworks/<name>.txt), driving its own MCP client code path with no
+model — the test asks again after an error, as a model does when the framework tells it to
+try again — while Python `websockets` plays the phone and counts the prompts."""
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import websockets
+
+from conftest import ROOT
+from relay_server import RelayServer, token
+
+FRAMEWORKS = ROOT / "Tests" / "Acceptance" / "frameworks"
+VENVS = ROOT / ".venv-frameworks"
+LAT, LON = 52.52, 13.405
+
+
+def framework_python(name):
+    """The framework's venv (made, or remade when its pins changed): its python."""
+    pins = (FRAMEWORKS / f"{name}.txt").read_text()
+    venv = VENVS / name
+    marker = venv / ".installed"
+    if not marker.exists() or marker.read_text() != pins:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
+        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                        str(FRAMEWORKS / f"{name}.txt")], check=True, timeout=600)
+        marker.write_text(pins)
+    return venv / "bin" / "python"
+
+
+@pytest.fixture(scope="module")
+def relay():
+    server = RelayServer()
+    yield server
+    server.stop()
+
+
+def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=None):
+    """Runs `script` (the framework's client) while a phone answers its first prompt after
+    `answer_after` seconds: (the client's JSON line, the prompts the phone got)."""
+    user, session, email = make_user("Framework", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    python = framework_python(script.split("_client")[0].replace("_", "-"))
+    prompts = []
+
+    async def scenario():
+        async with websockets.connect(relay.base.replace("http", "ws") + "/v1/device",
+                                      additional_headers={"Authorization": f"Bearer {token(user, session, email)}"}) as ws:
+            await ws.send(json.dumps({"type": "hello", "device_id": str(uuid.uuid4()), "device_name": "P", "platform": "ios"}))
+            await asyncio.sleep(0.3)
+            client = await asyncio.create_subprocess_exec(
+                str(python), str(FRAMEWORKS / f"{script}.py"), relay.base + "/mcp", agent, str(attempts),
+                json.dumps(arguments or {"timeout_secs": 60}), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            answered = False
+            started = time.monotonic()
+            while True:
+                try:
+                    message = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
+                except asyncio.TimeoutError:
+                    message = None
+                if message and message["type"] == "locate":
+                    prompts.append(message)
+                if prompts and not answered and time.monotonic() - started >= answer_after:
+                    await ws.send(json.dumps({"type": "location", "id": prompts[0]["id"], "latitude": LAT, "longitude": LON,
+                                              "accuracy_m": 10, "timestamp_ms": int(time.time() * 1000)}))
+                    answered = True
+                if client.returncode is not None or (answered and time.monotonic() - started > answer_after + 30):
+                    break
+                try:
+                    await asyncio.wait_for(client.wait(), 0.01)
+                except asyncio.TimeoutError:
+                    pass
+            out, err = await client.communicate()
+            assert client.returncode == 0, err.decode()[-3000:]
+            return json.loads(out.decode().strip().splitlines()[-1])
+
+    return asyncio.run(asyncio.wait_for(scenario(), 180)), prompts
+
+
+@pytest.mark.parametrize("answer_after", [3, 20])
+def test_openai_agents_at_its_5_s_default_gets_the_fix_and_the_person_one_prompt(relay, make_user, answer_after):
+    """Its ClientSession times out after 5 s (and sends a courtesy cancel that says so): the
+    relay keeps the prompt, and the model's retry joins the same request."""
+    result, prompts = run_with_phone(relay, make_user, "openai_agents_client", answer_after, attempts=10)
+    assert result["is_error"] is False, result
+    assert json.loads(result["text"])["latitude"] == LAT
+    assert len(prompts) == 1, f"one prompt, not {len(prompts)}"
+    if answer_after > 5:
+        assert result["attempts"] > 1 and result["errors"], result  # the 5-s default ran out, the retry got it
