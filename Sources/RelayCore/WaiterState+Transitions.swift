@@ -59,13 +59,16 @@ extension WaiterState {
             guard case .waiting(let wait)? = waiters[id]?.phase else { break }
             actions.append(.cancelTimer(id))
             waitEnded(id, wait, into: &actions)
-        case .hungUp(let id) where waiters[id]?.resumable == true:
+        case .hungUp(let id):
+            guard waiters[id] != nil else { break }
             waiters[id]!.callerGone = true
-            // Taken at the next step when it is not in its main wait.
-            guard case .waiting(let wait) = waiters[id]!.phase, wait.isMain else { break }
+            // A resumable request outlives its call now (or at the next step when it is not
+            // in its main wait); another keeps waiting for its answer or its deadline here,
+            // for the calls that join it.
+            guard waiters[id]!.resumable, case .waiting(let wait) = waiters[id]!.phase, wait.isMain else { break }
             actions.append(.cancelTimer(id))
             outlive(id, into: &actions)
-        case .hungUp(let id), .withdrawn(let id):
+        case .withdrawn(let id):
             guard waiters[id] != nil else { break }
             waiters[id]!.withdrawn = true
             guard case .waiting(let wait) = waiters[id]!.phase else { break }  // taken at the next step
@@ -110,7 +113,7 @@ extension WaiterState {
             answered(id, wait, into: &actions)
         } else if waiters[id]!.withdrawn {
             waitEnded(id, wait, into: &actions)
-        } else if waiters[id]!.callerGone, wait.isMain {
+        } else if waiters[id]!.callerGone, waiters[id]!.resumable, wait.isMain {
             outlive(id, into: &actions)
         } else {
             actions.append(.arm(id, wait, after: max(.zero, delay)))

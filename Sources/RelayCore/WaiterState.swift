@@ -59,8 +59,9 @@ package struct WaiterState {
         /// abandoned at the next step.
         package var withdrawn = false
         /// The call went away (the client's timeout, a closed stream, a dropped connection):
-        /// a resumable request outlives it until its own deadline, as a durable one does —
-        /// a hang-up is not a refusal, and the person keeps the prompt.
+        /// a hang-up is not a refusal, and the person keeps the prompt until the deadline —
+        /// a resumable request outlives the call as a durable one does, another keeps
+        /// waiting here for the calls that join it.
         package var callerGone = false
 
         /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
@@ -126,8 +127,8 @@ package struct WaiterState {
         case timerFired(UUID, Wait)
         /// The current wait ends now (a resync found the request reaped).
         case expire(UUID)
-        /// The call went away before its answer (not a refusal: a resumable request stays
-        /// open for the person; one that cannot outlive its call is abandoned).
+        /// The call went away before its answer (not a refusal: the request stays open for
+        /// the person until its deadline).
         case hungUp(UUID)
         /// The request is withdrawn (an explicit cancel, a revoked credential): abandoned.
         case withdrawn(UUID)
@@ -198,6 +199,11 @@ package struct WaiterState {
 
     /// Calls waiting here.
     package var count: Int { waiters.count }
+
+    /// Calls whose caller still waits (a drain waits for these; a hung-up synchronous call
+    /// waits for its deadline only for the calls that might join it, and a draining
+    /// instance takes no new call).
+    package var attended: Int { waiters.values.reduce(0) { $0 + ($1.callerGone ? 0 : 1) } }
 
     /// The requests whose answer has not arrived (a resync reads their rows).
     package var unanswered: [UUID] { waiters.filter { $0.value.answer == nil }.map(\.key) }

@@ -193,3 +193,68 @@ def test_a_join_is_bound_to_the_credential(relay, make_user):
 
     ping, own = asyncio.run(scenario())
     assert own is not None and own["type"] == "locate" and own["id"] != ping["id"], "its own request, its own prompt"
+
+
+def open_http_locate(relay, agent):
+    """POST /v1/locate (synchronous) on a raw socket, left waiting; the socket."""
+    host, port = relay.base.removeprefix("http://").split(":")
+    conn = socket.create_connection((host, int(port)))
+    conn.sendall((f"POST /v1/locate?timeout_secs=30 HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {agent}\r\n"
+                  f"Content-Length: 0\r\n\r\n").encode())
+    return conn
+
+
+def http_locate(relay, agent):
+    import urllib.error
+    import urllib.request
+    request = urllib.request.Request(relay.base + "/v1/locate?timeout_secs=30", method="POST",
+                                     headers={"Authorization": f"Bearer {agent}"})
+    try:
+        with urllib.request.urlopen(request, timeout=40) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_over_http_a_hung_up_locate_keeps_the_prompt_and_the_next_ask_joins_it(relay, make_user):
+    user, session, email = make_user("Curl", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_http_locate(relay, agent)
+            ping = await next_message(ws, 5)
+            conn.close()  # curl --max-time ran out
+            assert await next_message(ws, 2) is None, "the prompt stays"
+            retry = asyncio.create_task(asyncio.to_thread(http_locate, relay, agent))
+            assert await next_message(ws, 1.5) is None, "the retry joins: no second prompt"
+            await ws.send(fix(ping["id"]))
+            return await asyncio.wait_for(retry, 15)
+
+    status, body = asyncio.run(scenario())
+    assert status == 200 and round(body["latitude"], 3) == round(LAT, 3), body
+
+
+def test_over_http_an_answer_nobody_was_waiting_for_reaches_the_next_ask(relay, make_user):
+    """The caller hung up and the person answered before the agent asked again: the next
+    ask gets that answer (within a minute), and the person is not asked twice."""
+    user, session, email = make_user("Late", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            conn = open_http_locate(relay, agent)
+            ping = await next_message(ws, 5)
+            conn.close()
+            await asyncio.sleep(0.5)
+            await ws.send(fix(ping["id"]))
+            await asyncio.sleep(0.5)
+            retry = asyncio.create_task(asyncio.to_thread(http_locate, relay, agent))
+            second = await next_message(ws, 1.5)
+            return second, await asyncio.wait_for(retry, 15)
+
+    second, (status, body) = asyncio.run(scenario())
+    assert second is None or second["type"] == "cancel", second
+    assert status == 200 and round(body["latitude"], 3) == round(LAT, 3), body

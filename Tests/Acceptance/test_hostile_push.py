@@ -111,8 +111,9 @@ def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
     (pushes, limits) fill it at once. Before, every thread that logged then blocked on the
     pipe, the hang-ups handled on those threads were lost, and the agents' slots stayed taken
     until their deadline (the flood test above failed that way now and then). Now lines go
-    through a bounded buffer of their own: every hang-up frees its slot, and the relay stops
-    at once."""
+    through a bounded buffer of their own: every ask is answered (a hang-up is not a refusal:
+    the agent's asks join its one request, which stays open for the person), and the relay
+    stops at once, waiting for no caller that left."""
     server = RelayServer(**push.env)
     fcntl.fcntl(server.process.stderr.fileno(), F_SETPIPE_SZ, 4096)
     flooder = Owner(admin, make_user, push, tokens=[hex_token() for _ in range(5)], paths=[f"/stuck/{n}" for n in range(5)])
@@ -123,7 +124,7 @@ def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
     for thread in threads:
         thread.join()
     assert asked[0] > 50, "the flood really ran"
-    assert wait_for(lambda: pending_requests(server)[0] == 0, 5), "every hang-up freed its slot"
+    assert wait_for(lambda: pending_requests(server)[0] <= 1, 5), "the asks joined one request"
     dropped = pending_requests(server)[1]
     assert dropped is not None, "/metrics counts dropped log lines"
     print(f"{asked[0]} locates hung up; log lines dropped: {dropped:.0f}")
@@ -134,7 +135,9 @@ def test_a_viewer_asking_again_and_again_never_silences_the_owners_own_agent(pus
     """Hostile input round 3 (issue 38, finding 4): someone the owner shares with asks 40
     times and hangs up; their requests wake the owner's phone at most 30 times (their own
     budget), and the owner's own agent still wakes it afterwards. Before, the viewer spent the
-    owner's budget and the owner's agents could not wake the phone for an hour."""
+    owner's budget and the owner's agents could not wake the phone for an hour. Since a
+    hang-up is not a refusal, the viewer's agent's repeated asks join its one request: one
+    push."""
     relay = RelayServer(**push.env)
     try:
         owner = Owner(admin, make_user, push, paths=["/shared-owner/0"])
@@ -149,7 +152,7 @@ def test_a_viewer_asking_again_and_again_never_silences_the_owners_own_agent(pus
                 time.sleep(0.15)
         time.sleep(1)
         viewer_pushes = len(push.web_for(owner.paths))
-        assert 25 <= viewer_pushes <= PER_TARGET, f"the viewer's requests woke the phone {viewer_pushes} times"
+        assert 1 <= viewer_pushes <= PER_TARGET, f"the viewer's requests woke the phone {viewer_pushes} times"
         own = Locate(relay.base, owner.agent, 5).begin()
         woke = wait_for(lambda: len(push.web_for(owner.paths)) > viewer_pushes, 5)
         own.join()

@@ -138,20 +138,24 @@ import Testing
                 "not past its expiry")
     }
 
-    /// The agent hangs up: during the wait the request is abandoned at once; during the
-    /// open it is abandoned as soon as the open returns; an answer that arrives then does
-    /// not reach a caller who is gone.
-    @Test func aHangUpAbandonsTheRequest() throws {
+    /// The agent withdraws (an explicit cancel, a revoked key): during the wait the request
+    /// is abandoned at once; during the open it is abandoned as soon as the open returns; an
+    /// answer that arrives then does not reach a caller who is gone. A hang-up of a call
+    /// that cannot outlive itself is not a refusal: it keeps waiting for its answer.
+    @Test func aWithdrawalAbandonsTheRequestAndAHangUpKeepsIt() throws {
         var (state, _) = openedCall(waiter())
-        #expect(state.handled(.hungUp(id), now: start).labels == ["cancelTimer", "pushesSettled", "finish"])
+        #expect(state.handled(.withdrawn(id), now: start).labels == ["cancelTimer", "pushesSettled", "finish"])
         #expect(state.handled(.answer(answer(), fix: nil), now: start).labels == ["wakePolls"], "kept, not completed")
         guard case .complete(id, .outcome(.abandoned))? = state.handle(.finished(id, .failure(CancellationError())), now: start)
             .last else { Issue.record("abandoned"); return }
         var opening = WaiterState(grace: .seconds(2))
         _ = opening.handle(.called(id, waiter()), now: start)
-        #expect(opening.handled(.hungUp(id), now: start).isEmpty)
+        #expect(opening.handled(.withdrawn(id), now: start).isEmpty)
         #expect(opening.handled(.opened(id, .success(opened(ping: false))), now: start).labels
                 == ["pushesOpened", "pushesSettled", "finish"])
+        var (kept, _) = openedCall(waiter())
+        #expect(kept.handled(.hungUp(id), now: start).isEmpty, "still waiting for the person")
+        #expect(kept.handled(.answer(answer(), fix: nil), now: start).labels == ["wakePolls", "cancelTimer", "complete", "pushesSettled"])
     }
 
     /// A resumable call whose caller goes away (a client's timeout, a closed stream) is not a

@@ -182,18 +182,24 @@ import TestSupport
         }
     }
 
-    /// An agent that hangs up abandons its request: the row is settled as abandoned.
-    @Test func cancellationAbandonsTheRequest() async throws {
+    /// An agent that hangs up does not refuse: its request stays open for the person; a
+    /// withdrawal (an explicit cancel) abandons it, and the row is settled as abandoned.
+    @Test func aHangUpKeepsTheRequestAndAWithdrawalAbandonsIt() async throws {
         let owner = try await user()
-        let outcome = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
-            let task = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
-            _ = try await pendingRequest(of: owner.user)
-            task.cancel()
-            return try await task.value
-        }
-        #expect(outcome == .abandoned)
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }
+        let (outcome, afterHangUp) = try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
+            let task = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(30))) }
+            let id = try await pendingRequest(of: owner.user)
+            task.cancel()
+            try await Task.sleep(for: .milliseconds(300))
+            let open = try await admin.query("select outcome from relay.pending_requests where id = $1", [id])
+                .first?.decode(0, as: String?.self)
+            #expect(await driver.withdraw(id))
+            return (try await task.value, open)
+        }
+        #expect(afterHangUp == .some(nil), "still open after the hang-up")
+        #expect(outcome == .abandoned)
         let outcomes = try await admin.query("select outcome from relay.pending_requests where owner_id = $1", [owner.user])
         #expect(try outcomes.rows.map { try $0.decode(0, as: String.self) } == ["abandoned"])
     }

@@ -58,23 +58,27 @@ import TestSupport
         let harness = try await RelayHarness.start()
         let ada = try await TestDatabase.makeUser(admin)
         let phone = try await harness.phone(RelayHarness.token(user: ada.user, session: ada.session, email: ada.email))
-        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        // One agent per request: the same agent's repeated ask joins the request it already
+        // has waiting instead of opening another.
+        func agent(_ n: Int) -> String {
+            "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c\(n)")
+        }
         // They wait until the phone declines them below, not for a deadline. A request
         // waits once its ping reached the phone (its row is in the database): the instance
         // counts a call as waiting before its open commits, and an extra request whose open
         // went in another batch call could then be opened first (clean-clone run 9 of
         // issue 40, where also a 3 s deadline could pass before the extra request came).
-        let waiting = (0..<InstanceDriver.defaultMaxWaiting).map { _ in
-            Task { try await harness.request("POST", "/v1/locate?timeout_secs=60", authorization: agent) }
+        let waiting = (0..<InstanceDriver.defaultMaxWaiting).map { n in
+            Task { try await harness.request("POST", "/v1/locate?timeout_secs=60", authorization: agent(n)) }
         }
         var pings: [String] = []
         for _ in waiting {
             let ping = try #require(await nextMessage(phone, type: "locate", within: 30))
             pings.append(ping["id"] as? String ?? "")
         }
-        let (status, text) = try await harness.request("POST", "/v1/locate?timeout_secs=1", authorization: agent)
+        let (status, text) = try await harness.request("POST", "/v1/locate?timeout_secs=1", authorization: agent(98))
         #expect(status == 429 && text == AgentFailure.tooManyWaiting.agentText, "got \(status) \(text)")
-        let tool = try await mcpCall(harness, agent)
+        let tool = try await mcpCall(harness, agent(99))
         #expect(tool.isError && tool.text == AgentFailure.tooManyWaiting.agentText)
         for id in pings { phone.send(#"{"type":"denied","id":"\#(id)","reason":"user"}"#) }
         for task in waiting { #expect(try await task.value.status == 403) }

@@ -8,14 +8,15 @@ import RelayCore
 /// is an event, and the driver performs the actions the value returns.
 ///
 /// Deadline: the phone's `expires_ms` plus `grace`, so that a phone's own `no_answer`
-/// arrives as 408 rather than 504. A cancelled task (the agent hung up) abandons the
-/// request, which cancels the pings. No answer by the deadline: 504 when a device got the
-/// ping, else 503.
+/// arrives as 408 rather than 504. A cancelled task (the agent hung up) is not a refusal:
+/// the request stays open for the person (a resumable one is made durable); a withdrawal
+/// (an explicit cancel, a revoked key) abandons it, which cancels the pings. No answer by
+/// the deadline: 504 when a device got the ping, else 503.
 extension InstanceDriver {
-    /// Returns once no request waits here, or after `limit`: a drain's wait, woken by the
-    /// last call's end rather than polling.
+    /// Returns once no call waits here for its caller, or after `limit`: a drain's wait,
+    /// woken by the last call's end rather than polling.
     func untilIdle(within limit: Duration) async {
-        guard state.waiters.count > 0, limit > .zero else { return }
+        guard state.waiters.attended > 0, limit > .zero else { return }
         let key = UUID()
         await withCheckedContinuation { continuation in
             idleWaiters[key] = (continuation, timers.after(limit) { await self.endIdleWait(key) })
@@ -75,19 +76,17 @@ extension InstanceDriver {
         // state to complete it.
         calls[id] = Call(request: request, replyKey: replyKey)
         var first = waiter
-        if Task.isCancelled {
-            // Gone before it began: a resumable request still asks the person; another ends.
-            if request.resumable != nil { first.callerGone = true } else { first.withdrawn = true }
-        }
+        // Gone before it began: the person is still asked (a hang-up is not a refusal).
+        first.callerGone = Task.isCancelled
         // `called` asks for nothing but the open, which this task performs itself.
         let opens = decides(.waiters(.called(id, first))) {
             if case .waiters(.open(id, again: false)) = $0 { true } else { false }
         }
         if opens, let waiter = state.waiters.waiters[id] {
             let result: Result<RelayDatabase.Opened, any Error>
-            if request.resumable != nil {
-                // A resumable request is asked even when its caller leaves before or during
-                // the open (a hang-up is not a refusal), so its open runs in a task the
+            if request.resumable != nil || waiter.callerGone {
+                // A request is asked even when its caller leaves before (or, resumable,
+                // during) the open: a hang-up is not a refusal, so the open runs in a task the
                 // hang-up does not cancel. Owner: this call, which awaits it.
                 let open = Task(executorPreference: executor) { try await self.open(id, request, waiter) }
                 do { result = .success(try await open.value) } catch { result = .failure(error) }

@@ -59,7 +59,7 @@ extension InstanceDriver {
 
     /// Ends the drain's waits once no call waits here.
     private func endIdleWaitsIfIdle() {
-        if !idleWaiters.isEmpty, state.waiters.count == 0 { idleWaiters.keys.forEach(endIdleWait) }
+        if !idleWaiters.isEmpty, state.waiters.attended == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs `action` when it needs no waiting; false (nothing done) when it must be

@@ -27,6 +27,39 @@ final class JoinableRequests: Sendable {
     }
 
     private let entries = Mutex<[Key: Entry]>([:])
+    /// Synchronous requests (no request_id): their outcome, handed over in memory.
+    private let synchronous = Mutex<[Key: SyncOutcome]>([:])
+
+    /// The synchronous request `key` may join at `now`, if one is open (or settled and not
+    /// yet received by anyone).
+    func outcome(for key: Key, now: Date = Date()) -> SyncOutcome? {
+        synchronous.withLock { outcomes in
+            guard let outcome = outcomes[key] else { return nil }
+            guard outcome.joinable(now: now) else {
+                outcomes[key] = nil
+                return nil
+            }
+            return outcome
+        }
+    }
+
+    /// Remembers `outcome` as `key`'s synchronous request.
+    func remember(_ outcome: SyncOutcome, for key: Key, now: Date = Date()) {
+        synchronous.withLock { outcomes in
+            if outcomes.count >= Self.maximumEntries {
+                outcomes = outcomes.filter { $0.value.joinable(now: now) }
+                if outcomes.count >= Self.maximumEntries { outcomes.removeAll() }
+            }
+            outcomes[key] = outcome
+        }
+    }
+
+    /// Forgets `key`'s synchronous request `outcome` (its outcome reached a call).
+    func forget(_ outcome: SyncOutcome, for key: Key) {
+        synchronous.withLock { outcomes in
+            if outcomes[key] === outcome { outcomes[key] = nil }
+        }
+    }
 
     /// The request `key` may join at `now`, if one is remembered and not past its TTL.
     func token(for key: Key, now: Date = Date()) -> RequestToken? {
@@ -69,5 +102,5 @@ final class JoinableRequests: Sendable {
     }
 
     /// Requests remembered now (for tests).
-    var count: Int { entries.withLock { $0.count } }
+    var count: Int { entries.withLock { $0.count } + synchronous.withLock { $0.count } }
 }

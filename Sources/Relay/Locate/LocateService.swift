@@ -150,6 +150,18 @@ struct LocateService: Sendable {
             announce(token)
             if let joined = try await join(token, key: joinKey, agent: agent, wait: bound) { return joined }
         }
+        var synchronous: SyncOutcome?
+        if case .synchronous = mode {
+            if let open = joins.outcome(for: joinKey) {
+                // The same credential's synchronous request for this person waits (its caller
+                // may have hung up): this call waits for that outcome, and nobody is asked twice.
+                guard let result = await open.outcome() else { throw JoinEnded() }
+                joins.forget(open, for: joinKey)
+                return result
+            }
+            synchronous = SyncOutcome()
+            joins.remember(synchronous!, for: joinKey)
+        }
         let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
         var resumable: LocateRequest.Resumable?
         switch mode {
@@ -165,14 +177,32 @@ struct LocateService: Sendable {
             resumable = .init(token: token, binding: .init(agent), callBound: nil, ttl: ttl,
                               wrapped: listed ? try requestIDKey.map { try token.wrapped(under: $0) } : nil)
         }
-        let outcome = try await driver.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
+        let outcome: LocateOutcome
+        do {
+            outcome = try await driver.locate(.init(owner: owner, requester: requester, clientID: agent.clientID,
                                                     clientName: clientName, email: shared == nil ? agent.email : shared?.email,
                                                     timeout: .seconds(timeoutSeconds), resumable: resumable,
                                                     reason: reason, agentKey: agent.keyID))
+        } catch {
+            if let synchronous {
+                synchronous.fail()
+                joins.forget(synchronous, for: joinKey)
+            }
+            throw error
+        }
         let result = phrase(outcome, token: resumable?.token, shared: shared)
         if let token = resumable?.token, !result.isWaiting { joins.forget(token, for: joinKey) }  // its outcome reached its call
+        if let synchronous {
+            // Handed to the calls that joined it; kept a while for the next ask when its own
+            // caller hung up and nobody received it.
+            if synchronous.publish(result) || !Task.isCancelled { joins.forget(synchronous, for: joinKey) }
+        }
         return result
     }
+
+    /// A joined synchronous request ended without an outcome for this call (it could not be
+    /// asked, or this call's own caller left): answered as a database failure.
+    struct JoinEnded: Error {}
 
     /// A call that joins `token`, the request its agent already opened for the same person:
     /// it waits up to `wait` for that request's outcome, as a call with its request_id
