@@ -12,6 +12,28 @@ public struct FormFields: Sendable, Equatable {
     /// Reads `text`; nil when a name repeats or there are too many fields.
     public init?(_ text: Substring) {
         var values: [String: String] = [:]
+        var readable = true
+        Self.scan(text) { rawName, rawValue in
+            let name = percentDecoded(rawName)
+            guard values[name] == nil, values.count < Self.maximumFields else {
+                readable = false
+                return false
+            }
+            values[name] = rawValue.map(percentDecoded) ?? ""
+            return true
+        }
+        guard readable else { return nil }
+        self.values = values
+    }
+
+    /// Reads a body's bytes (UTF-8; bytes that are not become U+FFFD and so never match).
+    public init?(body: [UInt8]) {
+        self.init(Substring(String(decoding: body, as: UTF8.self)))
+    }
+
+    /// Calls `body` with each non-empty `&`-separated item of `text`, undecoded (its name, and
+    /// its value when it has `=`), in order, until `body` returns false.
+    static func scan(_ text: Substring, _ body: (Substring, Substring?) -> Bool) {
         var rest = text
         while !rest.isEmpty {
             let end = rest.firstIndex(of: "&") ?? rest.endIndex
@@ -19,16 +41,8 @@ public struct FormFields: Sendable, Equatable {
             rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
             guard !item.isEmpty else { continue }
             let equals = item.firstIndex(of: "=")
-            let name = percentDecoded(item[..<(equals ?? item.endIndex)])
-            guard values[name] == nil, values.count < Self.maximumFields else { return nil }
-            values[name] = equals.map { percentDecoded(item[item.index(after: $0)...]) } ?? ""
+            guard body(item[..<(equals ?? item.endIndex)], equals.map { item[item.index(after: $0)...] }) else { return }
         }
-        self.values = values
-    }
-
-    /// Reads a body's bytes (UTF-8; bytes that are not become U+FFFD and so never match).
-    public init?(body: [UInt8]) {
-        self.init(Substring(String(decoding: body, as: UTF8.self)))
     }
 
     /// The value of `name`, nil when absent.

@@ -50,15 +50,8 @@ public struct HTTPRequest: Sendable {
     /// Calls `body` with each non-empty `&`-separated item of the query, undecoded (its name,
     /// and its value when it has `=`), in order, until `body` returns false.
     private func scanQuery(_ body: (Substring, Substring?) -> Bool) {
-        guard var rest = query else { return }
-        while !rest.isEmpty {
-            let end = rest.firstIndex(of: "&") ?? rest.endIndex
-            let item = rest[..<end]
-            rest = end == rest.endIndex ? rest[end...] : rest[rest.index(after: end)...]
-            guard !item.isEmpty else { continue }
-            let equals = item.firstIndex(of: "=")
-            guard body(item[..<(equals ?? item.endIndex)], equals.map { item[item.index(after: $0)...] }) else { return }
-        }
+        guard let query else { return }
+        FormFields.scan(query, body)
     }
 
     /// Whether this is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1).

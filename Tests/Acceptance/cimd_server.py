@@ -8,6 +8,8 @@ import ssl
 import subprocess
 import threading
 
+import pytest
+
 import relay_server
 
 
@@ -67,3 +69,11 @@ class DocumentServer:
 
     def stop(self):
         self.httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory):
+    """A document server for the module's tests."""
+    server = DocumentServer(tmp_path_factory.mktemp("cimd"))
+    yield server
+    server.stop()

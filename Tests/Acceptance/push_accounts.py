@@ -56,6 +56,17 @@ class Owner:
                           (self.user, self.client_id, name))
         self.agent = token(self.user, self.session, self.email, client_id=self.client_id)
         self.phone = token(self.user, self.session, self.email)
+        self.admin, self.name = admin, name
+
+    def agents(self, count):
+        """`count` more agents of this user (their own OAuth clients): one agent's repeated ask
+        joins the request it already has waiting, so concurrent requests need agents of their own."""
+        made = []
+        for n in range(count):
+            client_id = str(uuid.uuid4())
+            make_oauth_client(self.admin, client_id, f"{self.name} {n}")
+            made.append(token(self.user, self.session, self.email, client_id=client_id))
+        return made
 
 
 async def socket_phone(base, phone_token, answer, got_ping=None, seconds=20):

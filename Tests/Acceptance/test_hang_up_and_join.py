@@ -115,65 +115,44 @@ def test_a_joined_call_that_reaches_its_bound_says_it_is_the_same_request(relay,
     assert "request_id" in text and body["result"]["structuredContent"]["status"] == "waiting"
 
 
-def test_an_explicit_cancel_still_withdraws_the_prompt(relay, make_user):
+def cancel_during_a_call(relay, make_user, reason=None, by_another_agent=False):
+    """A 2025-06-18 call waits on a phone; `notifications/cancelled` names it (with `reason`,
+    from the call's own credential or another agent's): (the ping, the phone's next message
+    within 1.5 s or None)."""
     user, session, email = make_user("Canceller", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    canceller = token(user, session, email, client_id=str(uuid.uuid4())) if by_another_agent else agent
+    params = {"requestId": 41, **({"reason": reason} if reason else {})}
 
     async def scenario():
         ws = await phone(relay, user, session, email)
         async with ws:
             conn = open_call(relay, agent, call_body(41, revision_meta=False), version="2025-06-18")
             ping = await next_message(ws, 5)
-            status, _, _ = post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                        "params": {"requestId": 41, "reason": "the user changed their mind"}},
-                                {"Authorization": f"Bearer {agent}", "MCP-Protocol-Version": "2025-06-18"})
+            status, _, _ = post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params},
+                                {"Authorization": f"Bearer {canceller}", "MCP-Protocol-Version": "2025-06-18"})
             assert status == 202
-            cancel = await next_message(ws, 5)
+            after = await next_message(ws, 1.5)
             conn.close()
-            return ping, cancel
+            return ping, after
 
-    ping, cancel = asyncio.run(scenario())
-    assert cancel == {"type": "cancel", "id": ping["id"]}
+    return asyncio.run(scenario())
+
+
+def test_an_explicit_cancel_still_withdraws_the_prompt(relay, make_user):
+    ping, after = cancel_during_a_call(relay, make_user, reason="the user changed their mind")
+    assert after == {"type": "cancel", "id": ping["id"]}
 
 
 def test_a_cancel_that_says_the_client_timed_out_is_a_hang_up(relay, make_user):
     """The official SDK's courtesy cancel when its own read timeout runs out ("timed out
     after 5.0s") is the client giving up, not the person's no: the prompt stays."""
-    user, session, email = make_user("Impatient", with_session=True)
-    agent = token(user, session, email, client_id=str(uuid.uuid4()))
-
-    async def scenario():
-        ws = await phone(relay, user, session, email)
-        async with ws:
-            conn = open_call(relay, agent, call_body(9, revision_meta=False), version="2025-06-18")
-            await next_message(ws, 5)
-            post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled",
-                         "params": {"requestId": 9, "reason": "timed out after 5.0s"}},
-                 {"Authorization": f"Bearer {agent}", "MCP-Protocol-Version": "2025-06-18"})
-            kept = await next_message(ws, 1.5)
-            conn.close()
-            return kept
-
-    assert asyncio.run(scenario()) is None, "no cancel: the prompt stays"
+    assert cancel_during_a_call(relay, make_user, reason="timed out after 5.0s")[1] is None, "no cancel: the prompt stays"
 
 
 def test_another_credentials_cancel_finds_nothing(relay, make_user):
-    user, session, email = make_user("Guarded", with_session=True)
-    agent = token(user, session, email, client_id=str(uuid.uuid4()))
-    other = token(user, session, email, client_id=str(uuid.uuid4()))
-
-    async def scenario():
-        ws = await phone(relay, user, session, email)
-        async with ws:
-            conn = open_call(relay, agent, call_body(5, revision_meta=False), version="2025-06-18")
-            await next_message(ws, 5)
-            post(relay, {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}},
-                 {"Authorization": f"Bearer {other}", "MCP-Protocol-Version": "2025-06-18"})
-            untouched = await next_message(ws, 1.5)
-            conn.close()
-            return untouched
-
-    assert asyncio.run(scenario()) is None, "another agent cannot withdraw this agent's request"
+    assert cancel_during_a_call(relay, make_user, by_another_agent=True)[1] is None, \
+        "another agent cannot withdraw this agent's request"
 
 
 def test_a_join_is_bound_to_the_credential(relay, make_user):

@@ -7,17 +7,10 @@ import json
 
 import pytest
 
-from cimd_server import DocumentServer
+from cimd_server import documents  # noqa: F401 (fixture)
 from oauth_kit import (REDIRECT, authorize, consent, decode, mcp_status, pkce, query_of, request_id, token,
                        user_token)
 from relay_server import RelayServer
-
-
-@pytest.fixture(scope="module")
-def documents(tmp_path_factory):
-    server = DocumentServer(tmp_path_factory.mktemp("cimd"))
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 from playwright.async_api import async_playwright, expect
 
 import relay_server
-from cimd_server import DocumentServer
+from cimd_server import documents  # noqa: F401 (fixture)
 from relay_server import RelayServer
 from test_auth_standin import SECRET as STANDIN_SECRET, StandIn
 from test_browser_phone import chromium_binary
@@ -35,13 +35,6 @@ CALLBACK = f"http://127.0.0.1:{relay_server.free_port()}/oauth/callback"
 @pytest.fixture(scope="module")
 def standin():
     server = StandIn({"AUTH_SITE_URL": f"http://127.0.0.1:{SITE_PORT}", "STANDIN_ISSUE_2820": None})
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def documents(tmp_path_factory):
-    server = DocumentServer(tmp_path_factory.mktemp("cimd"))
     yield server
     server.stop()
 

@@ -24,7 +24,7 @@ def test_p6_two_instances_push_exactly_once_per_request_and_token(admin, make_us
         owners = [Owner(admin, make_user, push, tokens=[hex_token(), hex_token()]) for _ in range(4)]
         phones = [phone_in_thread(b.base, owner.phone, None, seconds=25) for owner in owners]
         time.sleep(1)
-        calls = [Locate(a.base, owner.agent, 8).begin() for owner in owners for _ in range(5)]
+        calls = [Locate(a.base, agent, 8).begin() for owner in owners for agent in owner.agents(5)]
         for call in calls:
             call.join()
         assert [c.status for c in calls] == [504] * 20
@@ -96,7 +96,7 @@ def test_p8_p9_goaway_and_one_provider_token_across_connections(admin, make_user
         # A push is not sent past its request's end, so the requests outlive the pushes by far:
         # with 5 s, one push retried after a GOAWAY came after its request ended under the
         # parallel make test and was rightly dropped (clean-clone run 4 of issue 40).
-        calls = [Locate(relay.base, owner.agent, 20).begin() for owner in owners for _ in range(3)]
+        calls = [Locate(relay.base, agent, 20).begin() for owner in owners for agent in owner.agents(3)]
         tokens = [t for owner in owners for t in owner.tokens]
 
         def pairs():

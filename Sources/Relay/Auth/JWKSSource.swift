@@ -67,38 +67,23 @@ public enum JWKSSource: Sendable, Equatable {
 
     private func failure(_ reason: String) -> LoadError { LoadError(source: displayName, reason: reason) }
 
-    private final class Sink {
-        var data = Data()
-        var tooLarge = false
-    }
-
     private func fetch(_ url: String) throws(LoadError) -> Data {
         guard let curl = curl_easy_init() else { throw failure("out of memory") }
         defer { curl_easy_cleanup(curl) }
-        let sink = Sink()
+        let body = CurlBody(limit: JWKSSource.maximumBytes)
         _ = wb_curl_setopt_string(curl, CURLOPT_URL, url)
         _ = wb_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, 5000)
         _ = wb_curl_setopt_long(curl, CURLOPT_FOLLOWLOCATION, 0)
         _ = wb_curl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
-        _ = wb_curl_setopt_write_callback(curl, CURLOPT_WRITEFUNCTION) { data, size, count, user in
-            let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
-            let length = size * count
-            if sink.data.count + length > JWKSSource.maximumBytes {
-                sink.tooLarge = true
-                return 0
-            }
-            sink.data.append(UnsafeRawPointer(data!).assumingMemoryBound(to: UInt8.self), count: length)
-            return length
-        }
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
+        body.receive(from: curl)
         let result = curl_easy_perform(curl)
-        if sink.tooLarge { throw failure("larger than 256 KiB") }
+        if body.tooLarge { throw failure("larger than 256 KiB") }
         guard result == CURLE_OK else { throw failure(Self.reason(result)) }
         var status = 0
         _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         // file:// answers 0; anything HTTP must be 200.
         guard status == 0 || status == 200 else { throw failure("HTTP \(status)") }
-        return sink.data
+        return body.data
     }
 
     /// libcurl's result as a short reason.

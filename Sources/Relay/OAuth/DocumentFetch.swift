@@ -30,9 +30,8 @@ struct DocumentFetch: Sendable {
         let reason: String
     }
 
-    private final class Sink {
-        var body = Data()
-        var tooLarge = false
+    /// Where the `Cache-Control` header's `max-age` lands.
+    private final class Headers {
         var maxAge: Int?
     }
 
@@ -53,7 +52,8 @@ struct DocumentFetch: Sendable {
             pins = nil
             headers = nil
         }
-        let sink = Sink()
+        let body = CurlBody(limit: Self.maximumBytes)
+        let headersSeen = Headers()
         _ = wb_curl_setopt_string(curl, CURLOPT_URL, url.absoluteString)
         _ = wb_curl_setopt_string(curl, CURLOPT_PROTOCOLS_STR, "https")
         _ = wb_curl_setopt_pointer(curl, CURLOPT_RESOLVE, pins)
@@ -70,31 +70,21 @@ struct DocumentFetch: Sendable {
                 _ = withUnsafeMutablePointer(to: &blob) { wb_curl_setopt_pointer(curl, CURLOPT_CAINFO_BLOB, $0) }
             }
         }
-        _ = wb_curl_setopt_write_callback(curl, CURLOPT_WRITEFUNCTION) { data, size, count, user in
-            let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
-            let length = size * count
-            if sink.body.count + length > DocumentFetch.maximumBytes {
-                sink.tooLarge = true
-                return 0
-            }
-            sink.body.append(UnsafeRawPointer(data!).assumingMemoryBound(to: UInt8.self), count: length)
-            return length
-        }
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_WRITEDATA, Unmanaged.passUnretained(sink).toOpaque())
+        body.receive(from: curl)
         _ = wb_curl_setopt_write_callback(curl, CURLOPT_HEADERFUNCTION) { data, size, count, user in
-            let sink = Unmanaged<Sink>.fromOpaque(user!).takeUnretainedValue()
+            let headers = Unmanaged<Headers>.fromOpaque(user!).takeUnretainedValue()
             let line = String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self)
-            if line.lowercased().hasPrefix("cache-control:") { sink.maxAge = DocumentFetch.maxAge(line) }
+            if line.lowercased().hasPrefix("cache-control:") { headers.maxAge = DocumentFetch.maxAge(line) }
             return size * count
         }
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, Unmanaged.passUnretained(sink).toOpaque())
+        _ = wb_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, Unmanaged.passUnretained(headersSeen).toOpaque())
         let result = curl_easy_perform(curl)
-        if sink.tooLarge || result == CURLE_FILESIZE_EXCEEDED { throw Failure(reason: "it is larger than 5 KB") }
+        if body.tooLarge || result == CURLE_FILESIZE_EXCEEDED { throw Failure(reason: "it is larger than 5 KB") }
         guard result == CURLE_OK else { throw Failure(reason: Self.reason(result)) }
         var status = 0
         _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         guard status == 200 else { throw Failure(reason: "it answered HTTP \(status)") }
-        return Fetched(body: sink.body, maxAge: sink.maxAge)
+        return Fetched(body: body.data, maxAge: headersSeen.maxAge)
     }
 
     /// `max-age` of a `Cache-Control` header line; nil without one, 0 for `no-store` or

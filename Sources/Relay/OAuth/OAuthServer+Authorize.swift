@@ -125,12 +125,11 @@ extension OAuthServer {
     /// `GET /oauth/consent/{id}`: what the consent page shows — the client's name and host,
     /// the person's email — and the one-time token its Approve or Deny must carry.
     func consentDetails(_ request: HTTPRequest, id text: Substring) async -> HTTPResponse {
-        let person: PhoneIdentity
-        switch await signedInPerson(request) {
-        case .success(let value): person = value
+        let (person, id): (PhoneIdentity, UUID)
+        switch await consentRequest(request, id: text) {
+        case .success(let value): (person, id) = value
         case .failure(let refusal): return refusal.response
         }
-        guard let id = UUID(uuidString: String(text)) else { return Self.expired }
         let details: JSONValue?
         do {
             details = try await database.consentRequest(id: id)
@@ -147,12 +146,11 @@ extension OAuthServer {
     /// `POST /oauth/consent/{id}` with `{"action": "approve"|"deny", "consent_token"}`:
     /// decides the request once and answers where the browser goes (`redirect_url`).
     func consentDecision(_ request: HTTPRequest, id text: Substring) async -> HTTPResponse {
-        let person: PhoneIdentity
-        switch await signedInPerson(request) {
-        case .success(let value): person = value
+        let (person, id): (PhoneIdentity, UUID)
+        switch await consentRequest(request, id: text) {
+        case .success(let value): (person, id) = value
         case .failure(let refusal): return refusal.response
         }
-        guard let id = UUID(uuidString: String(text)) else { return Self.expired }
         guard let body = JSONValue.parse(bytes: request.body), let action = body["action"]?.string,
               action == "approve" || action == "deny", let token = body["consent_token"]?.string else {
             return OAuthError.invalidRequest("The body is {\"action\": \"approve\" or \"deny\", \"consent_token\": …}.").response
@@ -180,6 +178,18 @@ extension OAuthServer {
         } catch {
             logger.failure("oauth_consent_failed", error)
             return OAuthError.temporarilyUnavailable.response
+        }
+    }
+
+    /// The signed-in person and the request id a consent call names, or its refusal (401,
+    /// 429, 503; 404 for an id that is not one).
+    private func consentRequest(_ request: HTTPRequest, id text: Substring) async -> Result<(PhoneIdentity, UUID), Refusal> {
+        switch await signedInPerson(request) {
+        case .success(let person):
+            guard let id = UUID(uuidString: String(text)) else { return .failure(Refusal(response: Self.expired)) }
+            return .success((person, id))
+        case .failure(let refusal):
+            return .failure(refusal)
         }
     }
 
