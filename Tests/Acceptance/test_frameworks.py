@@ -42,6 +42,15 @@ def relay():
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def bounded():
+    """A relay whose calls wait at most 5 s (MCP_WAIT_SECONDS): an answer after 8 s plays the
+    field test's 50 s against the default 45 s, with one follow-up carrying request_id."""
+    server = RelayServer(MCP_WAIT_SECONDS="5")
+    yield server
+    server.stop()
+
+
 def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=None):
     """Runs `script` (the framework's client) while a phone answers its first prompt after
     `answer_after` seconds: (the client's JSON line, the prompts the phone got)."""
@@ -57,7 +66,8 @@ def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=N
             await asyncio.sleep(0.3)
             client = await asyncio.create_subprocess_exec(
                 str(python), str(FRAMEWORKS / f"{script}.py"), relay.base + "/mcp", agent, str(attempts),
-                json.dumps(arguments or {"timeout_secs": 60}), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                json.dumps(arguments or {"timeout_secs": 60}), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                cwd=str(FRAMEWORKS))
             answered = False
             started = time.monotonic()
             while True:
@@ -94,3 +104,15 @@ def test_openai_agents_at_its_5_s_default_gets_the_fix_and_the_person_one_prompt
     assert len(prompts) == 1, f"one prompt, not {len(prompts)}"
     if answer_after > 5:
         assert result["attempts"] > 1 and result["errors"], result  # the 5-s default ran out, the retry got it
+
+
+@pytest.mark.parametrize("script", ["fastmcp_client", "mcp_sdk_1_client"])
+@pytest.mark.parametrize("answer_after, calls", [(3, 1), (8, 2)])
+def test_frameworks_at_their_defaults_get_the_fix_in_one_call_or_one_follow_up(bounded, make_user, script, answer_after, calls):
+    """fastmcp and the SDK 1.x: an answer within the call's bound comes back in the call; a
+    later one after one follow-up with request_id; one prompt either way."""
+    result, prompts = run_with_phone(bounded, make_user, script, answer_after, attempts=4)
+    assert result["is_error"] is False and result["errors"] == [], result
+    assert json.loads(result["text"])["latitude"] == LAT
+    assert result["attempts"] == calls, result
+    assert len(prompts) == 1, f"one prompt, not {len(prompts)}"

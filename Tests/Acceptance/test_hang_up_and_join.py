@@ -103,8 +103,9 @@ def test_a_joined_call_that_reaches_its_bound_says_it_is_the_same_request(relay,
     async def scenario():
         ws = await phone(relay, user, session, email)
         async with ws:
-            open_call(relay, agent, call_body(1)).close()
+            conn = open_call(relay, agent, call_body(1))
             ping = await next_message(ws, 5)
+            conn.close()  # asked, then gone
             status, body, _ = await call_in_thread(relay, agent, 2)  # waits the bound (5 s), then "no answer yet"
             assert await next_message(ws, 0.5) is None
             return ping, body
@@ -163,8 +164,9 @@ def test_a_join_is_bound_to_the_credential(relay, make_user):
     async def scenario():
         ws = await phone(relay, user, session, email)
         async with ws:
-            open_call(relay, first, call_body(1)).close()
+            conn = open_call(relay, first, call_body(1))
             ping = await next_message(ws, 5)
+            conn.close()
             other = open_call(relay, second, call_body(1))  # another agent of the same person
             own = await next_message(ws, 5)
             other.close()

@@ -1,29 +1,24 @@
 """openai-agents' own MCP client at its defaults (MCPServerStreamableHttp:
 client_session_timeout_seconds=5), asking get_phone_location the way its runner does for
 a model, and asking again after an error as a model told "An error occurred while running
-the tool. Please try again" does. Runs in the framework's own venv (test_frameworks.py).
-Prints one JSON line: the attempts, and the final result's error flag and text."""
+the tool. Please try again" does (follow_up.py). Runs in its own venv."""
 import asyncio
 import json
 import sys
 
 from agents.mcp import MCPServerStreamableHttp
 
+from follow_up import ask, report
+
 
 async def main(url, token, attempts, arguments):
     server = MCPServerStreamableHttp(params={"url": url, "headers": {"Authorization": f"Bearer {token}"}})
-    errors = []
     async with server:
-        for attempt in range(1, attempts + 1):
-            try:
-                result = await server.call_tool("get_phone_location", arguments)
-            except Exception as error:  # noqa: BLE001 (what the framework raises is what the model hears about)
-                errors.append(type(error).__name__)
-                continue
-            print(json.dumps({"attempts": attempt, "errors": errors, "is_error": result.is_error,
-                              "text": result.content[0].text if result.content else ""}))
-            return
-    print(json.dumps({"attempts": attempts, "errors": errors, "is_error": True, "text": "no result"}))
+        async def call(args):
+            result = await server.call_tool("get_phone_location", args)
+            text = result.content[0].text if result.content else ""
+            return result.is_error, text, result.structured_content
+        report(await ask(call, attempts, arguments))
 
 
 if __name__ == "__main__":

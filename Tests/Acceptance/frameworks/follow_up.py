@@ -1,0 +1,26 @@
+"""What a model does with get_phone_location's answers, for the framework clients: a
+"no answer yet" result (structuredContent status "waiting") is followed by one call with
+its request_id, as the tool's text says; an error is asked again (the framework tells the
+model to try again). The result as one JSON line: attempts, errors, is_error, text."""
+import json
+
+
+async def ask(call, attempts, arguments):
+    """`call(arguments)` returns (is_error, text, structured) or raises: the final answer."""
+    errors, asked = [], 0
+    while asked < attempts:
+        asked += 1
+        try:
+            is_error, text, structured = await call(arguments)
+        except Exception as error:  # noqa: BLE001 (what the framework raises is what the model hears about)
+            errors.append(type(error).__name__)
+            continue
+        if not is_error and (structured or {}).get("status") == "waiting":
+            arguments = {"request_id": structured["request_id"]}
+            continue
+        return {"attempts": asked, "errors": errors, "is_error": is_error, "text": text}
+    return {"attempts": asked, "errors": errors, "is_error": True, "text": "no result"}
+
+
+def report(result):
+    print(json.dumps(result))
