@@ -1,4 +1,4 @@
-"""Agent frameworks from PyPI at their defaults against a real relay (issue 57, docs/agents.md
+"""Agent frameworks from PyPI at their defaults against a real relay (docs/agents.md
 "Agent frameworks"): each in a venv of its own, made here with pinned versions
 (Tests/Acceptance/frameworks/<name>.txt), driving its own MCP client code path with no
 model — the test asks again after an error, as a model does when the framework tells it to

@@ -1,5 +1,5 @@
 """A caller that hangs up never withdraws the person's prompt, and a repeated ask joins the
-request already waiting (issue 57, docs/agents.md "Timeouts"): raw sockets and urllib as an
+request already waiting (docs/agents.md "Timeouts"): raw sockets and urllib as an
 MCP client with a short timeout would behave, and Python `websockets` as the phone. An
 explicit cancel (`notifications/cancelled` naming the call) still withdraws it; a join is
 bound to the credential: another agent of the same person opens its own request."""

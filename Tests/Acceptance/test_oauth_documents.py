@@ -1,4 +1,4 @@
-"""Client ID metadata documents (CIMD) at the relay's authorization server (issue 56): a
+"""Client ID metadata documents (CIMD) at the relay's authorization server: a
 `client_id` that is an https URL is fetched — over https with the test's own CA, never
 following a redirect, at most 5 KB, never from a loopback or private address unless the
 relay allows loopback (tests) — checked, cached, and named to the person by its

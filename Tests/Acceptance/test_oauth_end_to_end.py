@@ -1,5 +1,5 @@
-"""Agents sign in with OAuth 2.1 against the relay's own authorization server (issue 56,
-docs/agents.md "Signing in"), end to end with clients nobody here wrote, while the local
+"""Agents sign in with OAuth 2.1 against the relay's own authorization server
+(docs/agents.md, "Signing in"), end to end with clients nobody here wrote, while the local
 Supabase Auth stand-in behaves as Supabase does today (supabase/auth#2820 on: it would
 refuse every one of these requests) and only signs the person in: the official MCP Python
 SDK's OAuthClientProvider — discovery from the relay's 401 (RFC 9728, RFC 8414), `resource`

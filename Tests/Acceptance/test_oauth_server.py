@@ -1,4 +1,4 @@
-"""The relay as the agents' OAuth 2.1 authorization server (issue 56, docs/agents.md
+"""The relay as the agents' OAuth 2.1 authorization server (docs/agents.md
 "Signing in"), driven with plain HTTP as a ChatGPT-shaped client would (public client,
 `resource`, `offline_access`, `prompt=consent`), and PyJWT reading the tokens. Every
 threat docs/agents.md names has a test here: open redirect, code injection and replay,

@@ -1,4 +1,4 @@
--- The relay as the agents' OAuth 2.1 authorization server (issue 56, 35_relay_oauth_server.sql):
+-- The relay as the agents' OAuth 2.1 authorization server (35_relay_oauth_server.sql):
 -- grants under RLS, bounded registration, consent once per request, codes redeemed once
 -- (PKCE, redirect URI, resource), refresh rotation with reuse detection, revocation by the
 -- owning client only, token families as sessions, a deleted grant ending its tokens and

@@ -169,7 +169,7 @@ struct LocateService: Sendable {
         case .call(let bound):
             let token = try RequestToken()
             resumable = .init(token: token, binding: .init(agent), callBound: bound)
-            // Kept as long as its result may be (the deadline plus 10 minutes, SPEC §11).
+            // Kept as long as its result may be (the deadline plus 10 minutes: docs/agents.md, "Timeouts").
             joins.remember(token, for: joinKey, until: Date().addingTimeInterval(Double(timeoutSeconds + 600)))
             announce(token)
         case .durable(let ttl, let listed):

@@ -1,4 +1,4 @@
-// The OAuth consent page (SPEC §12) at /app/oauth/consent. Two flows:
+// The OAuth consent page (docs/agents.md, "Signing in") at /app/oauth/consent. Two flows:
 //
 // - `?request=<uuid>`: the relay's own authorization server (Sources/Relay/OAuth) sent the
 //   person here from /oauth/authorize. The page reads the request from the relay

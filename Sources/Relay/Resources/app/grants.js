@@ -1,4 +1,4 @@
-// Connected agents (SPEC §12): the OAuth clients this account approved, from two sources
+// Connected agents (docs/agents.md, "Signing in"): the OAuth clients this account approved, from two sources
 // merged in one list, each with a Revoke button:
 // - the relay's own authorization server (Sources/Relay/OAuth): GET /oauth/grants and
 //   DELETE /oauth/grants/{id}, with the person's access token. Always asked: its grants
