@@ -118,7 +118,9 @@ def through_the_api(admin, who):
 # (test_push after 32 others) ran alone at the end; started first, the short files fill the
 # workers around it. Only the order of files changes: within one, tests run as written.
 # (test_push.py was one file of 153 s, longer than a quarter of the run: it is two now.)
-LONGEST_FIRST = ["test_push_services.py", "test_push.py", "test_hostile.py", "test_forwarded.py", "test_browser_phone.py",
+# test_frameworks.py first of all: it makes a venv per framework from the registry before
+# its tests (about three minutes in all on a clean clone).
+LONGEST_FIRST = ["test_frameworks.py", "test_push_services.py", "test_push.py", "test_hostile.py", "test_forwarded.py", "test_browser_phone.py",
                  "test_mcp_tasks.py", "test_auth_standin.py", "test_migrate.py", "test_hostile_push.py"]
 
 

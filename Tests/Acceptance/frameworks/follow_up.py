@@ -3,6 +3,10 @@
 its request_id, as the tool's text says; an error is asked again (the framework tells the
 model to try again). The result as one JSON line: attempts, errors, is_error, text."""
 import json
+import re
+
+# The request_id in the waiting text, for clients that hand the model only text.
+WAITING = re.compile(r'request_id "(wbr_[A-Za-z0-9_-]{32})"')
 
 
 async def ask(call, attempts, arguments):
@@ -17,6 +21,9 @@ async def ask(call, attempts, arguments):
             continue
         if not is_error and (structured or {}).get("status") == "waiting":
             arguments = {"request_id": structured["request_id"]}
+            continue
+        if not is_error and structured is None and (waiting := WAITING.search(text or "")):
+            arguments = {"request_id": waiting.group(1)}
             continue
         return {"attempts": asked, "errors": errors, "is_error": is_error, "text": text}
     return {"attempts": asked, "errors": errors, "is_error": True, "text": "no result"}
