@@ -48,6 +48,15 @@ RELAY_URL = os.environ.get(
     "WHEREABOT_TEST_RELAY_URL", "postgresql://whereabot_relay:whereabot-relay-dev@127.0.0.1:54322/whereabot_test")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fresh_registration_budget():
+    """Each module starts with the per-address budget of OAuth registrations (20 an hour,
+    docs/agents.md) unspent: the files of one worker share a database and one address."""
+    with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
+        conn.execute("update private.oauth_clients set created_at = created_at - interval '2 hours'"
+                     " where created_at > now() - interval '2 hours'")
+
+
 @pytest.fixture
 def admin():
     """An autocommit connection as the bootstrap superuser, for test data."""

@@ -107,12 +107,14 @@ def test_openai_agents_at_its_5_s_default_gets_the_fix_and_the_person_one_prompt
 
 
 @pytest.mark.parametrize("script", ["fastmcp_client", "mcp_sdk_1_client", "pydantic_ai_client",
-                                    "langchain_mcp_adapters_client", "mcp_use_client"])
+                                    "langchain_mcp_adapters_client", "mcp_use_client", "strands_agents_client",
+                                    "smolagents_client"])
 @pytest.mark.parametrize("answer_after, calls", [(3, 1), (8, 2)])
 def test_frameworks_at_their_defaults_get_the_fix_in_one_call_or_one_follow_up(bounded, make_user, script, answer_after, calls):
-    """fastmcp, the SDK 1.x, Pydantic AI, LangChain's adapters and mcp-use: an answer within the call's
-    bound comes back in the call; a later one after at most one follow-up with request_id
-    (Pydantic AI prefers tasks, which it polls within the one call); one prompt either way."""
+    """fastmcp, the SDK 1.x, Pydantic AI, LangChain's adapters, mcp-use, Strands and
+    smolagents: an answer within the call's bound comes back in the call; a later one after at
+    most one follow-up with request_id (Pydantic AI prefers tasks, which it polls within the
+    one call); one prompt either way."""
     result, prompts = run_with_phone(bounded, make_user, script, answer_after, attempts=4)
     assert result["is_error"] is False and result["errors"] == [], result
     assert json.loads(result["text"])["latitude"] == LAT
