@@ -29,5 +29,14 @@ async def ask(call, attempts, arguments):
     return {"attempts": asked, "errors": errors, "is_error": True, "text": "no result"}
 
 
+def from_text(text):
+    """A text-only answer as `ask` takes it: the fix's JSON read as its structured content."""
+    try:
+        fix = json.loads(text)
+    except ValueError:
+        return False, text, None
+    return False, text, fix if isinstance(fix, dict) else None
+
+
 def report(result):
     print(json.dumps(result))

@@ -7,7 +7,7 @@ import sys
 
 from langchain_mcp_adapters.client import MultiServerMCPClient
 
-from follow_up import ask, report
+from follow_up import ask, from_text, report
 
 
 def text_of(content):
@@ -22,12 +22,7 @@ async def main(url, token, attempts, arguments):
     tools = {tool.name: tool for tool in await client.get_tools()}
 
     async def call(args):
-        text = text_of(await tools["get_phone_location"].ainvoke(args))
-        try:
-            fix = json.loads(text)
-        except ValueError:
-            return False, text, None
-        return False, text, fix if isinstance(fix, dict) else None
+        return from_text(text_of(await tools["get_phone_location"].ainvoke(args)))
     report(await ask(call, attempts, arguments))
 
 

@@ -7,7 +7,7 @@ import sys
 
 from smolagents import MCPClient
 
-from follow_up import ask, report
+from follow_up import ask, from_text, report
 
 
 async def main(url, token, attempts, arguments):
@@ -16,12 +16,7 @@ async def main(url, token, attempts, arguments):
         tool = next(tool for tool in tools if tool.name == "get_phone_location")
 
         async def call(args):
-            text = str(await asyncio.to_thread(lambda: tool(**args)))
-            try:
-                fix = json.loads(text)
-            except ValueError:
-                return False, text, None
-            return False, text, fix if isinstance(fix, dict) else None
+            return from_text(str(await asyncio.to_thread(lambda: tool(**args))))
         report(await ask(call, attempts, arguments))
 
 
