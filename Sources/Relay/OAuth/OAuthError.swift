@@ -31,10 +31,8 @@ struct OAuthError: Error, Equatable, Sendable, CustomStringConvertible {
     var response: HTTPResponse {
         let body: JSONValue = ["error": .string(code), "error_description": .string(text)]
         var response = OAuthError.json(status, body)
-        if status == 401 { response.headers = ["Content-Type": "application/json", "Cache-Control": "no-store", "Pragma": "no-cache",
-                                                "WWW-Authenticate": "Basic realm=\"whereabot\""] }
-        if status == 503 || status == 429 { response.headers = ["Content-Type": "application/json", "Cache-Control": "no-store",
-                                                                "Pragma": "no-cache", "Retry-After": "5"] }
+        if status == 401 { response.headers.set("WWW-Authenticate", "Basic realm=\"whereabot\"") }
+        if status == 503 || status == 429 { response.headers.set("Retry-After", "5") }
         return response
     }
 

@@ -1,0 +1,68 @@
+import Foundation
+import JSON
+@testable import Relay
+@testable import RelayCore
+import Testing
+
+/// What a repeated ask joins and what an explicit cancel finds are bounded memory: the
+/// registries empty themselves when full, entries end with their TTL, and an outcome
+/// nobody received is kept only `SyncOutcome.undeliveredTTL`.
+@Suite struct JoinAndCancelBoundsTests {
+    func key(_ n: Int, owner: UUID = UUID(uuidString: "00000000-0000-4000-8000-000000000001")!) -> JoinableRequests.Key {
+        JoinableRequests.Key(user: owner, clientID: "client-\(n)", keyID: nil, owner: owner)
+    }
+
+    @Test func joinableRequestsAreBoundedAndEndWithTheirTTL() throws {
+        let joins = JoinableRequests()
+        let now = Date()
+        for n in 0..<JoinableRequests.maximumEntries {
+            joins.remember(try RequestToken(), for: key(n), until: now.addingTimeInterval(n == 0 ? 1 : 600), now: now)
+        }
+        #expect(joins.count == JoinableRequests.maximumEntries)
+        #expect(joins.token(for: key(0), now: now.addingTimeInterval(2)) == nil, "past its TTL: gone")
+        // Full: the expired are dropped first, then everything if still full; never more.
+        joins.remember(try RequestToken(), for: key(-1), until: now.addingTimeInterval(600), now: now.addingTimeInterval(2))
+        #expect(joins.count <= JoinableRequests.maximumEntries)
+        let token = try RequestToken()
+        joins.remember(token, for: key(-2), until: now.addingTimeInterval(600), now: now)
+        #expect(joins.token(for: key(-2), now: now)?.id == token.id)
+        joins.forget(token)
+        #expect(joins.token(for: key(-2), now: now) == nil, "forgotten by its token alone")
+    }
+
+    @Test func anOutcomeNobodyReceivedIsKeptAMinuteAndAFailureIsNeverJoined() async throws {
+        let settled = SyncOutcome()
+        let now = Date()
+        #expect(!settled.publish(.abandoned, now: now), "nobody waited")
+        #expect(settled.joinable(now: now.addingTimeInterval(SyncOutcome.undeliveredTTL - 1)))
+        #expect(!settled.joinable(now: now.addingTimeInterval(SyncOutcome.undeliveredTTL + 1)))
+        #expect(await settled.outcome() == .abandoned, "a late joiner gets it at once")
+        let failed = SyncOutcome()
+        let waiting = Task { await failed.outcome() }
+        try await Task.sleep(for: .milliseconds(50))
+        failed.fail()
+        #expect(await waiting.value == nil)
+        #expect(!failed.joinable())
+        let left = SyncOutcome()
+        let gone = Task { await left.outcome() }
+        gone.cancel()
+        #expect(await gone.value == nil, "a joiner whose caller left stops waiting")
+    }
+
+    @Test func inFlightCallsAreBoundedAndOnlyTheirCredentialFindsThem() throws {
+        let calls = InFlightCalls()
+        let user = UUID()
+        func agent(_ client: String) -> AgentIdentity {
+            AgentIdentity(userID: user, clientID: client, keyID: nil, keyName: nil, email: nil)
+        }
+        for n in 0..<InFlightCalls.maximumEntries { calls.begin(.number(Double(n)), token: try RequestToken(), for: agent("a")) }
+        let overflow = try RequestToken()
+        calls.begin(.string("one more"), token: overflow, for: agent("a"))
+        #expect(calls.token(of: .string("one more"), for: agent("a")) == nil, "full: a new call is not remembered")
+        calls.end(.number(0), for: agent("a"))
+        calls.begin(.string("one more"), token: overflow, for: agent("a"))
+        #expect(calls.token(of: .string("one more"), for: agent("a"))?.id == overflow.id)
+        #expect(calls.token(of: .string("one more"), for: agent("b")) == nil, "another agent's cancel finds nothing")
+        #expect(calls.token(of: .null, for: agent("a")) == nil, "a null id names no call")
+    }
+}
