@@ -5,34 +5,14 @@ model — the test asks again after an error, as a model does when the framework
 try again — while Python `websockets` plays the phone and counts the prompts."""
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 
 import pytest
 import websockets
 
-from conftest import ROOT
+from framework_kit import FRAMEWORKS, LAT, LON, SCRIPTS, framework_python
 from relay_server import RelayServer, token
-
-FRAMEWORKS = ROOT / "Tests" / "Acceptance" / "frameworks"
-VENVS = ROOT / ".venv-frameworks"
-LAT, LON = 52.52, 13.405
-
-
-def framework_python(name):
-    """The framework's venv (made, or remade when its pins changed): its python."""
-    pins = (FRAMEWORKS / f"{name}.txt").read_text()
-    venv = VENVS / name
-    marker = venv / ".installed"
-    if not marker.exists() or marker.read_text() != pins:
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, timeout=120)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                        str(FRAMEWORKS / f"{name}.txt")], check=True, timeout=600)
-        marker.write_text(pins)
-    return venv / "bin" / "python"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +36,7 @@ def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=N
     `answer_after` seconds: (the client's JSON line, the prompts the phone got)."""
     user, session, email = make_user("Framework", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
-    python = framework_python(script.split("_client")[0].replace("_", "-"))
+    python = framework_python(script)
     prompts = []
 
     async def scenario():
@@ -106,13 +86,11 @@ def test_openai_agents_at_its_5_s_default_gets_the_fix_and_the_person_one_prompt
         assert result["attempts"] > 1 and result["errors"], result  # the 5-s default ran out, the retry got it
 
 
-@pytest.mark.parametrize("script", ["fastmcp_client", "mcp_sdk_1_client", "pydantic_ai_client",
-                                    "langchain_mcp_adapters_client", "mcp_use_client", "strands_agents_client",
-                                    "smolagents_client"])
+@pytest.mark.parametrize("script", SCRIPTS[1:])
 @pytest.mark.parametrize("answer_after, calls", [(3, 1), (8, 2)])
 def test_frameworks_at_their_defaults_get_the_fix_in_one_call_or_one_follow_up(bounded, make_user, script, answer_after, calls):
-    """fastmcp, the SDK 1.x, Pydantic AI, LangChain's adapters, mcp-use, Strands and
-    smolagents: an answer within the call's bound comes back in the call; a later one after at
+    """fastmcp, the SDK 1.x, Pydantic AI, LangChain's adapters, mcp-use, Strands, smolagents
+    and Google ADK: an answer within the call's bound comes back in the call; a later one after at
     most one follow-up with request_id (Pydantic AI prefers tasks, which it polls within the
     one call); one prompt either way."""
     result, prompts = run_with_phone(bounded, make_user, script, answer_after, attempts=4)

@@ -4,7 +4,9 @@ MCP client with a short timeout would behave, and Python `websockets` as the pho
 explicit cancel (`notifications/cancelled` naming the call) still withdraws it; a join is
 bound to the credential: another agent of the same person opens its own request."""
 import asyncio
+import base64
 import json
+import os
 import socket
 import time
 import uuid
@@ -239,3 +241,61 @@ def test_over_http_an_answer_nobody_was_waiting_for_reaches_the_next_ask(relay, 
     second, (status, body) = asyncio.run(scenario())
     assert second is None or second["type"] == "cancel", second
     assert status == 200 and round(body["latitude"], 3) == round(LAT, 3), body
+
+
+@pytest.fixture(scope="module")
+def two_instances():
+    """Two relays on one database behind no balancer, sharing a REQUEST_ID_KEY as every
+    instance of a deployment does (docs/deploy.md)."""
+    key = base64.b64encode(os.urandom(32)).decode()
+    servers = [RelayServer(MCP_WAIT_SECONDS="5", REQUEST_ID_KEY=key) for _ in range(2)]
+    yield servers
+    for server in servers:
+        server.stop()
+
+
+def test_a_retry_that_lands_on_another_instance_joins_the_same_request(two_instances, make_user):
+    """The balancer sends the model's retry to the other instance: it finds the request in
+    the database, joins it (no second prompt), and gets the fix the person gives."""
+    first, second = two_instances
+    user, session, email = make_user("Balanced", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(first, user, session, email)
+        async with ws:
+            conn = open_call(first, agent, call_body(7))
+            ping = await next_message(ws, 5)
+            assert ping["type"] == "locate"
+            conn.close()  # the client's timeout
+            retry = asyncio.create_task(call_in_thread(second, agent, 8))
+            assert await next_message(ws, 1.5) is None, "the retry on the other instance joins: no second prompt"
+            await ws.send(fix(ping["id"]))
+            return await asyncio.wait_for(retry, 15)
+
+    status, body, _ = asyncio.run(scenario())
+    assert status == 200 and body["result"]["isError"] is False, body
+    assert round(body["result"]["structuredContent"]["latitude"], 3) == round(LAT, 3)
+
+
+def test_on_another_instance_a_join_is_bound_to_the_credential(two_instances, make_user):
+    """Another agent of the same person asking on the other instance opens its own request
+    there: its own prompt (the person binding is pgTAP's, 63-joinable-request)."""
+    first, second = two_instances
+    user, session, email = make_user("Owner", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    other = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(first, user, session, email)
+        async with ws:
+            conn = open_call(first, agent, call_body(1))
+            ping = await next_message(ws, 5)
+            conn.close()
+            elsewhere = open_call(second, other, call_body(2))
+            own = await next_message(ws, 5)
+            elsewhere.close()
+            return ping, own
+
+    ping, own = asyncio.run(scenario())
+    assert own is not None and own["type"] == "locate" and own["id"] != ping["id"], "its own request, its own prompt"

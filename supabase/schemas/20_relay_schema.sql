@@ -102,7 +102,8 @@ revoke all on relay.connections from public, anon, authenticated, service_role, 
 -- * `keep_until` ends a resumable row: the task's ttl from creation, and never more than 10
 --   minutes after settlement. Nothing of it is readable past that; the reaper deletes it.
 -- * `wrapped_secret` is the request_id's secret sealed (AES-256-GCM) under a key only the
---   relay instances hold (REQUEST_ID_KEY), so tasks/list can name the caller's tasks; it is
+--   relay instances hold (REQUEST_ID_KEY), so tasks/list can name the caller's tasks (the
+--   `listed` ones) and a repeated ask can join its call's request on any instance; it is
 --   null when no such key is configured, and useless without it.
 create unlogged table relay.pending_requests (
   id uuid primary key,
@@ -129,7 +130,8 @@ create unlogged table relay.pending_requests (
   wrapped_secret bytea,
   watcher_instance text,
   ask_reason text,
-  realert_claimed_at timestamptz
+  realert_claimed_at timestamptz,
+  listed boolean not null default false
 );
 comment on table relay.pending_requests is
   'Locate requests in flight: who asks whose phones, which instance waits, its X25519 reply key, and how it ended. Never a coordinate.';
@@ -153,7 +155,9 @@ comment on column relay.pending_requests.agent_key_id is
 comment on column relay.pending_requests.keep_until is
   'When a resumable request and its result are forgotten (task ttl; at most 10 minutes after settlement).';
 comment on column relay.pending_requests.wrapped_secret is
-  'The request_id''s secret under the relay instances'' REQUEST_ID_KEY (AES-256-GCM), for tasks/list; never the plain secret.';
+  'The request_id''s secret under the relay instances'' REQUEST_ID_KEY (AES-256-GCM), for tasks/list and for a repeated ask that joins on another instance; never the plain secret.';
+comment on column relay.pending_requests.listed is
+  'Opened as a task or an async request (durable from the start), so tasks/list may name it; a call''s request is not.';
 comment on column relay.pending_requests.watcher_instance is
   'The instance whose poll waits for a durable request''s answer (it is told as well as the waiter).';
 -- No index on waiter_instance: it has as many distinct values as relay instances (a

@@ -184,7 +184,7 @@ begin
   if v_opened->>'status' = 'opened' then
     update relay.pending_requests
     set resumable = true, durable = p_durable, agent_key_id = p_key, keep_until = p_keep_until,
-        wrapped_secret = p_wrapped_secret
+        wrapped_secret = p_wrapped_secret, listed = p_durable and p_wrapped_secret is not null
     where id = p_id;
   end if;
   return v_opened;
@@ -333,7 +333,7 @@ begin
   return query
     select private.request_view(r) - 'sealed', r.wrapped_secret
     from relay.pending_requests r
-    where r.resumable and r.durable and r.wrapped_secret is not null
+    where r.resumable and r.durable and r.listed
       and coalesce(r.requester_id, r.owner_id) = p_user and r.client_id = p_client_id
       and r.agent_key_id is not distinct from p_key and r.keep_until > now()
       and (p_before_us is null
@@ -346,17 +346,47 @@ $$;
 comment on function relay.durable_requests(uuid, text, uuid, bigint, uuid, int) is
   'One page of a credential''s own durable requests, newest first (tasks/list); never another credential''s.';
 
+-- -----------------------------------------------------------------------------
+-- relay.joinable_request(user, client, key, owner) — a repeated ask's request to join
+-- -----------------------------------------------------------------------------
+create or replace function relay.joinable_request(p_user uuid, p_client_id text, p_key uuid, p_owner uuid)
+returns table (id uuid, wrapped_secret bytea)
+language plpgsql
+stable
+security definer
+set search_path = ''
+as $$
+begin
+  if p_user is null or p_client_id is null or p_owner is null then
+    raise exception 'joinable_request needs a user, a client id and an owner' using errcode = '22004';
+  end if;
+  return query
+    select r.id, r.wrapped_secret
+    from relay.pending_requests r
+    where r.resumable and not r.listed and r.wrapped_secret is not null
+      and coalesce(r.requester_id, r.owner_id) = p_user and r.client_id = p_client_id
+      and r.agent_key_id is not distinct from p_key and r.owner_id = p_owner
+      and r.settled_at is null and r.expires_at > now() and r.keep_until > now()
+    order by r.created_at desc
+    limit 1;
+end;
+$$;
+comment on function relay.joinable_request(uuid, text, uuid, uuid) is
+  'The newest get_phone_location request of one credential for one person still waiting for the person, with its wrapped request_id secret: a repeated ask joins it on any instance. Never another credential''s, never a task.';
+
 revoke execute on function
   relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text),
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),
-  relay.durable_requests(uuid, text, uuid, bigint, uuid, int)
+  relay.durable_requests(uuid, text, uuid, bigint, uuid, int),
+  relay.joinable_request(uuid, text, uuid, uuid)
   from public, anon, authenticated, service_role;
 grant execute on function
   relay.open_durable_request(uuid, uuid, uuid, text, text, uuid, text, bytea, timestamptz, timestamptz, boolean, bytea, int, text),
   relay.make_durable(uuid, text),
   relay.durable_state(uuid, uuid, text, uuid, text, boolean),
   relay.cancel_durable(uuid, uuid, text, uuid, boolean),
-  relay.durable_requests(uuid, text, uuid, bigint, uuid, int)
+  relay.durable_requests(uuid, text, uuid, bigint, uuid, int),
+  relay.joinable_request(uuid, text, uuid, uuid)
   to whereabot_relay;

@@ -26,7 +26,7 @@ select columns_are('relay', 'pending_requests',
         'reply_key', 'created_at', 'expires_at', 'delivered_at', 'settled_at', 'outcome',
         'reason', 'answered_by', 'wake_kind', 'wake_claimed_at', 'checking_claimed_at',
         'resumable', 'durable', 'agent_key_id', 'keep_until', 'wrapped_secret', 'watcher_instance',
-        'ask_reason', 'realert_claimed_at'],
+        'ask_reason', 'realert_claimed_at', 'listed'],
   'relay.pending_requests has exactly these columns, none of them a coordinate');
 
 select columns_are('relay', 'connections',

@@ -54,6 +54,7 @@ $$, array[
         'relay.drain_connections(text)', 'relay.drop_apns_token(text,timestamp with time zone)',
         'relay.drop_web_push_subscription(text)',
         'relay.durable_requests(uuid,text,uuid,bigint,uuid,integer)',
+        'relay.joinable_request(uuid,text,uuid,uuid)',
         'relay.durable_state(uuid,uuid,text,uuid,text,boolean)', 'relay.finish(uuid,text,text)',
         'relay.forget_ended_sessions(integer)', 'relay.heartbeat(text)',
         'relay.make_durable(uuid,text)', 'relay.mark_delivered(uuid[])',

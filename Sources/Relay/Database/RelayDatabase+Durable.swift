@@ -93,6 +93,17 @@ extension RelayDatabase {
         }
     }
 
+    /// `binding`'s newest get_phone_location request for `owner`'s phones still waiting for
+    /// the person, with its request_id secret wrapped under REQUEST_ID_KEY: a repeated ask
+    /// joins it from any instance (docs/agents.md, "Timeouts"). Nil when there is none.
+    func joinableRequest(binding: Binding, owner: UUID) async throws -> (id: UUID, wrapped: [UInt8])? {
+        guard let row = try await pool.send("select id, wrapped_secret from relay.joinable_request($1, $2, $3, $4)",
+                                            [binding.user, binding.clientID, binding.keyID, owner]).rows.first else {
+            return nil
+        }
+        return (try row.decode(0, as: UUID.self), Array(try row.decode(1, as: Data.self)))
+    }
+
     private static func durableState(_ json: JSONValue) throws -> DurableState {
         func date(_ key: String) -> Date? { json[key]?.integer.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
         guard let text = json["id"]?.string, let id = UUID(uuidString: text),

@@ -50,7 +50,8 @@ public struct LocateRequest: Sendable {
         public var callBound: Duration?
         /// The result's TTL from creation (a task's `ttl`), cut to the deadline plus 10 minutes.
         public var ttl: Duration?
-        /// The token's secret wrapped for tasks/list, if it is a task and a key is configured.
+        /// The token's secret wrapped under REQUEST_ID_KEY, when one is configured: for tasks/list
+        /// (a listed task), and for a call's request, which a repeated ask on any instance joins.
         public var wrapped: [UInt8]?
 
         /// Describes a resumable request.

@@ -146,7 +146,7 @@ struct LocateService: Sendable {
             shared = match
         }
         let joinKey = JoinableRequests.Key(user: agent.userID, clientID: agent.clientID, keyID: agent.keyID, owner: owner)
-        if case .call(let bound) = mode, let token = joins.token(for: joinKey) {
+        if case .call(let bound) = mode, let token = try await joinable(joinKey, agent: agent) {
             announce(token)
             if let joined = try await join(token, key: joinKey, agent: agent, wait: bound) { return joined }
         }
@@ -168,7 +168,10 @@ struct LocateService: Sendable {
         case .synchronous: break
         case .call(let bound):
             let token = try RequestToken()
-            resumable = .init(token: token, binding: .init(agent), callBound: bound)
+            // Wrapped under the instances' key, so that a repeated ask landing on another
+            // instance can join it (relay.joinable_request).
+            resumable = .init(token: token, binding: .init(agent), callBound: bound,
+                              wrapped: try requestIDKey.map { try token.wrapped(under: $0) })
             // Kept as long as its result may be (the deadline plus 10 minutes: docs/agents.md, "Timeouts").
             joins.remember(token, for: joinKey, until: Date().addingTimeInterval(Double(timeoutSeconds + 600)))
             announce(token)
@@ -203,6 +206,17 @@ struct LocateService: Sendable {
     /// A joined synchronous request ended without an outcome for this call (it could not be
     /// asked, or this call's own caller left): answered as a database failure.
     struct JoinEnded: Error {}
+
+    /// The request a repeated ask of `key` joins: the one this instance remembers, else (with
+    /// a REQUEST_ID_KEY) the credential's request for the person still waiting in the
+    /// database, whichever instance opened it.
+    private func joinable(_ key: JoinableRequests.Key, agent: AgentIdentity) async throws -> RequestToken? {
+        if let token = joins.token(for: key) { return token }
+        guard let requestIDKey, let found = try await database.joinableRequest(binding: .init(agent), owner: key.owner) else {
+            return nil
+        }
+        return RequestToken.unwrap(found.wrapped, under: requestIDKey, id: found.id)
+    }
 
     /// A call that joins `token`, the request its agent already opened for the same person:
     /// it waits up to `wait` for that request's outcome, as a call with its request_id
