@@ -6,7 +6,10 @@
 -- own session: the phone socket (relay.set_quiet_hours) or the API with RLS. No agent
 -- token reads or writes either table: a window says when a person sleeps, and the mark
 -- says which agent may wake them, both only the person's business. relay.open_request
--- asks private.quiet_until before anything is pinged or pushed.
+-- asks private.quiet_until before anything is pinged or pushed, and it is asked again
+-- before every later ping or push of a request already open (the pings waiting on hello,
+-- the backstop poll, every push stage): a window that begins while a request waits holds
+-- for it too (docs/agents.md, "Quiet hours").
 
 create table public.quiet_hours (
   id uuid primary key default gen_random_uuid(),
@@ -31,7 +34,7 @@ comment on column public.quiet_hours.days is
 
 create index quiet_hours_user_id_idx on public.quiet_hours (user_id);
 comment on index public.quiet_hours_user_id_idx is
-  'private.quiet_until (every request opened) and the person''s list: the windows of one user.';
+  'private.quiet_until (every request opened, and every later ping and push of one) and the person''s list: the windows of one user.';
 
 alter table public.quiet_hours enable row level security;
 

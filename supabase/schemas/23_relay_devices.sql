@@ -135,7 +135,7 @@ revoke execute on function private.register_socket(text, uuid, uuid, uuid, uuid,
 -- too_many_devices (a new device past the account's cap: 4002), invalid (a hello without
 -- its ids or opening time, or with an unknown platform: 1008) or unregistered (the
 -- instance's row is gone: nothing written). pending: [{owner, message}], the pings waiting
--- for the users of the ok sockets, oldest first.
+-- for the users of the ok sockets, oldest first, but none that quiet hours hold back.
 create type private.socket_hello as (
   ord int, connection uuid, user_id uuid, session_id uuid, device_id uuid,
   name text, platform text, app_version text, opened_at timestamptz);
@@ -228,17 +228,21 @@ begin
 
   select jsonb_agg(jsonb_build_object('connection', h.connection, 'status', v_status[h.ord]) order by h.ord)
   into v_results from unnest(v_hellos) h;
-  -- The pings still waiting for the users of the ok sockets, oldest first.
+  -- The pings still waiting for the users of the ok sockets, oldest first; none of a
+  -- request whose agent may not wake its owner in the quiet hours holding now
+  -- (private.quiet_until, as relay.open_request asks it: docs/agents.md, "Quiet hours").
   select coalesce(jsonb_agg(jsonb_build_object('owner', r.owner_id, 'message', private.locate_ping(r))
                             order by r.created_at), '[]'::jsonb)
   into v_pending
   from relay.pending_requests r
-  where r.owner_id = any (v_ok) and r.settled_at is null and r.expires_at > now();
+  where r.owner_id = any (v_ok) and r.settled_at is null and r.expires_at > now()
+    and (not exists (select from public.quiet_hours q where q.user_id = r.owner_id)
+         or private.quiet_until(r.owner_id, r.client_id, r.requester_id, now()) is null);
   return jsonb_build_object('results', v_results, 'pending', v_pending);
 end;
 $$;
 comment on function relay.device_hellos(text, jsonb, int) is
-  'Registers up to 1000 sockets that said hello on INSTANCE; returns each one''s status (one element never fails another) and the pings waiting for their users.';
+  'Registers up to 1000 sockets that said hello on INSTANCE; returns each one''s status (one element never fails another) and the pings waiting for their users (none that quiet hours hold back).';
 
 -- -----------------------------------------------------------------------------
 -- relay.device_disconnects(connections), relay.drain_connections(instance)
@@ -375,7 +379,10 @@ comment on function relay.revoked_connections(text) is
 -- proportional to the requests waiting. The lateral probe leaves the planner one shape:
 -- the waiting requests (partial index), each looked up by its owner in relay.connections
 -- (index): O(waiting × log sockets); as a semi-join it could be cached as a nested loop
--- over every socket for every waiting request (0.9 s per call with 10,000 of each).
+-- over every socket for every waiting request (0.9 s per call with 10,000 of each). A
+-- request whose agent may not wake its owner in the quiet hours holding now is left out
+-- (private.quiet_until, as relay.open_request asks it): it stays open, and its ping goes
+-- out at the first poll after the window.
 create or replace function relay.pending_locates_on(p_instance text)
 returns table (owner_id uuid, message jsonb)
 language plpgsql
@@ -392,11 +399,13 @@ begin
     cross join lateral (select from relay.connections c
                         where c.user_id = r.owner_id and c.instance_id = p_instance limit 1) held
     where r.settled_at is null and r.expires_at > now()
+      and (not exists (select from public.quiet_hours q where q.user_id = r.owner_id)
+           or private.quiet_until(r.owner_id, r.client_id, r.requester_id, now()) is null)
     order by r.created_at;
 end;
 $$;
 comment on function relay.pending_locates_on(text) is
-  'Locate messages of every request still waiting for a user with a socket on INSTANCE, oldest first.';
+  'Locate messages of every request still waiting for a user with a socket on INSTANCE, oldest first (none that quiet hours hold back).';
 
 revoke execute on function relay.device_hellos(text, jsonb, int), relay.device_disconnects(uuid[]),
   relay.drain_connections(text), relay.revoked_connections(text), relay.pending_locates_on(text)

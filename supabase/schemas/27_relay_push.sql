@@ -301,7 +301,9 @@ revoke execute on function private.pay_for_pushes(jsonb, jsonb, uuid, uuid, int,
 -- relay.claim_push(id, instance, stage, per_target, per_account)
 -- -----------------------------------------------------------------------------
 -- status: claimed (send to the targets listed), already (claimed before), settled,
--- expired, gone (no row), not_applicable (checking without a silent wake). Only the waiter
+-- expired, gone (no row), not_applicable (checking without a silent wake; or the owner is
+-- in quiet hours the agent may not wake them in, with quiet = {until, local, time_zone},
+-- nothing claimed). Only the waiter
 -- may claim (42501). Targets: apns [{token, environment}], web [{endpoint, p256dh, auth}];
 -- devices that were removed get nothing. The answer names the owner (the relay queues
 -- pushes fairly per account).
@@ -318,6 +320,7 @@ declare
   v_kind text;
   v_apns jsonb;
   v_web jsonb;
+  v_quiet jsonb;
 begin
   perform private.check_instance_id(p_instance);
   if p_id is null or p_stage is null then
@@ -369,6 +372,14 @@ begin
       return jsonb_build_object('status', 'already');
     end if;
   end if;
+  -- Quiet hours hold for a request opened before them (docs/agents.md, "Quiet hours"):
+  -- every stage asks private.quiet_until again, as relay.open_request does, and nothing is
+  -- pushed while the agent may not wake the owner. The stage stays unclaimed and the
+  -- request open: the phone gets its ping after the window.
+  v_quiet := private.quiet_until(v_request.owner_id, v_request.client_id, v_request.requester_id, now());
+  if v_quiet is not null then
+    return jsonb_build_object('status', 'not_applicable', 'quiet', v_quiet);
+  end if;
 
   select coalesce(jsonb_agg(jsonb_build_object('token', t.token, 'environment', t.environment)), '[]')
     into v_apns from relay.apns_tokens(v_request.owner_id) t;
@@ -404,7 +415,7 @@ begin
 end;
 $$;
 comment on function relay.claim_push(uuid, text, text, int, int) is
-  'Claims one push stage of a request for its waiting instance, with the targets its per-target and per-account hourly budgets pay for (a shared request''s out of the requester''s own).';
+  'Claims one push stage of a request for its waiting instance, with the targets its per-target and per-account hourly budgets pay for (a shared request''s out of the requester''s own); nothing while quiet hours hold for its agent.';
 
 -- The relay calls claim_push, drop_apns_token and drop_web_push_subscription; claim_push
 -- reads is_always_allowed, apns_tokens and web_push_subscriptions, which the relay's role
