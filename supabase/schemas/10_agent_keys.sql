@@ -23,8 +23,10 @@ comment on table public.agent_keys is
 comment on column public.agent_keys.key_prefix is 'The first 11 characters, to tell keys apart in a list.';
 
 create index agent_keys_user_id_idx on public.agent_keys (user_id);
+create index agent_keys_revoked_at_idx on public.agent_keys (revoked_at) where revoked_at is not null;
 comment on index public.agent_keys_key_hash_key is 'relay.agent_key_owner: an agent key by its hash, on every request with a key.';
 comment on index public.agent_keys_user_id_idx is 'The 25-keys-per-user limit trigger, and deleting a user (cascade).';
+comment on index public.agent_keys_revoked_at_idx is 'relay.sweep_oauth: keys revoked longer ago than private.revoked_kept_for().';
 
 alter table public.agent_keys enable row level security;
 
@@ -47,6 +49,83 @@ create trigger agent_keys_lock_user
 create trigger agent_keys_per_user_limit
   before insert on public.agent_keys
   for each row execute function private.enforce_per_user_limit('user_id', '25');
+
+-- -----------------------------------------------------------------------------
+-- Creations per hour, revoked ones included (agent keys here, location shares in
+-- 15_location_shares.sql)
+-- -----------------------------------------------------------------------------
+-- The caps count live rows only, and a revoked row stays: without a rate one socket made
+-- thousands of revoked keys in seconds, each revocation a NOTIFY to every relay instance.
+-- So every creation leaves a row in private.creations, whatever becomes of what it made
+-- (revoked, or a share deleted), and an account's creations of a kind in the last hour are
+-- capped (54000, as the caps are). Rows past the hour, and keys and shares revoked more
+-- than private.revoked_kept_for() ago, are deleted by relay.sweep_oauth with the reap.
+create table private.creations (
+  id bigint generated always as identity primary key,
+  user_id uuid not null references auth.users (id) on delete cascade,
+  kind text not null check (kind in ('agent_key', 'location_share')),
+  created_at timestamptz not null default now()
+);
+comment on table private.creations is
+  'One row per agent key or location share created, by account and time, kept an hour: what the hourly creation rates count.';
+create index creations_user_id_kind_created_at_idx on private.creations (user_id, kind, created_at);
+create index creations_created_at_idx on private.creations (created_at);
+comment on index private.creations_user_id_kind_created_at_idx is
+  'private.enforce_creation_rate: an account''s creations of a kind in the last hour; deleting a user (cascade).';
+comment on index private.creations_created_at_idx is 'relay.sweep_oauth: the rows past the hour.';
+alter table private.creations enable row level security;
+revoke all on private.creations from public, anon, authenticated, service_role;
+
+create or replace function private.max_agent_keys_per_hour()
+returns int language sql immutable set search_path = '' as $$ select 25 $$;
+comment on function private.max_agent_keys_per_hour() is
+  'Agent keys one account may create in any hour, revoked ones included (a whole cap''s worth at once).';
+revoke execute on function private.max_agent_keys_per_hour() from public, anon, authenticated;
+
+create or replace function private.revoked_kept_for()
+returns interval language sql immutable set search_path = '' as $$ select interval '30 days' $$;
+comment on function private.revoked_kept_for() is
+  'How long a revoked agent key or location share is kept before relay.sweep_oauth deletes it.';
+revoke execute on function private.revoked_kept_for() from public, anon, authenticated;
+
+-- A BEFORE INSERT trigger: enforce_creation_rate('agent_key', 'user_id') records the
+-- creation and refuses it (54000) once the account made the kind's hourly maximum. One
+-- account's creations of a kind wait for each other (an advisory lock), so the rate holds
+-- under concurrency. Named to fire after the table's cap, so a row the cap refuses never
+-- counts.
+create or replace function private.enforce_creation_rate()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_kind text := tg_argv[0];
+  v_user uuid := (to_jsonb(new) ->> tg_argv[1])::uuid;
+  v_limit int := case tg_argv[0] when 'agent_key' then private.max_agent_keys_per_hour()
+                                 when 'location_share' then private.max_location_shares_per_hour() end;
+begin
+  if v_user is null or v_limit is null then
+    raise exception 'enforce_creation_rate needs a known kind and a user column' using errcode = '22004';
+  end if;
+  perform pg_catalog.pg_advisory_xact_lock(
+    pg_catalog.hashtextextended('whereabot_creations:' || v_kind || ':' || v_user::text, 0));
+  if (select count(*) from private.creations c
+      where c.user_id = v_user and c.kind = v_kind and c.created_at > now() - interval '1 hour') >= v_limit then
+    raise exception '% allows at most % created per hour per user, revoked ones included; try again later',
+      tg_table_name, v_limit using errcode = '54000';
+  end if;
+  insert into private.creations (user_id, kind) values (v_user, v_kind);
+  return new;
+end;
+$$;
+comment on function private.enforce_creation_rate() is
+  'BEFORE INSERT trigger: records a creation and refuses it (54000) past the account''s hourly rate for its kind, revoked rows included. Args: kind, user column.';
+revoke execute on function private.enforce_creation_rate() from public, anon, authenticated;
+
+create trigger agent_keys_per_user_rate
+  before insert on public.agent_keys
+  for each row execute function private.enforce_creation_rate('agent_key', 'user_id');
 
 -- -----------------------------------------------------------------------------
 -- Agent keys carry a signature the relay checks without the database
@@ -239,6 +318,8 @@ create trigger agent_keys_notify_revoked
   for each row when (old.revoked_at is null and new.revoked_at is not null)
   execute function private.notify_agent_key_revoked();
 
+-- A key deleted after its revocation (relay.sweep_oauth) was dropped then: no NOTIFY.
 create trigger agent_keys_notify_deleted
   after delete on public.agent_keys
-  for each row execute function private.notify_agent_key_revoked();
+  for each row when (old.revoked_at is null)
+  execute function private.notify_agent_key_revoked();

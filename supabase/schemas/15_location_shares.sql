@@ -3,7 +3,9 @@
 -- =============================================================================
 -- Every request still needs the owner's consent on their phone (or their always-allow
 -- for that agent and viewer). The owner creates and revokes; the viewer sees shares made
--- to them and may leave one (revoked_at). Revocation is final; share again to renew.
+-- to them and may leave one (revoked_at). Revocation is final; share again to renew. An
+-- owner creates at most private.max_location_shares_per_hour() shares an hour, revoked and
+-- deleted ones included, and a revoked share is deleted after private.revoked_kept_for().
 -- Ending a share ends what it allowed at once: the viewer's waiting requests are abandoned
 -- (their phones get a cancel) and the always-allows the owner granted for that viewer go.
 --
@@ -31,6 +33,7 @@ comment on column public.location_shares.viewer_email is
 
 create index location_shares_owner_id_idx on public.location_shares (owner_id);
 create index location_shares_viewer_id_idx on public.location_shares (viewer_id);
+create index location_shares_revoked_at_idx on public.location_shares (revoked_at) where revoked_at is not null;
 create unique index location_shares_one_active_idx
   on public.location_shares (owner_id, viewer_id) where revoked_at is null;
 create unique index location_shares_one_pending_idx
@@ -40,6 +43,7 @@ comment on index public.location_shares_viewer_id_idx is 'relay.people_sharing_w
 comment on index public.location_shares_one_active_idx is
   'relay.open_request''s share check and relay.people_sharing_with (owner, viewer); one active share per pair.';
 comment on index public.location_shares_one_pending_idx is 'share_location_with: one waiting share per owner and address.';
+comment on index public.location_shares_revoked_at_idx is 'relay.sweep_oauth: shares revoked longer ago than private.revoked_kept_for().';
 
 alter table public.location_shares enable row level security;
 
@@ -75,6 +79,18 @@ create trigger location_shares_revocation_is_final
 create trigger location_shares_per_owner_limit
   before insert on public.location_shares
   for each row execute function private.enforce_per_user_limit('owner_id', '100');
+
+-- Shares an owner creates in any hour, revoked and deleted ones included
+-- (private.enforce_creation_rate in 10_agent_keys.sql).
+create or replace function private.max_location_shares_per_hour()
+returns int language sql immutable set search_path = '' as $$ select 20 $$;
+comment on function private.max_location_shares_per_hour() is
+  'Location shares one owner may create in any hour, revoked and deleted ones included.';
+revoke execute on function private.max_location_shares_per_hour() from public, anon, authenticated;
+
+create trigger location_shares_per_owner_rate
+  before insert on public.location_shares
+  for each row execute function private.enforce_creation_rate('location_share', 'owner_id');
 
 -- -----------------------------------------------------------------------------
 -- share_location_with(email) → the share's id (the existing one if already shared)

@@ -477,6 +477,9 @@ comment on function relay.oauth_disconnect(uuid, uuid) is
 -- Called with the reap: expired authorization requests and codes, ended families (and
 -- their refresh tokens), used refresh tokens past a family's life, registered clients
 -- unused for STALE days without a grant, and fetched documents no grant names after a day.
+-- The account rows the relay's maintenance keeps bounded go here too: agent keys and
+-- location shares revoked longer ago than private.revoked_kept_for() (30 days), and the
+-- creations (private.creations) past the hour their rate counts.
 create or replace function relay.sweep_oauth(p_stale_days int, p_limit int)
 returns int
 language plpgsql
@@ -508,11 +511,25 @@ begin
       and not exists (select from public.oauth_grants g where g.client_id = x.client_id)
     limit p_limit);
   get diagnostics v_count = row_count;
+  v_total := v_total + v_count;
+  delete from public.agent_keys k
+  where k.id in (select x.id from public.agent_keys x where x.revoked_at < now() - private.revoked_kept_for()
+                 limit p_limit);
+  get diagnostics v_count = row_count;
+  v_total := v_total + v_count;
+  delete from public.location_shares s
+  where s.id in (select x.id from public.location_shares x where x.revoked_at < now() - private.revoked_kept_for()
+                 limit p_limit);
+  get diagnostics v_count = row_count;
+  v_total := v_total + v_count;
+  delete from private.creations c
+  where c.id in (select x.id from private.creations x where x.created_at < now() - interval '1 hour' limit p_limit);
+  get diagnostics v_count = row_count;
   return v_total + v_count;
 end;
 $$;
 comment on function relay.sweep_oauth(int, int) is
-  'Deletes up to LIMIT each of expired authorizations, ended token families and unused clients; returns how many.';
+  'Deletes up to LIMIT each of expired authorizations, ended token families, unused clients, agent keys and location shares revoked over 30 days ago, and creations past their hour; returns how many.';
 
 revoke execute on function relay.oauth_register_client(text, text, text[], text[], text, bytea, text),
   relay.oauth_remember_document(text, text, text[], text[], text), relay.oauth_client(text),

@@ -1,7 +1,7 @@
 -- The shape of the schema: RLS everywhere, UNLOGGED relay state without coordinates,
 -- security-definer functions only where the API cannot reach them.
 begin;
-select plan(17);
+select plan(18);
 
 select tables_are('public',
   array['agent_keys', 'devices', 'push_tokens', 'web_push_subscriptions',
@@ -41,6 +41,9 @@ select columns_are('relay', 'instances', array['id', 'started_at', 'heartbeat_at
 
 select columns_are('relay', 'push_budgets', array['scope', 'key', 'sent_at', 'last_at'],
   'relay.push_budgets has exactly these columns: hashed targets and times, no token, endpoint or coordinate');
+
+select columns_are('private', 'creations', array['id', 'user_id', 'kind', 'created_at'],
+  'private.creations has exactly these columns: who created what kind of row when, nothing of the row itself');
 
 -- No column anywhere in our schemas is shaped to hold a coordinate.
 select is_empty($$
