@@ -41,7 +41,7 @@ public func fuzzOAuthRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     case 3:
         _ = PKCE.challenge(ofVerifier: text)
         _ = PKCE.isChallenge(text)
-        _ = DocumentFetch.maxAge(text)
+        _ = CurlBody.maxAge(text)
     default:
         if let form = FormFields(Substring(text)) { _ = form["client_id"] }
     }

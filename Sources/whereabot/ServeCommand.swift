@@ -79,6 +79,12 @@ enum ServeCommand {
             }
             configuration.mcpWaitBound = .seconds(number)
         }
+        if let seconds = value("JWKS_MIN_REFRESH_SECONDS") {
+            guard let number = Int(seconds), (1...600).contains(number) else {
+                throw CommandError.usage("JWKS_MIN_REFRESH_SECONDS must be a whole number from 1 to 600")
+            }
+            configuration.jwksRefresh = TimeInterval(number)...Authenticator.defaultJWKSRefresh.upperBound
+        }
         if let key = value("REQUEST_ID_KEY") {
             guard let bytes = Data(base64Encoded: key), bytes.count == 32 else {
                 throw CommandError.usage("REQUEST_ID_KEY must be 32 bytes in base64 (openssl rand -base64 32), the same on every instance")

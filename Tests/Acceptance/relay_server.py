@@ -1,6 +1,7 @@
 """Starts `whereabot serve` against the test database and mints tokens with PyJWT."""
 import hashlib
 import os
+from pathlib import Path
 import socket
 import subprocess
 import time
@@ -12,7 +13,8 @@ import jwt
 
 from conftest import RELAY_URL, ROOT
 
-BINARY = ROOT / ".build" / "debug" / "whereabot"
+# WHEREABOT_TEST_BINARY runs the tests against another build (a before/after comparison).
+BINARY = Path(os.environ.get("WHEREABOT_TEST_BINARY", ROOT / ".build" / "debug" / "whereabot"))
 SECRET = "acceptance-jwt-secret-with-at-least-32-characters"
 
 

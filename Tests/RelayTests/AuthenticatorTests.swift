@@ -242,7 +242,7 @@ import Testing
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
         defer { try? FileManager.default.removeItem(at: file) }
         try JSONSerialization.data(withJSONObject: ["keys": [key.jwk]]).write(to: file)
-        let data = try #require(try JWKSSource.url("file://" + file.path).load())
+        let data = try #require(try JWKSSource.url("file://" + file.path).load().data)
         #expect(try JWTVerifier(jwks: data).knowsKey(id: "url-key"))
         #expect(throws: JWKSSource.LoadError(source: "file:///nonexistent/jwks.json", reason: "cannot read the file")) {
             try JWKSSource.url("file:///nonexistent/jwks.json").load()
@@ -293,6 +293,54 @@ import Testing
         #expect(try await auth.phone(signed).userID == ada.user)
         try FileManager.default.removeItem(at: file)  // the JWKS goes away: the keys read keep working
         #expect(try await auth.phone(signed).userID == ada.user)
+    }
+
+    /// The scheduled refresh reads the JWKS again: a key withdrawn from it is refused from
+    /// then on, even for an agent whose token was verified (and remembered) before, while the
+    /// key that stays keeps working; the next refresh is due after the floor (a file has no
+    /// max-age, so the ceiling) within the configured bounds.
+    @Test func aWithdrawnKeyIsRefusedAfterTheScheduledRefresh() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let leaked = TestKey(.p256, kid: "leaked"), current = TestKey(.p256, kid: "current")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID()).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try JSONSerialization.data(withJSONObject: ["keys": [leaked.jwk, current.jwk]]).write(to: file)
+        var claims = TestToken.claims(user: ada.user)
+        claims["session_id"] = ada.session.uuidString.lowercased()
+        claims["client_id"] = "refresh-test"
+        func signed(_ key: TestKey) -> String {
+            "Bearer " + TestToken.make(header: ["alg": "ES256", "kid": key.kid], claims: claims, sign: key.sign)
+        }
+        let auth = try Authenticator(hmacSecret: nil, jwks: .url("file://" + file.path), issuer: nil,
+                                     database: TestDatabase.relay(), jwksRefresh: 5...60)
+        #expect(await auth.loadKeys() == nil)
+        let leakedToken = signed(leaked)  // one token (ES256 signatures differ each time)
+        #expect(try await auth.agent(leakedToken).userID == ada.user)
+        #expect(auth.rememberedAgent(leakedToken) != nil, "its verification is remembered")
+        try JSONSerialization.data(withJSONObject: ["keys": [current.jwk]]).write(to: file)
+        #expect(await auth.refreshKeys() == 60, "no max-age: the ceiling")
+        #expect(auth.rememberedAgent(leakedToken) == nil, "what was verified under the old keys is forgotten")
+        await #expect(throws: AuthError.self) { try await auth.agent(leakedToken) }
+        #expect(try await auth.agent(signed(current)).userID == ada.user)
+        try FileManager.default.removeItem(at: file)
+        #expect(await auth.refreshKeys() == 5, "a failed read is tried again after the floor")
+        #expect(try await auth.agent(signed(current)).userID == ada.user, "and the keys read keep working")
+    }
+
+    /// A LISTEN reconnect makes the authenticator forget every remembered agent key and
+    /// session: nothing revoked during the gap is let in from memory.
+    @Test func aListenerGapForgetsRememberedKeysAndSessions() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        let auth = try authenticator()
+        let agent = "Bearer " + token(user: ada.user, session: ada.session, clientID: "gap-test")
+        _ = try await auth.agent(agent)
+        #expect(auth.rememberedAgent(agent) != nil)
+        await auth.forgetRevocable()
+        #expect(auth.rememberedAgent(agent) == nil, "asked of the database again")
     }
 
     /// A database that cannot be reached is "unavailable" (503), not a bad credential (401).

@@ -31,6 +31,37 @@ import Testing
         #expect(limiter.retryAfter("10.0.0.1", now: 100.5) == 0, "one failure refilled after half a second")
     }
 
+    /// Addresses of one /56, each in a /64 of its own, share the /56's budget (twice a /64's)
+    /// instead of getting one budget each; another /48 keeps its own.
+    @Test func failuresOfOneRoutedPrefixShareItsBudget() {
+        var budget = FailureBudget()
+        var allowed = 0
+        for n in 0..<256 {
+            let address = "2001:db8:5600:aa\(String(format: "%02x", n))::1"
+            if budget.retryAfter(address, now: 100) == 0 { allowed += 1 }
+            budget.record(address, now: 100)
+        }
+        #expect(allowed == 40, "the /56's burst, not 256 of a /64's")
+        #expect(budget.retryAfter("2001:db8:7700::1", now: 100) == 0, "another /48 is not affected")
+        #expect(budget.retryAfter("198.51.100.7", now: 100) == 0)
+        for _ in 0..<20 { budget.record("198.51.100.7", now: 100) }
+        #expect(budget.retryAfter("198.51.100.7", now: 100) == 1, "an IPv4 address keeps the budget of 20")
+    }
+
+    /// A socket may ask its account 10 times at once and an account 20 times over all its
+    /// sockets; past either the request is refused with the wait and nothing is taken.
+    @Test func settingsAreBudgetedPerSocketAndPerAccount() {
+        var budget = SettingsBudget()
+        let user = UUID(), sockets = (0..<4).map { _ in UUID() }
+        for _ in 0..<10 { #expect(budget.take(connection: sockets[0], user: user, now: 100) == 0) }
+        #expect(budget.take(connection: sockets[0], user: user, now: 100) == 1, "one socket's burst is 10")
+        for _ in 0..<10 { #expect(budget.take(connection: sockets[1], user: user, now: 100) == 0) }
+        #expect(budget.take(connection: sockets[2], user: user, now: 100) == 1, "the account's burst is 20 over its sockets")
+        #expect(budget.take(connection: UUID(), user: UUID(), now: 100) == 0, "another account is not affected")
+        #expect(budget.take(connection: sockets[2], user: user, now: 100.5) == 0, "the account gets 2 a second back")
+        #expect(SettingsBudget.refusal(retryAfter: 3).contains(#""reason":"too_many","retry_after_s":3"#))
+    }
+
     /// The limiter tracks a bounded number of addresses, however many fail.
     @Test func theLimiterIsBounded() {
         var limiter = TokenBuckets(capacity: 100)

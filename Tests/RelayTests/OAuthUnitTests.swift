@@ -134,10 +134,10 @@ import Testing
     }
 
     @Test func cacheControlGivesTheDocumentsLife() {
-        #expect(DocumentFetch.maxAge("Cache-Control: public, max-age=3600\r\n") == 3600)
-        #expect(DocumentFetch.maxAge("cache-control: no-store\r\n") == 0)
-        #expect(DocumentFetch.maxAge("Cache-Control: private\r\n") == nil)
-        #expect(DocumentFetch.maxAge("Cache-Control: max-age=-5\r\n") == nil)
+        #expect(CurlBody.maxAge("Cache-Control: public, max-age=3600\r\n") == 3600)
+        #expect(CurlBody.maxAge("cache-control: no-store\r\n") == 0)
+        #expect(CurlBody.maxAge("Cache-Control: private\r\n") == nil)
+        #expect(CurlBody.maxAge("Cache-Control: max-age=-5\r\n") == nil)
     }
 
     @Test func accessTokensAreBoundToTheRelayAndItsResource() throws {

@@ -4,6 +4,45 @@
 -- The tables and private.quiet_until are in 17_quiet_hours.sql; relay.open_request asks
 -- private.quiet_until before it pings or pushes anything.
 
+-- The time-zone names a window may use, copied from pg_timezone_names (which reads and
+-- parses every zone file on each query, ~30 ms): relay.set_quiet_hours looks a name up here
+-- by its primary key instead. relay.refresh_time_zone_names copies it again at most daily
+-- (the relay's reap asks), so a tzdata update reaches it within a day.
+create table private.time_zone_names (
+  name text primary key,
+  refreshed_at timestamptz not null default now()
+);
+comment on table private.time_zone_names is
+  'The IANA time-zone names Postgres knows (a copy of pg_timezone_names), for quiet hours'' zone check; refreshed daily.';
+alter table private.time_zone_names enable row level security;
+
+create or replace function relay.refresh_time_zone_names()
+returns int
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_count int;
+begin
+  if (select t.refreshed_at from private.time_zone_names t limit 1) > now() - interval '1 day' then
+    return 0;
+  end if;
+  -- One instance refreshes; the others find it fresh once it has.
+  if not pg_try_advisory_xact_lock(hashtextextended('whereabot_time_zone_names:refresh', 0)) then
+    return 0;
+  end if;
+  insert into private.time_zone_names (name)
+  select z.name from pg_catalog.pg_timezone_names z
+  on conflict (name) do update set refreshed_at = now();
+  get diagnostics v_count = row_count;
+  delete from private.time_zone_names where refreshed_at < now();
+  return v_count;
+end;
+$$;
+comment on function relay.refresh_time_zone_names() is
+  'Copies pg_timezone_names into private.time_zone_names unless that was done within a day; returns the names copied (0: fresh already).';
+
 create or replace function relay.quiet_hours(p_user uuid)
 returns jsonb
 language plpgsql
@@ -73,7 +112,7 @@ begin
     end if;
     v_zone := v_window ->> 'time_zone';
     if v_zone is null or char_length(v_zone) not between 1 and 64
-       or not exists (select from pg_catalog.pg_timezone_names where name = v_zone) then
+       or not exists (select from private.time_zone_names where name = v_zone) then
       raise exception 'window %: unknown time zone (use an IANA name such as Europe/Berlin)', v_index
         using errcode = '22023';
     end if;
@@ -139,6 +178,8 @@ comment on function relay.set_may_wake(uuid, text, uuid, boolean) is
 revoke execute on function relay.quiet_hours(uuid), relay.set_quiet_hours(uuid, jsonb), relay.may_wake_agents(uuid),
   relay.set_may_wake(uuid, text, uuid, boolean)
   from public, anon, authenticated, service_role;
+revoke execute on function relay.refresh_time_zone_names() from public, anon, authenticated, service_role;
 grant execute on function relay.quiet_hours(uuid), relay.set_quiet_hours(uuid, jsonb), relay.may_wake_agents(uuid),
   relay.set_may_wake(uuid, text, uuid, boolean)
   to whereabot_relay;
+grant execute on function relay.refresh_time_zone_names() to whereabot_relay;

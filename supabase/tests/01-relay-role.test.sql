@@ -61,7 +61,7 @@ $$, array[
         'relay.open_durable_request(uuid,uuid,uuid,text,text,uuid,text,bytea,timestamp with time zone,timestamp with time zone,boolean,bytea,integer,text)',
         'relay.open_request(uuid,uuid,uuid,text,text,text,bytea,timestamp with time zone,integer,text)',
         'relay.open_requests(text,jsonb)',
-        'relay.may_wake_agents(uuid)', 'relay.quiet_hours(uuid)',
+        'relay.may_wake_agents(uuid)', 'relay.quiet_hours(uuid)', 'relay.refresh_time_zone_names()',
         'relay.set_may_wake(uuid,text,uuid,boolean)', 'relay.set_quiet_hours(uuid,jsonb)',
         'relay.pending_locates_on(text)', 'relay.people_sharing_with(uuid)',
         'relay.reap(interval,interval)', 'relay.register_instance(text)',

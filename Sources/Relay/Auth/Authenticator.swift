@@ -5,8 +5,10 @@ import Synchronization
 
 /// Turns an `Authorization: Bearer ...` header into a `Credential`, with short caches.
 ///
-/// - JWTs verify with `JWTVerifier`; an unknown `kid` refetches the JWKS at most once per
-///   `jwksRefetchInterval`. The token's session must still exist (checked in
+/// - JWTs verify with `JWTVerifier`. The JWKS is read again on a schedule
+///   (`refreshKeys()`: its `Cache-Control` `max-age` within `jwksRefresh`, 10 minutes to an
+///   hour by default), so a withdrawn key is refused within one refresh; an unknown `kid` or
+///   a signature that does not verify refetches it at most once per `jwksRefetchInterval`. The token's session must still exist (checked in
 ///   `auth.sessions`, cached for `sessionCacheTTL` for agents; a phone's session is
 ///   checked once per socket and not cached).
 /// - A token whose `iss` is the relay itself (`relayIssuer`) is one of the relay's own
@@ -15,8 +17,8 @@ import Synchronization
 /// - Agent keys (`wb_...`) are looked up by SHA-256, cached for `keyCacheTTL`; the
 ///   `whereabot_key` notification drops a revoked key at once (`dropKey`).
 /// - Caches are bounded (`maximumCacheEntries`); a full cache is emptied, never grown.
-/// - Failed authentications are counted per client address (an IPv6 one per /64,
-///   `AddressBudget`; `TokenBuckets`); an
+/// - Failed authentications are counted per client address (an IPv6 one per /64, /56 and
+///   /48, `FailureBudget`); an
 ///   address over its budget gets `rateLimited` for anything that would cost a database
 ///   lookup or fails, so a flood of random keys never reaches the database.
 /// - Nothing here blocks: the JWKS refetch runs on a thread of its own while the actor
@@ -29,8 +31,11 @@ public actor Authenticator {
     public static let defaultKeyCacheTTL: TimeInterval = 60
     /// How long "no such agent key" is remembered (short: a new key works almost at once).
     public static let unknownKeyCacheTTL: TimeInterval = 5
-    /// Minimum time between JWKS refetches caused by unknown key ids.
+    /// Minimum time between JWKS refetches caused by unknown key ids or bad signatures.
     public static let jwksRefetchInterval: TimeInterval = 60
+    /// How long a JWKS is kept before it is read again: its `max-age`, at least 10 minutes
+    /// and at most an hour.
+    public static let defaultJWKSRefresh: ClosedRange<TimeInterval> = 600...3600
     /// Entries per cache before it is emptied.
     public static let maximumCacheEntries = 10_000
     /// Verified tokens remembered before that cache is emptied (a token is up to ~1 kB).
@@ -45,11 +50,15 @@ public actor Authenticator {
     private let sessionChecker: SessionChecker
     let sessionCacheTTL: TimeInterval
     let keyCacheTTL: TimeInterval
+    /// Bounds of the time between scheduled JWKS reads.
+    let jwksRefresh: ClosedRange<TimeInterval>
+    /// When the scheduled JWKS read is due next, in seconds after the last read.
+    private(set) var keysRefreshAfter: TimeInterval
     let now: @Sendable () -> Date
     private var lastJWKSFetch: Date
     /// What is remembered about sessions, agent keys and agents' tokens.
     let memory = Mutex(Memory())
-    private var limiter = TokenBuckets()
+    private var limiter = FailureBudget()
     /// The agent-key signing secret, read once (`AgentKey.isSigned`); nil until then.
     private var keySecret: [UInt8]?
     /// When reading the secret last failed: it is not asked again for `keySecretRetry`, so
@@ -82,8 +91,11 @@ public actor Authenticator {
     public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
-                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil, relayIssuer: String? = nil) throws {
+                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil, relayIssuer: String? = nil,
+                jwksRefresh: ClosedRange<TimeInterval> = Authenticator.defaultJWKSRefresh) throws {
         self.logger = logger
+        self.jwksRefresh = jwksRefresh
+        self.keysRefreshAfter = jwksRefresh.upperBound
         self.relayIssuer = relayIssuer
         self.hmacSecret = hmacSecret
         self.issuer = issuer
@@ -113,28 +125,48 @@ public actor Authenticator {
         guard !keysLoaded else { return nil }
         switch await fetchVerifier() {
         case .success(let loaded):
-            verifier = loaded
-            keysLoaded = true
-            lastJWKSFetch = now()
+            use(loaded)
             return nil
         case .failure(let error):
             return error
         }
     }
 
+    /// Reads the JWKS again (the scheduled refresh; nothing to read without a JWKS source):
+    /// a key withdrawn from it is refused from now on, and tokens verified under the old
+    /// set are verified again. A failed read keeps the keys already read and is tried again
+    /// after the shortest interval. Returns when the next read is due, in seconds.
+    public func refreshKeys() async -> TimeInterval {
+        guard jwksSource != .none else { return jwksRefresh.upperBound }
+        guard case .success(let loaded) = await fetchVerifier() else { return jwksRefresh.lowerBound }
+        use(loaded)
+        return keysRefreshAfter
+    }
+
+    /// Verifies with `loaded` from now on.
+    private func use(_ loaded: JWKSSource.Loaded) {
+        verifier = loaded.verifier
+        keysLoaded = true
+        lastJWKSFetch = now()
+        // Without a max-age (a file, or no Cache-Control) the ceiling: read at least hourly.
+        keysRefreshAfter = loaded.maxAge.map { min(max(TimeInterval($0), jwksRefresh.lowerBound), jwksRefresh.upperBound) }
+            ?? jwksRefresh.upperBound
+        memory.withLock { $0.verifiedTokens.removeAll() }  // a key may have been withdrawn
+    }
+
     /// A failure of `client` that no credential shows (a socket that closed without its
     /// hello): it costs the address's budget as a failed credential does.
     public func recordFailure(client: String) {
-        limiter.record(AddressBudget.key(for: client), now: now().timeIntervalSince1970)
+        limiter.record(client, now: now().timeIntervalSince1970)
     }
 
     /// A verifier over a fresh copy of the JWKS, read off the actor's executor.
-    private func fetchVerifier() async -> Result<JWTVerifier, JWKSSource.LoadError> {
+    private func fetchVerifier() async -> Result<JWKSSource.Loaded, JWKSSource.LoadError> {
         let source = jwksSource, hmacSecret = self.hmacSecret, issuer = self.issuer, audience = self.audience
         return await withCheckedContinuation { continuation in
             let thread = Thread {
                 continuation.resume(returning: Result { () throws(JWKSSource.LoadError) in
-                    try source.verifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
+                    try source.keys(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
                 })
             }
             thread.name = "jwks-fetch"
@@ -146,7 +178,6 @@ public actor Authenticator {
     /// peer's address; failures are counted per address).
     public func authenticate(_ authorization: String?, client: String = "", checkingSession: Bool = true) async throws(AuthError)
         -> Credential {
-        let client = AddressBudget.key(for: client)
         let limited = limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0
         do {
             return try await credential(authorization, limited: limited, checkingSession: checkingSession)
@@ -194,7 +225,6 @@ public actor Authenticator {
     /// Checks that a phone's verified token's session is still alive (one batched
     /// database call); a failure counts against `client` as a failed credential does.
     public func phoneSession(_ phone: PhoneIdentity, client: String = "") async throws(AuthError) {
-        let client = AddressBudget.key(for: client)
         do {
             try await checkSession(phone.sessionID, user: phone.userID, cached: false)
         } catch {
@@ -205,7 +235,7 @@ public actor Authenticator {
 
     /// Seconds a client over its failure budget should wait (for Retry-After; at least 1).
     public func retryAfter(client: String) -> Int {
-        max(1, limiter.retryAfter(AddressBudget.key(for: client), now: now().timeIntervalSince1970))
+        max(1, limiter.retryAfter(client, now: now().timeIntervalSince1970))
     }
 
     /// Verified tokens remembered now (bounded by `maximumVerifiedTokens`).
@@ -236,6 +266,17 @@ public actor Authenticator {
     /// Forgets what was cached about a session (it was revoked: ask the database again).
     public func forgetSession(_ id: UUID) {
         memory.withLock { $0.sessions[id] = nil }
+    }
+
+    /// Forgets every remembered session state and agent key: the LISTEN connection was
+    /// down, so a revocation's notification may have been missed, and each is asked of the
+    /// database again (a cache entry never outlives a missed notification by more than the
+    /// listener's gap).
+    public func forgetRevocable() {
+        memory.withLock { memory in
+            memory.sessions.removeAll()
+            memory.keys.removeAll()
+        }
     }
 
     /// Forgets a revoked (or deleted) agent key at once (`whereabot_key`).
@@ -311,7 +352,11 @@ public actor Authenticator {
                 claims = try verifier.verify(token, now: now())
             } catch .unknownKey {
                 guard keysLoaded else { throw .unavailable }  // the JWKS URL has not answered yet
-                try await refetchJWKS(for: token)
+                try await refetchJWKS(for: token, failed: .unknownKey)
+                claims = try verifier.verify(token, now: now())
+            } catch .badSignature {
+                // The key may have been replaced under the same id: read the keys again.
+                try await refetchJWKS(for: token, failed: .badSignature)
                 claims = try verifier.verify(token, now: now())
             }
             remember(claims, of: token)
@@ -337,18 +382,19 @@ public actor Authenticator {
         }
     }
 
-    /// Reloads the JWKS when a token names an unknown key, at most once a minute, on a
-    /// thread of its own (a fetch may take seconds; the actor keeps serving meanwhile).
-    private func refetchJWKS(for token: String) async throws(AuthError) {
-        guard jwksSource != .none, !jwksFetchInFlight, let kid = JWTVerifier.keyID(of: token), !verifier.knowsKey(id: kid),
-              now().timeIntervalSince(lastJWKSFetch) >= Self.jwksRefetchInterval else { throw .unknownKey }
+    /// Reloads the JWKS when a token names an unknown key or its signature does not verify
+    /// (`failed`, thrown when there is nothing to reload), at most once a minute, on a thread
+    /// of its own (a fetch may take seconds; the actor keeps serving meanwhile).
+    private func refetchJWKS(for token: String, failed: AuthError) async throws(AuthError) {
+        guard jwksSource != .none, !jwksFetchInFlight, let kid = JWTVerifier.keyID(of: token),
+              failed == .badSignature || !verifier.knowsKey(id: kid),
+              now().timeIntervalSince(lastJWKSFetch) >= Self.jwksRefetchInterval else { throw failed }
         lastJWKSFetch = now()
         jwksFetchInFlight = true
         defer { jwksFetchInFlight = false }
         // A JWKS that has gone away keeps the keys already read.
-        guard case .success(let loaded) = await fetchVerifier() else { throw .unknownKey }
-        verifier = loaded
-        memory.withLock { $0.verifiedTokens.removeAll() }  // a key may have been withdrawn
+        guard case .success(let loaded) = await fetchVerifier() else { throw failed }
+        use(loaded)
     }
 
     private func checkSession(_ session: UUID, user: UUID, cached: Bool) async throws(AuthError) {

@@ -3,7 +3,8 @@ import CSystem
 import Foundation
 
 /// Where the JWKS comes from: SUPABASE_JWKS_FILE or SUPABASE_JWKS_URL (fetched with
-/// libcurl, 5 s timeout, at most 256 KiB).
+/// libcurl, 5 s timeout, at most 256 KiB; its `Cache-Control` says when to read it again,
+/// `Authenticator.refreshKeys()`).
 public enum JWKSSource: Sendable, Equatable {
     /// No asymmetric keys (HS256 only).
     case none
@@ -41,15 +42,22 @@ public enum JWKSSource: Sendable, Equatable {
         }
     }
 
+    /// A loaded key set: its verifier, and how long its source said it may be kept (the
+    /// response's `Cache-Control` `max-age`; nil for a file or without the header).
+    struct Loaded {
+        let verifier: JWTVerifier
+        let maxAge: Int?
+    }
+
     /// Loads the document; nil for `.none`.
-    func load() throws(LoadError) -> Data? {
+    func load() throws(LoadError) -> (data: Data?, maxAge: Int?) {
         switch self {
         case .none:
-            return nil
+            return (nil, nil)
         case .file(let path):
             guard let data = FileManager.default.contents(atPath: path) else { throw failure("cannot read the file") }
             guard data.count <= Self.maximumBytes else { throw failure("larger than 256 KiB") }
-            return data
+            return (data, nil)
         case .url(let url):
             return try fetch(url)
         }
@@ -57,9 +65,15 @@ public enum JWKSSource: Sendable, Equatable {
 
     /// A verifier over the keys (and `hmacSecret`), or why not.
     func verifier(hmacSecret: String?, issuer: String?, audience: String?) throws(LoadError) -> JWTVerifier {
-        let data = try load()
+        try keys(hmacSecret: hmacSecret, issuer: issuer, audience: audience).verifier
+    }
+
+    /// The keys (and `hmacSecret`) with how long they may be kept, or why not.
+    func keys(hmacSecret: String?, issuer: String?, audience: String?) throws(LoadError) -> Loaded {
+        let (data, maxAge) = try load()
         do {
-            return try JWTVerifier(hmacSecret: hmacSecret, jwks: data, issuer: issuer, audience: audience)
+            return Loaded(verifier: try JWTVerifier(hmacSecret: hmacSecret, jwks: data, issuer: issuer, audience: audience),
+                          maxAge: maxAge)
         } catch {
             throw failure("not a JWKS document")
         }
@@ -67,7 +81,7 @@ public enum JWKSSource: Sendable, Equatable {
 
     private func failure(_ reason: String) -> LoadError { LoadError(source: displayName, reason: reason) }
 
-    private func fetch(_ url: String) throws(LoadError) -> Data {
+    private func fetch(_ url: String) throws(LoadError) -> (data: Data, maxAge: Int?) {
         guard let curl = curl_easy_init() else { throw failure("out of memory") }
         defer { curl_easy_cleanup(curl) }
         let body = CurlBody(limit: JWKSSource.maximumBytes)
@@ -83,7 +97,7 @@ public enum JWKSSource: Sendable, Equatable {
         _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         // file:// answers 0; anything HTTP must be 200.
         guard status == 0 || status == 200 else { throw failure("HTTP \(status)") }
-        return body.data
+        return (body.data, body.maxAge)
     }
 
     /// libcurl's result as a short reason.

@@ -42,6 +42,12 @@ extension RelayDatabase {
         try await pool.send("select relay.quiet_hours($1)", [user]).scalar(PGJSON.self)
     }
 
+    /// Copies the time-zone names quiet hours may use from Postgres again, unless that was
+    /// done within a day (the reap asks); how many were copied (0: fresh already).
+    func refreshTimeZoneNames() async throws -> Int {
+        try await pool.send("select relay.refresh_time_zone_names()").scalar(Int.self)
+    }
+
     /// Replaces `user`'s quiet-hours windows; returns them. A bad window is refused (22023)
     /// with a sentence naming it (`PGError.primaryMessage`), and nothing is stored.
     func setQuietHours(user: UUID, windows: JSONValue) async throws -> PGJSON {

@@ -87,6 +87,9 @@ extension InstanceDriver {
         case .phones(.checkToken(let handle, let token)):
             await self.handle(.phones(.tokenChecked(handle, await check(token, of: handle.session))))
         case .phones(.account(let handle, let device, let request)):
+            let wait = settingsBudget.take(connection: handle.connection, user: handle.user,
+                                           now: Date().timeIntervalSince1970)
+            guard wait == 0 else { return handle.session.send(SettingsBudget.refusal(retryAfter: wait)) }
             handle.session.send(await account.handle(request, user: handle.user, device: device))
         case .phones(.forgetSession(let id)):
             await authenticator.forgetSession(id)

@@ -119,6 +119,8 @@ public actor InstanceDriver {
     /// was reading the row (entries live only as long as a poll does).
     var polling: [UUID: Int] = [:]
     var woken: Set<UUID> = []
+    /// How often each socket and account here may ask its account for something.
+    var settingsBudget = SettingsBudget()
     /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
     var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
 

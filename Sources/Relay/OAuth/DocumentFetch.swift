@@ -30,11 +30,6 @@ struct DocumentFetch: Sendable {
         let reason: String
     }
 
-    /// Where the `Cache-Control` header's `max-age` lands.
-    private final class Headers {
-        var maxAge: Int?
-    }
-
     /// Fetches `url` (already checked to be an https URL with a host).
     func fetch(_ url: URL) throws(Failure) -> Fetched {
         guard let host = url.host, !host.isEmpty else { throw Failure(reason: "no host") }
@@ -53,7 +48,6 @@ struct DocumentFetch: Sendable {
             headers = nil
         }
         let body = CurlBody(limit: Self.maximumBytes)
-        let headersSeen = Headers()
         _ = wb_curl_setopt_string(curl, CURLOPT_URL, url.absoluteString)
         _ = wb_curl_setopt_string(curl, CURLOPT_PROTOCOLS_STR, "https")
         _ = wb_curl_setopt_pointer(curl, CURLOPT_RESOLVE, pins)
@@ -71,33 +65,13 @@ struct DocumentFetch: Sendable {
             }
         }
         body.receive(from: curl)
-        _ = wb_curl_setopt_write_callback(curl, CURLOPT_HEADERFUNCTION) { data, size, count, user in
-            let headers = Unmanaged<Headers>.fromOpaque(user!).takeUnretainedValue()
-            let line = String(decoding: UnsafeRawBufferPointer(start: data, count: size * count), as: UTF8.self)
-            if line.lowercased().hasPrefix("cache-control:") { headers.maxAge = DocumentFetch.maxAge(line) }
-            return size * count
-        }
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_HEADERDATA, Unmanaged.passUnretained(headersSeen).toOpaque())
         let result = curl_easy_perform(curl)
         if body.tooLarge || result == CURLE_FILESIZE_EXCEEDED { throw Failure(reason: "it is larger than 5 KB") }
         guard result == CURLE_OK else { throw Failure(reason: Self.reason(result)) }
         var status = 0
         _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
         guard status == 200 else { throw Failure(reason: "it answered HTTP \(status)") }
-        return Fetched(body: body.data, maxAge: headersSeen.maxAge)
-    }
-
-    /// `max-age` of a `Cache-Control` header line; nil without one, 0 for `no-store` or
-    /// `no-cache`.
-    static func maxAge(_ line: String) -> Int? {
-        let value = line.drop { $0 != ":" }.dropFirst().lowercased()
-        var age: Int?
-        for directive in value.split(separator: ",") {
-            let trimmed = directive.trimmingCharacters(in: .whitespacesAndNewlines)
-            if trimmed == "no-store" || trimmed == "no-cache" { return 0 }
-            if trimmed.hasPrefix("max-age="), let seconds = Int(trimmed.dropFirst(8)), seconds >= 0 { age = seconds }
-        }
-        return age
+        return Fetched(body: body.data, maxAge: body.maxAge)
     }
 
     private static func reason(_ code: CURLcode) -> String {

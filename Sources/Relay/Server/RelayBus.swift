@@ -3,7 +3,7 @@ import PGBus
 
 /// Routes the relay's notifications from the instance's one LISTEN connection to the parts
 /// that act on them. Notifications are hints: every (re)start of LISTEN asks `maintenance`
-/// for a full resync.
+/// for a full resync and makes the authenticator forget its cached sessions and keys.
 struct RelayBus: Sendable {
     /// The channels instance `instance` listens on: its own and the broadcast ones.
     static func channels(of instance: String) -> [String] {
@@ -23,6 +23,9 @@ struct RelayBus: Sendable {
         try await listener.listen(on: Self.channels(of: instance)) { events in
             for await event in events {
                 guard case .notification(let note) = event else {
+                    // Listening (again): what was revoked meanwhile sent notifications nobody
+                    // heard, so every cached credential is checked afresh.
+                    await authenticator.forgetRevocable()
                     maintenance.requestResync()
                     ready()
                     continue

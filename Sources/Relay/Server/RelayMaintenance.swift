@@ -101,6 +101,7 @@ final class RelayMaintenance: Sendable {
                         if report.instances > 0 { logger.info("instances_reaped", ["instances": String(report.instances)]) }
                         try await database.forgetEndedSessions()
                         _ = try await database.sweepOAuth(staleDays: staleClientDays, limit: 1_000)
+                        _ = try await database.refreshTimeZoneNames()
                     } catch {
                         logger.failure("reap_failed", error)
                     }

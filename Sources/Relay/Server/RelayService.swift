@@ -61,6 +61,9 @@ public final class RelayService: Sendable {
         /// How long one MCP call waits for the person before it answers "still waiting" with
         /// a request_id (MCP_WAIT_SECONDS, 5 to 110).
         public var mcpWaitBound: Duration = .seconds(45)
+        /// How long a JWKS is kept before it is read again (its `max-age` within these
+        /// bounds; JWKS_MIN_REFRESH_SECONDS lowers the floor, for tests).
+        public var jwksRefresh = Authenticator.defaultJWKSRefresh
         /// REQUEST_ID_KEY: 32 bytes every instance shares, under which task secrets are
         /// wrapped so that tasks/list can name them (nil: tasks/list is not offered).
         public var requestIDKey: [UInt8]?
@@ -150,7 +153,8 @@ public final class RelayService: Sendable {
         let beatDatabase = RelayDatabase(pool: PGPool(configuration: maintenanceDatabase, size: 1))
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, audience: configuration.oauthAudience,
-                                              database: database, logger: logger, relayIssuer: configuration.publicURL)
+                                              database: database, logger: logger, relayIssuer: configuration.publicURL,
+                                              jwksRefresh: configuration.jwksRefresh)
         let pushMetrics = PushMetrics()
         let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
         let timers = RelayTimers(loop: loop)
@@ -283,8 +287,9 @@ public final class RelayService: Sendable {
         return false
     }
 
-    /// Fetches the JWKS until it answers (nothing to do without a JWKS URL). Keys already
-    /// read keep working if it goes away later; `Authenticator` refetches with its own limit.
+    /// Fetches the JWKS until it answers, then reads it again on its schedule
+    /// (`Authenticator.refreshKeys()`: a withdrawn key is refused within one refresh).
+    /// Keys already read keep working if it goes away later.
     private func keepSigningKeys() async {
         var attempt = 0
         while !Task.isCancelled, await authenticator.needsKeys {
@@ -294,6 +299,12 @@ public final class RelayService: Sendable {
             attempt += 1
         }
         health.signingKeys.reached()
+        guard configuration.jwks != .none else { return }
+        var delay = await authenticator.keysRefreshAfter
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(Int(delay * 1000))) } catch { return }
+            delay = await authenticator.refreshKeys()
+        }
     }
 
     /// Says once which push services are off, and starts the push transport.
