@@ -79,6 +79,13 @@ enum ServeCommand {
             }
             configuration.mcpWaitBound = .seconds(number)
         }
+        if let directory = value("APP_DIR") {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw CommandError.usage("APP_DIR must be a directory (Sources/Relay/Resources/app of a checkout)")
+            }
+            configuration.appDirectory = URL(fileURLWithPath: directory)
+        }
         if let seconds = value("JWKS_MIN_REFRESH_SECONDS") {
             guard let number = Int(seconds), (1...600).contains(number) else {
                 throw CommandError.usage("JWKS_MIN_REFRESH_SECONDS must be a whole number from 1 to 600")

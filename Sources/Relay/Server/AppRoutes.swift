@@ -17,10 +17,13 @@ struct AppRoutes: Sendable {
     private let config: [UInt8]
     private let securityHeaders: HTTPHeaders
 
-    /// Loads the files; `supabaseURL` joins the CSP's `connect-src` (the page signs in there).
-    init(publicURL: String, supabaseURL: String?, supabaseAnonKey: String?, vapidPublicKey: String?, allowForSeconds: Int = 3600) {
+    /// Loads the files (from `directory`, APP_DIR, when given: a checkout's
+    /// Sources/Relay/Resources/app while working on the page; else the resource bundle);
+    /// `supabaseURL` joins the CSP's `connect-src` (the page signs in there).
+    init(publicURL: String, supabaseURL: String?, supabaseAnonKey: String?, vapidPublicKey: String?, allowForSeconds: Int = 3600,
+         directory: URL? = nil) {
         var files: [String: File] = [:]
-        if let directory = Bundle.module.url(forResource: "app", withExtension: nil),
+        if let directory = directory ?? Bundle.module.url(forResource: "app", withExtension: nil),
            let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) {
             for name in names {
                 guard let type = Self.contentTypes[(name as NSString).pathExtension],

@@ -61,6 +61,9 @@ public final class RelayService: Sendable {
         /// How long one MCP call waits for the person before it answers "still waiting" with
         /// a request_id (MCP_WAIT_SECONDS, 5 to 110).
         public var mcpWaitBound: Duration = .seconds(45)
+        /// APP_DIR: serve /app/ from this directory instead of the resource bundle (working on
+        /// the page: edits show on the next start without a build).
+        public var appDirectory: URL?
         /// How long a JWKS is kept before it is read again (its `max-age` within these
         /// bounds; JWKS_MIN_REFRESH_SECONDS lowers the floor, for tests).
         public var jwksRefresh = Authenticator.defaultJWKSRefresh
@@ -210,7 +213,8 @@ public final class RelayService: Sendable {
                                          app: AppRoutes(publicURL: publicURL, supabaseURL: configuration.supabaseURL,
                                                         supabaseAnonKey: configuration.supabaseAnonKey,
                                                         vapidPublicKey: configuration.push.vapidPublicKey,
-                                                        allowForSeconds: configuration.allowForSeconds)),
+                                                        allowForSeconds: configuration.allowForSeconds,
+                                                        directory: configuration.appDirectory)),
             oauth: OAuthServer(database: database, authenticator: authenticator,
                                documents: ClientDocuments(fetcher: DocumentFetch(allowLoopback: configuration.oauth.documentsFromLoopback,
                                                                                  caBundle: try configuration.oauth.caBundle())),
