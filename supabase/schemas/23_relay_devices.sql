@@ -319,8 +319,9 @@ comment on function relay.drain_connections(text) is
 -- -----------------------------------------------------------------------------
 -- relay.revoked_connections(instance) → sockets on INSTANCE to close 4000 "revoked"
 -- -----------------------------------------------------------------------------
--- Asked at every heartbeat: sockets whose session was signed out or revoked, or whose
--- device was removed. Only what changed since the instance's last check is looked at: the
+-- Asked at every heartbeat: sockets whose session was signed out or revoked, whose device
+-- was removed, or whose user was banned or deleted (private.end_refused_user records each
+-- of their sessions). Only what changed since the instance's last check is looked at: the
 -- private.revocations rows and the sessions whose not_after passed since then (both by an
 -- index), each joined to this instance's sockets by session or device (an index), with a
 -- minute of overlap for a revocation whose transaction committed after a check that began
@@ -362,6 +363,9 @@ begin
                           and (s.not_after is null or s.not_after > now()))
          or exists (select from private.revoked_sessions r where r.session_id = c.session_id)
          or exists (select from public.devices d where d.id = c.device_id and d.revoked_at is not null)
+         or not exists (select from auth.users u
+                        where u.id = c.user_id and u.deleted_at is null
+                          and (u.banned_until is null or u.banned_until < now()))
       order by c.device_id, c.id
       for update of c)
     delete from relay.connections c using doomed where c.id = doomed.id
@@ -369,7 +373,7 @@ begin
 end;
 $$;
 comment on function relay.revoked_connections(text) is
-  'Forgets and returns the sockets on INSTANCE whose session ended or whose device was removed since its last check (row locks in (device, id) order).';
+  'Forgets and returns the sockets on INSTANCE whose session ended, whose device was removed or whose user was banned or deleted since its last check (row locks in (device, id) order).';
 
 -- -----------------------------------------------------------------------------
 -- relay.pending_locates_on(instance): the backstop poll's pings, by instance

@@ -3,7 +3,9 @@
 -- =============================================================================
 -- A socket is only as good as the session behind its token. Signing out deletes the
 -- session's auth.sessions row; removing a device revokes the session that registered it
--- (private.revoked_sessions, 11_devices.sql).
+-- (private.revoked_sessions, 11_devices.sql). A user who is banned (auth.users.banned_until
+-- not yet passed) or deleted (deleted_at set) has no live session and no live agent key,
+-- whatever their rows say (docs/agents.md, "Credentials").
 
 -- -----------------------------------------------------------------------------
 -- relay.agent_key_owner(key_hash) → user_id, key_id, key_name, email (no row: refuse)
@@ -41,8 +43,9 @@ comment on function relay.agent_key_owner(text) is
 -- again (private.register_socket); in a reconnect storm the checks of many sockets go as
 -- one call (at most 1000 pairs). signed_out: no auth.sessions row of that user, or past
 -- not_after, and no live token family of the relay's own OAuth server (its access tokens
--- name their family as session_id, 35_relay_oauth_server.sql); device_removed: revoked by
--- removing its device.
+-- name their family as session_id, 35_relay_oauth_server.sql), or a user who is banned or
+-- deleted (as relay.agent_key_owner refuses them); device_removed: revoked by removing its
+-- device.
 create or replace function relay.session_states(p_sessions uuid[], p_users uuid[])
 returns text[]
 language plpgsql
@@ -60,6 +63,9 @@ begin
   end if;
   return array(
     select case
+             when not exists (select from auth.users u
+                              where u.id = x.user_id and u.deleted_at is null
+                                and (u.banned_until is null or u.banned_until < now())) then 'signed_out'
              when exists (select from auth.sessions s
                           where s.id = x.session_id and s.user_id = x.user_id
                             and (s.not_after is null or s.not_after > now())) then
@@ -75,7 +81,7 @@ begin
 end;
 $$;
 comment on function relay.session_states(uuid[], uuid[]) is
-  'The state of each (session, user) pair, in order: alive, signed_out (no auth.sessions row or live token family of the relay''s OAuth server, or past not_after) or device_removed (revoked by removing its device).';
+  'The state of each (session, user) pair, in order: alive, signed_out (no auth.sessions row or live token family of the relay''s OAuth server, past not_after, or a banned or deleted user) or device_removed (revoked by removing its device).';
 
 -- -----------------------------------------------------------------------------
 -- relay.forget_ended_sessions(limit) → how many revoked sessions were forgotten
@@ -215,6 +221,53 @@ create trigger agent_keys_cancel_requests_when_deleted
   after delete on public.agent_keys
   for each row when (old.revoked_at is null)
   execute function private.cancel_revoked_credential_requests();
+
+-- -----------------------------------------------------------------------------
+-- A user banned or deleted: their sockets close, their keys and requests end
+-- -----------------------------------------------------------------------------
+-- When an update of auth.users bans a user (banned_until in the future) or deletes them
+-- softly (deleted_at), and they could sign in before: each of their sessions is recorded in
+-- private.revocations (the heartbeat's relay.revoked_connections closes their sockets,
+-- 4000), every instance drops their live agent keys from its cache (whereabot_key; the next
+-- lookup, relay.agent_key_owner, refuses them), and the requests waiting for or by them are
+-- abandoned (their phones told to cancel). relay.session_states refuses their tokens from
+-- then on. Every other update returns at once.
+create or replace function private.end_refused_user()
+returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+declare
+  v_request record;
+begin
+  if not ((new.deleted_at is not null or coalesce(new.banned_until >= now(), false))
+          and old.deleted_at is null and (old.banned_until is null or old.banned_until < now())) then
+    return null;
+  end if;
+  insert into private.revocations (session_id) select s.id from auth.sessions s where s.user_id = new.id;
+  perform private.notify('whereabot_key', jsonb_build_object('key_id', k.id))
+  from public.agent_keys k where k.user_id = new.id and k.revoked_at is null;
+  for v_request in
+    update relay.pending_requests set settled_at = now(), outcome = 'abandoned'
+    where settled_at is null and (owner_id = new.id or requester_id = new.id)
+    returning id, owner_id
+  loop
+    perform private.notify_cancel(v_request.id, v_request.owner_id);
+  end loop;
+  return null;
+end;
+$$;
+comment on function private.end_refused_user() is
+  'AFTER UPDATE trigger on auth.users (no column list: Auth''s own migrations must stay free to alter its columns): a user just banned or deleted has their sockets closed at the next heartbeat, their agent keys dropped from every cache and their waiting requests abandoned; returns at once for any other update.';
+revoke execute on function private.end_refused_user() from public, anon, authenticated;
+
+-- CREATE OR REPLACE: dropping a trigger needs to own auth.users (supabase_auth_admin);
+-- replacing one needs only the TRIGGER privilege the migration role holds. No column list
+-- and no WHEN clause (see whereabot_claim_waiting_shares in 15_location_shares.sql).
+create or replace trigger whereabot_end_refused_user
+  after update on auth.users
+  for each row execute function private.end_refused_user();
 
 revoke execute on function relay.agent_key_owner(text), relay.session_states(uuid[], uuid[]),
   relay.forget_ended_sessions(int), relay.client_name(text)
