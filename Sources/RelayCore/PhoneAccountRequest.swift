@@ -8,9 +8,10 @@ import JSON
 /// always-allowed list or mint itself a key.
 /// Every field is checked here; the database checks again.
 public enum PhoneAccountRequest: Sendable, Equatable {
-    /// Save this subscription (`PushSubscription.toJSON()`), or with a nil endpoint delete
-    /// this device's subscriptions.
-    case pushSubscription(endpoint: String?, p256dh: String, auth: String)
+    /// Save this subscription (`PushSubscription.toJSON()`) with the language its
+    /// notifications are written in (ISO 639-1, `en` unless the page says), or with a nil
+    /// endpoint delete this device's subscriptions.
+    case pushSubscription(endpoint: String?, p256dh: String, auth: String, language: String = "en")
     /// Always allow `clientID` (for `requesterID`'s requests when set), answered with
     /// `precision`, for `expiresInS` seconds ("Allow for 1 hour") or for good (nil).
     case alwaysAllow(clientID: String, clientName: String, requesterID: UUID?,
@@ -48,6 +49,18 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     /// Quiet-hours windows an account may have (relay.set_quiet_hours refuses more).
     package static let maximumQuietWindows = 8
 
+    /// The primary language subtag of a BCP 47 tag (`de-DE` → `de`), lowercased; nil for
+    /// anything that does not start with two or three ASCII letters.
+    package static func language(_ tag: String) -> String? {
+        guard tag.utf8.count <= 35 else { return nil }
+        let primary = tag.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        guard (2...3).contains(primary.utf8.count), primary.utf8.allSatisfy({ ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A })
+        else { return nil }
+        let lowered = primary.lowercased()
+        // Two letters are stored; a three-letter tag has no texts here and is written in English.
+        return lowered.count == 2 ? lowered : "en"
+    }
+
     /// Decodes the account messages; nil for other types, `.none` results are malformed.
     package static func parse(_ object: JSONValue) -> PhoneAccountRequest?? {
         func requester() -> UUID?? {
@@ -66,7 +79,12 @@ public enum PhoneAccountRequest: Sendable, Equatable {
             guard let endpoint = object["endpoint"]?.string, endpoint.utf8.count <= maximumEndpointLength,
                   let p256dh = keys["p256dh"]?.string, p256dh.utf8.count <= 100,
                   let auth = keys["auth"]?.string, auth.utf8.count <= 30 else { return .some(nil) }
-            return .some(.pushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth))
+            var language = "en"
+            if let value = object["language"], !value.isNull {
+                guard let tag = value.string, let primary = Self.language(tag) else { return .some(nil) }
+                language = primary
+            }
+            return .some(.pushSubscription(endpoint: endpoint, p256dh: p256dh, auth: auth, language: language))
         case "always_allow":
             guard let id = clientID(), let requester = requester() else { return .some(nil) }
             let name = DisplayText.clean(object["client_name"]?.string ?? "", maximumLength: 200)

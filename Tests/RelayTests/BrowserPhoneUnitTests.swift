@@ -31,6 +31,14 @@ import Testing
         #expect(PhoneMessage.parse(#"{"type":"push_subscription","endpoint":null}"#)
             == .account(.pushSubscription(endpoint: nil, p256dh: "", auth: "")))
         #expect(PhoneMessage.parse(#"{"type":"push_subscription","endpoint":"https://e/x"}"#) == .unknown)
+        #expect(PhoneMessage.parse(#"{"type":"push_subscription","endpoint":"https://e/x","p256dh":"P","auth":"A","language":"de-DE"}"#)
+            == .account(.pushSubscription(endpoint: "https://e/x", p256dh: "P", auth: "A", language: "de")))
+        #expect(PhoneMessage.parse(#"{"type":"push_subscription","endpoint":"https://e/x","p256dh":"P","auth":"A","language":"gsw"}"#)
+            == .account(.pushSubscription(endpoint: "https://e/x", p256dh: "P", auth: "A", language: "en")))
+        for bad in [#""d""#, #""d3""#, #""de'--""#, "7", #""""#] {
+            #expect(PhoneMessage.parse(#"{"type":"push_subscription","endpoint":"https://e/x","p256dh":"P","auth":"A","language":\#(bad)}"#)
+                == .unknown, "language \(bad)")
+        }
         #expect(PhoneMessage.parse(#"{"type":"always_allow","client_id":"c","client_name":"Claude\n","requester_id":"\#(requester)"}"#)
             == .account(.alwaysAllow(clientID: "c", clientName: "Claude", requesterID: requester)))
         #expect(PhoneMessage.parse(#"{"type":"always_allow","client_id":"c","requester_id":"not-a-uuid"}"#) == .unknown)

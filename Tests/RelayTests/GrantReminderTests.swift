@@ -21,7 +21,7 @@ import Testing
         #expect(message["requester_id"]?.uuid == requester)
         #expect(message["text"]?.string == "Helper can still check your location without asking.")
         let unnamed = GrantReminder(clientID: "c-2", agentName: nil, requesterID: nil)
-        #expect(unnamed.text == "An agent can still check your location without asking.")
+        #expect(unnamed.text() == "An agent can still check your location without asking.")
         #expect(JSONValue.parse(unnamed.phoneJSON)?["requester_id"]?.isNull == true)
     }
 
@@ -44,7 +44,7 @@ import Testing
         #expect(apns["aps"]?["alert"]?["body"]?.string == "Helper can still check your location without asking.")
         #expect(apns["kind"]?.string == "reminder" && apns["client_id"]?.string == "c-1" && apns["requester_id"]?.uuid == requester)
         let web = try #require(JSONValue.parse(String(decoding: reminder.webPush(), as: UTF8.self)))
-        #expect(web["kind"]?.string == "reminder" && web["body"]?.string == reminder.text && web["url"]?.string == "/app/")
+        #expect(web["kind"]?.string == "reminder" && web["body"]?.string == reminder.text() && web["url"]?.string == "/app/")
         #expect(reminder.pushKey.count == 32 && reminder.pushKey != GrantReminder(clientID: "c-1", agentName: "Helper",
                                                                                    requesterID: nil).pushKey,
                 "one key per grant: the owner's own and a viewer's are two")

@@ -80,15 +80,15 @@ import Testing
     @Test func thePushTextQuotesTheAgentAfterItsName() throws {
         let payload = PushPayload(kind: .alert, requestID: UUID(), clientID: "c", agentName: "Claude", requester: nil,
                                   expiresMs: 1, reason: "To pick you up\nat 6")
-        #expect(payload.body == "Your agent Claude wants to know your location: To pick you up at 6")
+        #expect(payload.body() == "Your agent Claude wants to know your location: To pick you up at 6")
         let checking = PushPayload(kind: .checking, requestID: UUID(), clientID: "c", agentName: "Claude", requester: nil,
                                    expiresMs: 1, reason: "Commute")
-        #expect(checking.body == "Claude is checking your location: Commute")
+        #expect(checking.body() == "Claude is checking your location: Commute")
         let web = try #require(JSONValue.parse(bytes: payload.webPush()))
         #expect(web["reason"] == .string("To pick you up at 6"))
-        #expect(web["body"] == .string(payload.body))
+        #expect(web["body"] == .string(payload.body()))
         let apns = try #require(JSONValue.parse(bytes: payload.apns()))
-        #expect(apns["aps"]?["alert"]?["body"] == .string(payload.body))
+        #expect(apns["aps"]?["alert"]?["body"] == .string(payload.body()))
         let none = PushPayload(kind: .alert, requestID: UUID(), clientID: "c", agentName: "Claude", requester: nil, expiresMs: 1)
         #expect(JSONValue.parse(bytes: none.webPush())?["reason"] == nil, "no key without a reason (PUSH.md's payload)")
         let long = PushPayload(kind: .alert, requestID: UUID(), clientID: "c", agentName: String(repeating: "🦊", count: 200),

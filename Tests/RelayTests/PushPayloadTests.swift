@@ -1,4 +1,5 @@
 import Foundation
+import JSON
 @testable import Relay
 @testable import RelayCore
 import Testing
@@ -39,13 +40,40 @@ import Testing
 
     /// The texts of PUSH.md §3 and the seeds' "Notifications at a glance".
     @Test func texts() {
-        #expect(payload(.alert).body == "Your agent Claude wants to know your location")
-        #expect(payload(.alert, name: nil).body == "An agent wants to know your location")
-        #expect(payload(.alert, name: "  ").body == "An agent wants to know your location")
-        #expect(payload(.checking).body == "Claude is checking your location")
-        #expect(payload(.alert, requester: ada).body == "Ada's agent Claude wants to know your location")
-        #expect(payload(.checking, requester: ada).body == "Ada's agent Claude is checking your location")
-        #expect(payload(.alert, name: "Evil\u{202E}\nName").body == "Your agent EvilName wants to know your location")
+        #expect(payload(.alert).body() == "Your agent Claude wants to know your location")
+        #expect(payload(.alert, name: nil).body() == "An agent wants to know your location")
+        #expect(payload(.alert, name: "  ").body() == "An agent wants to know your location")
+        #expect(payload(.checking).body() == "Claude is checking your location")
+        #expect(payload(.alert, requester: ada).body() == "Ada's agent Claude wants to know your location")
+        #expect(payload(.checking, requester: ada).body() == "Ada's agent Claude is checking your location")
+        #expect(payload(.alert, name: "Evil\u{202E}\nName").body() == "Your agent EvilName wants to know your location")
+    }
+
+    /// The same texts in German from the catalog; a language it has no texts in is English.
+    @Test func germanTexts() throws {
+        #expect(payload(.alert).body("de") == "Dein Agent Claude möchte wissen, wo du bist")
+        #expect(payload(.alert, name: nil).body("de") == "Ein Agent möchte wissen, wo du bist")
+        #expect(payload(.checking, requester: ada).body("de") == "Der Agent Claude von Ada prüft deinen Standort")
+        #expect(payload(.alert).body("xx") == payload(.alert).body())
+        let web = try #require(JSONValue.parse(bytes: payload(.alert).webPush("de")))
+        #expect(web["body"]?.string == "Dein Agent Claude möchte wissen, wo du bist" && web["title"]?.string == "Whereabot")
+        #expect(GrantReminder(clientID: "c", agentName: "Helper", requesterID: nil).text("de")
+            == "Helper kann deinen Standort weiterhin ohne Nachfrage abrufen.")
+    }
+
+    /// Placeholders are filled in one pass: a name that looks like a placeholder stays text;
+    /// a key the catalog lacks is the key itself, and every key has both languages.
+    @Test func catalogFillsPlaceholdersOnce() throws {
+        let catalog = TextCatalog(json: Array(#"{"en": {"a": "{x} and {y}", "b": "only en"}, "de": {"a": "{y} und {x}"}}"#.utf8))
+        #expect(catalog.text("a", language: "de", ["x": "{y}", "y": "2"]) == "2 und {y}")
+        #expect(catalog.text("b", language: "de") == "only en" && catalog.text("c", language: "en") == "c")
+        #expect(catalog.text("a", language: "en", ["x": "1"]) == "1 and {y}", "a value not given leaves its placeholder")
+        #expect(TextCatalog.bundled.knows("en") && TextCatalog.bundled.knows("de"))
+        for key in ["push.title", "push.asking", "push.asking.unnamed", "push.asking.shared", "push.asking.shared.unnamed",
+                    "push.checking", "push.checking.unnamed", "push.checking.shared", "push.checking.shared.unnamed",
+                    "push.with_reason", "push.reminder", "push.reminder.unnamed"] {
+            #expect(TextCatalog.bundled.text(key, language: "de") != key, "\(key) in German")
+        }
     }
 
     /// Payloads stay within 4096 (APNs) and 3993 (Web Push) bytes: long names are cut on a

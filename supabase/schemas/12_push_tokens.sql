@@ -12,10 +12,13 @@ create table public.push_tokens (
   user_id uuid not null references auth.users (id) on delete cascade,
   device_id uuid references public.devices (id) on delete cascade,
   environment text not null default 'production' check (environment in ('sandbox', 'production')),
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  language text not null default 'en' constraint push_tokens_language_check check (language ~ '^[a-z]{2}$')
 );
 comment on table public.push_tokens is
   'APNs device tokens (hex) per user and device; sandbox or production APNs environment.';
+comment on column public.push_tokens.language is
+  'The language (ISO 639-1) the app asked its notifications in; the relay writes English for one it has no texts in.';
 
 create index push_tokens_user_id_idx on public.push_tokens (user_id);
 create index push_tokens_device_id_idx on public.push_tokens (device_id);

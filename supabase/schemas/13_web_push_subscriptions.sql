@@ -17,10 +17,13 @@ create table public.web_push_subscriptions (
   auth text not null check (auth ~ '^[A-Za-z0-9_-]{22}(==)?$'),
   user_id uuid not null references auth.users (id) on delete cascade,
   device_id uuid references public.devices (id) on delete cascade,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  language text not null default 'en' constraint web_push_subscriptions_language_check check (language ~ '^[a-z]{2}$')
 );
 comment on table public.web_push_subscriptions is
   'Browser push subscriptions per user; the relay drops one when its push service answers 404 or 410.';
+comment on column public.web_push_subscriptions.language is
+  'The language (ISO 639-1) the page subscribed in; the relay writes English for one it has no texts in.';
 
 create index web_push_subscriptions_user_id_idx on public.web_push_subscriptions (user_id);
 create index web_push_subscriptions_device_id_idx on public.web_push_subscriptions (device_id);

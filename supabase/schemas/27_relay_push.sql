@@ -47,7 +47,7 @@ comment on function relay.is_always_allowed(uuid, text, uuid) is
 -- Push targets of an owner (devices that were removed get no push)
 -- -----------------------------------------------------------------------------
 create or replace function relay.apns_tokens(p_owner uuid)
-returns table (token text, environment text)
+returns table (token text, environment text, language text)
 language plpgsql
 stable
 security definer
@@ -58,17 +58,17 @@ begin
     raise exception 'apns_tokens needs an owner' using errcode = '22004';
   end if;
   return query
-    select t.token, t.environment
+    select t.token, t.environment, t.language
     from public.push_tokens t
     left join public.devices d on d.id = t.device_id
     where t.user_id = p_owner and d.revoked_at is null
     order by t.created_at;
 end;
 $$;
-comment on function relay.apns_tokens(uuid) is 'APNs tokens of OWNER''s devices that were not removed.';
+comment on function relay.apns_tokens(uuid) is 'APNs tokens of OWNER''s devices that were not removed, with the language each registered in.';
 
 create or replace function relay.web_push_subscriptions(p_owner uuid)
-returns table (endpoint text, p256dh text, auth text)
+returns table (endpoint text, p256dh text, auth text, language text)
 language plpgsql
 stable
 security definer
@@ -79,7 +79,7 @@ begin
     raise exception 'web_push_subscriptions needs an owner' using errcode = '22004';
   end if;
   return query
-    select s.endpoint, s.p256dh, s.auth
+    select s.endpoint, s.p256dh, s.auth, s.language
     from public.web_push_subscriptions s
     left join public.devices d on d.id = s.device_id
     where s.user_id = p_owner and d.revoked_at is null
@@ -87,7 +87,7 @@ begin
 end;
 $$;
 comment on function relay.web_push_subscriptions(uuid) is
-  'Web Push subscriptions of OWNER''s devices that were not removed.';
+  'Web Push subscriptions of OWNER''s devices that were not removed, with the language each registered in.';
 
 -- -----------------------------------------------------------------------------
 -- Dead targets
@@ -381,9 +381,9 @@ begin
     return jsonb_build_object('status', 'not_applicable', 'quiet', v_quiet);
   end if;
 
-  select coalesce(jsonb_agg(jsonb_build_object('token', t.token, 'environment', t.environment)), '[]')
+  select coalesce(jsonb_agg(jsonb_build_object('token', t.token, 'environment', t.environment, 'language', t.language)), '[]')
     into v_apns from relay.apns_tokens(v_request.owner_id) t;
-  select coalesce(jsonb_agg(jsonb_build_object('endpoint', s.endpoint, 'p256dh', s.p256dh, 'auth', s.auth)), '[]')
+  select coalesce(jsonb_agg(jsonb_build_object('endpoint', s.endpoint, 'p256dh', s.p256dh, 'auth', s.auth, 'language', s.language)), '[]')
     into v_web from relay.web_push_subscriptions(v_request.owner_id) s;
 
   if p_stage = 'checking' then

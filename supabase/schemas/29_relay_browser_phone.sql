@@ -14,7 +14,8 @@
 -- | refused:taken (another account saved this endpoint first; nothing changed). The
 -- account's own endpoint again (the browser subscribed again) updates its one row.
 create or replace function relay.save_web_push_subscription(
-  p_user uuid, p_device uuid, p_endpoint text, p_p256dh text, p_auth text, p_extra_origins text[] default '{}')
+  p_user uuid, p_device uuid, p_endpoint text, p_p256dh text, p_auth text, p_extra_origins text[] default '{}',
+  p_language text default 'en')
 returns text
 language plpgsql
 security definer
@@ -29,6 +30,9 @@ begin
   if cardinality(p_extra_origins) > 20 then
     raise exception 'at most 20 extra origins' using errcode = '22023';
   end if;
+  if p_language is null or p_language !~ '^[a-z]{2}$' then
+    raise exception 'language must be two lowercase letters (ISO 639-1)' using errcode = '22023';
+  end if;
   if not exists (select from public.devices where id = p_device and user_id = p_user and revoked_at is null) then
     return 'refused:device';
   end if;
@@ -39,17 +43,17 @@ begin
     return 'refused:invalid';
   end if;
   -- The account's own endpoint again (the browser subscribed again): new keys, no new row.
-  update public.web_push_subscriptions set p256dh = p_p256dh, auth = p_auth, device_id = p_device
+  update public.web_push_subscriptions set p256dh = p_p256dh, auth = p_auth, device_id = p_device, language = p_language
   where endpoint = p_endpoint and user_id = p_user;
   if found then
     return 'saved';
   end if;
   begin
     -- A row that appeared meanwhile is updated only if it is this account's.
-    insert into public.web_push_subscriptions as s (endpoint, p256dh, auth, user_id, device_id)
-    values (p_endpoint, p_p256dh, p_auth, p_user, p_device)
+    insert into public.web_push_subscriptions as s (endpoint, p256dh, auth, user_id, device_id, language)
+    values (p_endpoint, p_p256dh, p_auth, p_user, p_device, p_language)
     on conflict (endpoint) do update
-      set p256dh = excluded.p256dh, auth = excluded.auth, device_id = excluded.device_id
+      set p256dh = excluded.p256dh, auth = excluded.auth, device_id = excluded.device_id, language = excluded.language
       where s.user_id = excluded.user_id
     returning true into v_saved;
   exception when sqlstate '54000' then
@@ -58,8 +62,8 @@ begin
   return case when v_saved then 'saved' else 'refused:taken' end;
 end;
 $$;
-comment on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[]) is
-  'Stores the Web Push subscription of USER''s DEVICE (its phone socket sent it); the endpoint must be a known push service and not another account''s.';
+comment on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[], text) is
+  'Stores the Web Push subscription of USER''s DEVICE (its phone socket sent it) and the language its notifications are written in; the endpoint must be a known push service and not another account''s.';
 
 create or replace function relay.delete_web_push_subscriptions(p_user uuid, p_device uuid)
 returns int
@@ -272,13 +276,13 @@ $$;
 comment on function relay.revoke_agent_key(uuid, uuid) is
   'A phone socket of USER revokes one of USER''s agent keys; returns the live keys.';
 
-revoke execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[]),
+revoke execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[], text),
   relay.delete_web_push_subscriptions(uuid, uuid), relay.always_allowed_agents(uuid),
   relay.set_always_allowed(uuid, text, text, uuid, boolean, text, int), relay.user_devices(uuid),
   relay.rename_device(uuid, uuid, text), relay.remove_device(uuid, uuid),
   relay.agent_keys(uuid), relay.create_agent_key(uuid, text), relay.revoke_agent_key(uuid, uuid)
   from public, anon, authenticated, service_role;
-grant execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[]),
+grant execute on function relay.save_web_push_subscription(uuid, uuid, text, text, text, text[], text),
   relay.delete_web_push_subscriptions(uuid, uuid), relay.always_allowed_agents(uuid),
   relay.set_always_allowed(uuid, text, text, uuid, boolean, text, int), relay.user_devices(uuid),
   relay.rename_device(uuid, uuid, text), relay.remove_device(uuid, uuid),

@@ -97,9 +97,9 @@ begin
   end if;
   update public.always_allowed_agents set reminder_pushed_at = now() where id = v_row.id;
 
-  select coalesce(jsonb_agg(jsonb_build_object('token', t.token, 'environment', t.environment)), '[]')
+  select coalesce(jsonb_agg(jsonb_build_object('token', t.token, 'environment', t.environment, 'language', t.language)), '[]')
     into v_apns from relay.apns_tokens(p_owner) t;
-  select coalesce(jsonb_agg(jsonb_build_object('endpoint', s.endpoint, 'p256dh', s.p256dh, 'auth', s.auth)), '[]')
+  select coalesce(jsonb_agg(jsonb_build_object('endpoint', s.endpoint, 'p256dh', s.p256dh, 'auth', s.auth, 'language', s.language)), '[]')
     into v_web from relay.web_push_subscriptions(p_owner) s;
   return private.pay_for_pushes(v_apns, v_web, p_owner, p_requester, p_per_target, p_per_account)
     || jsonb_build_object('status', 'claimed', 'owner', p_owner);

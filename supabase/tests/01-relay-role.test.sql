@@ -70,7 +70,7 @@ $$, array[
         'relay.request_replay(uuid[],text)', 'relay.request_states(uuid[])',
         'relay.resolve_person(uuid,text)', 'relay.revoke_agent_key(uuid,uuid)',
         'relay.revoked_connections(text)',
-        'relay.save_web_push_subscription(uuid,uuid,text,text,text,text[])',
+        'relay.save_web_push_subscription(uuid,uuid,text,text,text,text[],text)',
         'relay.session_states(uuid[],uuid[])',
         'relay.set_always_allowed(uuid,text,text,uuid,boolean,text,integer)',
         'relay.stop_all_sharing(uuid)',

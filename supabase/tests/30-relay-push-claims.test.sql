@@ -59,8 +59,8 @@ select is(relay.claim_push(gen_random_uuid(), 'relay-a', 'wake') ->> 'status', '
 -- ---------------------------------------------------------------- wake: alert
 select is(pg_temp.claim('r1', 'wake') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'alert',
-    'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
-    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
+    'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox', 'language', 'en')),
+    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22), 'language', 'en')),
     'client_id', 'agent-other', 'client_name', 'Claude', 'reason', null, 'requester', null),
   'a wake for an agent that is not always allowed is an alert to every target, none of removed devices');
 select is((pg_temp.claim('r1', 'wake')) ->> 'status', 'already', 'the second claim of a stage finds it taken');
@@ -79,8 +79,8 @@ select results_eq($$ select wake_kind from relay.pending_requests where id = pg_
 select tests.authenticate_as_relay();
 select is(pg_temp.claim('r2', 'checking') - 'expires_ms' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking',
-    'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox')),
-    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
+    'apns', jsonb_build_array(jsonb_build_object('token', repeat('a1', 32), 'environment', 'sandbox', 'language', 'en')),
+    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22), 'language', 'en')),
     'client_id', '11111111-1111-4111-8111-111111111111', 'client_name', 'Claude', 'reason', null, 'requester', null),
   'checking after a silent wake goes to every APNs token and subscription');
 select is(pg_temp.claim('r2', 'checking') ->> 'status', 'already', 'checking is claimed once');
@@ -97,7 +97,7 @@ select is(pg_temp.claim('r5', 'wake') ->> 'kind', 'alert',
 -- ---------------------------------------------------------------- always allowed, no APNs token
 select is(pg_temp.claim('r3', 'wake') - 'expires_ms' - 'client_name' - 'client_id' - 'reason' - 'requester' - 'owner' - 'limited',
   jsonb_build_object('status', 'claimed', 'kind', 'checking', 'apns', '[]'::jsonb,
-    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/cy', 'p256dh', repeat('C', 87), 'auth', repeat('A', 22)))),
+    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/cy', 'p256dh', repeat('C', 87), 'auth', repeat('A', 22), 'language', 'en'))),
   'always allowed without an APNs token: the checking Web Push goes out at wake');
 select is(pg_temp.claim('r3', 'checking') ->> 'status', 'not_applicable', 'and no second checking stage follows');
 

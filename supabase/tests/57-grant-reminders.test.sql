@@ -73,8 +73,8 @@ create function pg_temp.claim(p_client text, p_per_target int default 30) return
   select relay.claim_reminder_push(tests.get_supabase_uid('ada'), p_client, null, p_per_target, 100)
 $$;
 select is(pg_temp.claim('agent-old') - 'owner',
-  jsonb_build_object('status', 'claimed', 'apns', jsonb_build_array(jsonb_build_object('token', repeat('d1', 32), 'environment', 'production')),
-    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada-reminder', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22))),
+  jsonb_build_object('status', 'claimed', 'apns', jsonb_build_array(jsonb_build_object('token', repeat('d1', 32), 'environment', 'production', 'language', 'en')),
+    'web', jsonb_build_array(jsonb_build_object('endpoint', 'https://push.example/ada-reminder', 'p256dh', repeat('B', 87), 'auth', repeat('A', 22), 'language', 'en')),
     'limited', jsonb_build_object('apns', 0, 'web', 0)),
   'the pusher claims the reminder''s push to every target of the owner');
 select is(pg_temp.claim('agent-old') ->> 'status', 'already', 'once per reminder');

@@ -7,9 +7,9 @@ extension RelayDatabase {
     /// Saves the Web Push subscription `device` of `user` sent over its socket:
     /// `saved`, or `refused:<reason>` (endpoint_not_allowed, invalid, limit, device, taken: another account saved it first).
     func saveWebPushSubscription(user: UUID, device: UUID, endpoint: String, p256dh: String, auth: String,
-                                 extraOrigins: [String]) async throws -> String {
-        try await pool.send("select relay.save_web_push_subscription($1, $2, $3, $4, $5, $6)",
-                             [user, device, endpoint, p256dh, auth, extraOrigins]).scalar(String.self)
+                                 extraOrigins: [String], language: String = "en") async throws -> String {
+        try await pool.send("select relay.save_web_push_subscription($1, $2, $3, $4, $5, $6, $7)",
+                             [user, device, endpoint, p256dh, auth, extraOrigins, language]).scalar(String.self)
     }
 
     /// Deletes the Web Push subscriptions of `user`'s `device`.

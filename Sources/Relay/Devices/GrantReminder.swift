@@ -38,8 +38,11 @@ struct GrantReminder: Sendable, Equatable {
         self.requesterID = requesterID
     }
 
-    /// What the phone shows: "NAME can still check your location without asking."
-    var text: String { "\(agentName ?? "An agent") can still check your location without asking." }
+    /// What the phone shows: "NAME can still check your location without asking." (in
+    /// `language`, from the catalog's `push.reminder` texts).
+    func text(_ language: String = "en", catalog: TextCatalog = .bundled) -> String {
+        catalog.text(agentName == nil ? "push.reminder.unnamed" : "push.reminder", language: language, ["agent": agentName ?? ""])
+    }
 
     /// The phone's message: `{"type":"reminder","client_id","agent_name","requester_id","text"}`.
     var phoneJSON: String {
@@ -48,7 +51,7 @@ struct GrantReminder: Sendable, Equatable {
         json.string("client_id", clientID)
         json.string("agent_name", agentName)
         json.string("requester_id", requesterID.map(UUIDText.lowercase))
-        json.string("text", text)
+        json.string("text", text())
         return json.object
     }
 }

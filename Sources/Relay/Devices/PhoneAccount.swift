@@ -17,12 +17,13 @@ struct PhoneAccount: Sendable {
     func handle(_ request: PhoneAccountRequest, user: UUID, device: UUID) async -> String {
         do {
             switch request {
-            case .pushSubscription(nil, _, _):
+            case .pushSubscription(nil, _, _, _):
                 _ = try await database.deleteWebPushSubscriptions(user: user, device: device)
                 return #"{"type":"push_subscription","status":"deleted"}"#
-            case .pushSubscription(let endpoint?, let p256dh, let auth):
+            case .pushSubscription(let endpoint?, let p256dh, let auth, let language):
                 let status = try await database.saveWebPushSubscription(user: user, device: device, endpoint: endpoint,
-                                                                       p256dh: p256dh, auth: auth, extraOrigins: extraOrigins)
+                                                                       p256dh: p256dh, auth: auth, extraOrigins: extraOrigins,
+                                                                       language: language)
                 if status == "saved" { return #"{"type":"push_subscription","status":"saved"}"# }
                 let reason = status.hasPrefix("refused:") ? String(status.dropFirst(8)) : "invalid"
                 return #"{"type":"push_subscription","status":"refused","reason":"\#(reason)"}"#

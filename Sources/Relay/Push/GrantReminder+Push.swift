@@ -18,10 +18,11 @@ extension GrantReminder {
         String(AgentKey.hash("reminder\u{0}\(clientID)\u{0}\(requesterID.map(UUIDText.lowercase) ?? "")").prefix(32))
     }
 
-    /// The APNs JSON: the alert in category `GRANT_REMINDER` and what Keep and Remove answer
-    /// with (at most 4,096 bytes: the agent's name is at most 200 characters, its id 255).
-    func apns() -> [UInt8] {
-        let alert: JSONValue = ["title": .string(PushPayload.title), "body": .string(text)]
+    /// The APNs JSON in `language`: the alert in category `GRANT_REMINDER` and what Keep and
+    /// Remove answer with (at most 4,096 bytes: the agent's name is at most 200 characters,
+    /// its id 255).
+    func apns(_ language: String = "en") -> [UInt8] {
+        let alert: JSONValue = ["title": .string(PushPayload.title(language)), "body": .string(text(language))]
         return JSONValue.object([
             "aps": ["alert": alert, "sound": "default", "category": .string(Self.apnsCategory), "thread-id": .string(clientID)],
             "kind": "reminder", "client_id": .string(clientID), "agent_name": JSONValue(agentName),
@@ -29,10 +30,11 @@ extension GrantReminder {
         ]).bytes
     }
 
-    /// The Web Push JSON (`kind` reminder), which the service worker shows with Keep and Remove.
-    func webPush() -> [UInt8] {
+    /// The Web Push JSON in `language` (`kind` reminder), which the service worker shows with
+    /// Keep and Remove.
+    func webPush(_ language: String = "en") -> [UInt8] {
         JSONValue.object([
-            "v": 1, "kind": "reminder", "title": .string(PushPayload.title), "body": .string(text),
+            "v": 1, "kind": "reminder", "title": .string(PushPayload.title(language)), "body": .string(text(language)),
             "client_id": .string(clientID), "agent_name": JSONValue(agentName),
             "requester_id": JSONValue(requesterID.map(UUIDText.lowercase)), "url": "/app/",
         ]).bytes

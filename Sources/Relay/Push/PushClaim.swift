@@ -6,10 +6,11 @@ import RelayCore
 /// A claimed push stage as `relay.claim_push` returns it: what kind to send, to whom, and
 /// what the payloads need (PUSH.md §2).
 struct PushClaim: Sendable, Equatable {
-    /// An APNs device token and its environment.
+    /// An APNs device token, its environment, and the language its notifications are in.
     struct APNsTarget: Sendable, Equatable {
         let token: String
         let environment: String
+        var language = "en"
     }
 
     /// Whether this instance sends the stage.
@@ -35,11 +36,12 @@ struct PushClaim: Sendable, Equatable {
         let web: Int
     }
 
-    /// A Web Push subscription as stored.
+    /// A Web Push subscription as stored, with the language its notifications are in.
     struct WebTarget: Sendable, Equatable {
         let endpoint: String
         let p256dh: String
         let auth: String
+        var language = "en"
 
         var subscription: WebPushSender.Subscription { .init(endpoint: endpoint, p256dh: p256dh, auth: auth) }
     }
@@ -65,12 +67,12 @@ extension PushClaim {
         }
         let apnsTarget = { (value: JSONValue) -> APNsTarget? in
             guard let token = value["token"]?.string, let environment = value["environment"]?.string else { return nil }
-            return APNsTarget(token: token, environment: environment)
+            return APNsTarget(token: token, environment: environment, language: value["language"]?.string ?? "en")
         }
         let webTarget = { (value: JSONValue) -> WebTarget? in
             guard let endpoint = value["endpoint"]?.string, let p256dh = value["p256dh"]?.string,
                   let auth = value["auth"]?.string else { return nil }
-            return WebTarget(endpoint: endpoint, p256dh: p256dh, auth: auth)
+            return WebTarget(endpoint: endpoint, p256dh: p256dh, auth: auth, language: value["language"]?.string ?? "en")
         }
         let limits = { (value: JSONValue) -> Limited? in
             guard let apns = value["apns"]?.integer, let web = value["web"]?.integer else { return nil }

@@ -33,18 +33,21 @@ final class PushDispatcher: Sendable {
                                   reason: claim.reason)
         let deadline = Date(timeIntervalSince1970: Double(expiresMs) / 1000)
         let requestID = id.uuidString.lowercased()
-        let apnsBody = payload.apns()
-        let webBody = payload.webPush()
+        // One payload per language among the targets (a text the catalog lacks is English).
+        let apnsBodies = Self.inEach(claim.apns?.map(\.language), payload.apns)
+        let webBodies = Self.inEach(claim.web?.map(\.language), payload.webPush)
         let silent = kind == .silent
         let apns: @Sendable (PushClaim.APNsTarget) -> APNsSender.Notification = { target in
             APNsSender.Notification(
                 token: target.token, environment: target.environment,
                 pushType: silent ? "background" : "alert", priority: silent ? 5 : 10, collapseID: silent ? nil : requestID,
-                id: APNsSender.notificationID(requestID, stage.rawValue, target.token), payload: apnsBody, deadline: deadline)
+                id: APNsSender.notificationID(requestID, stage.rawValue, target.token), payload: apnsBodies[target.language]!,
+                deadline: deadline)
         }
         let topic = requestID.replacingOccurrences(of: "-", with: "")
         let web: @Sendable (PushClaim.WebTarget) -> WebPushSender.Message = { target in
-            WebPushSender.Message(subscription: target.subscription, payload: webBody, topic: topic, deadline: deadline)
+            WebPushSender.Message(subscription: target.subscription, payload: webBodies[target.language]!, topic: topic,
+                                  deadline: deadline)
         }
         await fanOut(kind: kind.rawValue, subject: ["request": requestID], claim: claim, apns: apns, web: silent ? nil : web)
     }
@@ -54,16 +57,23 @@ final class PushDispatcher: Sendable {
     func remind(_ reminder: GrantReminder, claim: PushClaim) async {
         let deadline = Date().addingTimeInterval(GrantReminder.pushLifetime)
         let key = reminder.pushKey
-        let apnsBody = reminder.apns()
-        let webBody = reminder.webPush()
+        let apnsBodies = Self.inEach(claim.apns?.map(\.language), reminder.apns)
+        let webBodies = Self.inEach(claim.web?.map(\.language), reminder.webPush)
         let apns: @Sendable (PushClaim.APNsTarget) -> APNsSender.Notification = { target in
             APNsSender.Notification(token: target.token, environment: target.environment, pushType: "alert", priority: 10,
-                                    collapseID: "reminder-\(key)", id: UUID().uuidString, payload: apnsBody, deadline: deadline)
+                                    collapseID: "reminder-\(key)", id: UUID().uuidString, payload: apnsBodies[target.language]!,
+                                    deadline: deadline)
         }
         let web: @Sendable (PushClaim.WebTarget) -> WebPushSender.Message = { target in
-            WebPushSender.Message(subscription: target.subscription, payload: webBody, topic: key, deadline: deadline)
+            WebPushSender.Message(subscription: target.subscription, payload: webBodies[target.language]!, topic: key,
+                                  deadline: deadline)
         }
         await fanOut(kind: "reminder", subject: ["reminder": key], claim: claim, apns: apns, web: web)
+    }
+
+    /// `payload` in each of `languages` (at most the ten targets' own), keyed by language.
+    private static func inEach(_ languages: [String]?, _ payload: (String) -> [UInt8]) -> [String: [UInt8]] {
+        Dictionary(uniqueKeysWithValues: Set(languages ?? []).map { ($0, payload($0)) })
     }
 
     /// Sends to each of the claim's targets, at once (the fair queue orders accounts), and

@@ -34,26 +34,30 @@ struct PushPayload: Sendable {
         self.expiresMs = expiresMs
     }
 
-    static let title = "Whereabot"
-
-    /// The notification's body text.
-    var body: String { Self.body(kind: kind, agentName: agentName, requester: requester?.name, reason: reason) }
-
-    /// "… wants to know your location" (or "is checking"), then ": REASON" when the agent
-    /// gave one: the agent's own words, after its name.
-    static func body(kind: Kind, agentName: String?, requester: String?, reason: String? = nil) -> String {
-        let agent: String = switch (requester, agentName) {
-        case (let owner?, let name?): "\(owner)'s agent \(name)"
-        case (let owner?, nil): "\(owner)'s agent"
-        case (nil, let name?): kind == .checking ? name : "Your agent \(name)"
-        case (nil, nil): "An agent"
-        }
-        let text = kind == .checking ? "\(agent) is checking your location" : "\(agent) wants to know your location"
-        return reason.map { "\(text): \($0)" } ?? text
+    /// The notification's title in `language`.
+    static func title(_ language: String, catalog: TextCatalog = .bundled) -> String {
+        catalog.text("push.title", language: language)
     }
 
-    /// The APNs JSON (≤ 4096 bytes: the agent name is cut until it fits).
-    func apns() -> [UInt8] {
+    /// The notification's body text in `language`.
+    func body(_ language: String = "en", catalog: TextCatalog = .bundled) -> String {
+        Self.body(kind: kind, agentName: agentName, requester: requester?.name, reason: reason, language: language, catalog: catalog)
+    }
+
+    /// "… wants to know your location" (or "is checking"), then ": REASON" when the agent
+    /// gave one: the agent's own words, after its name — in `language` (the catalog's
+    /// `push.asking…` and `push.checking…` texts; English where it has none).
+    static func body(kind: Kind, agentName: String?, requester: String?, reason: String? = nil, language: String = "en",
+                     catalog: TextCatalog = .bundled) -> String {
+        var key = kind == .checking ? "push.checking" : "push.asking"
+        if requester != nil { key += ".shared" }
+        if agentName == nil { key += ".unnamed" }
+        let text = catalog.text(key, language: language, ["agent": agentName ?? "", "owner": requester ?? ""])
+        return reason.map { catalog.text("push.with_reason", language: language, ["text": text, "reason": $0]) } ?? text
+    }
+
+    /// The APNs JSON in `language` (≤ 4096 bytes: the agent name is cut until it fits).
+    func apns(_ language: String = "en") -> [UInt8] {
         fitting(4096) { payload in
             let requestID = payload.requestID.uuidString.lowercased()
             if payload.kind == .silent {
@@ -61,7 +65,8 @@ struct PushPayload: Sendable {
                         "expires_ms": JSONValue(payload.expiresMs),
                         "requester_id": JSONValue(payload.requester?.userID?.uuidString.lowercased())]
             }
-            return payload.withReason(["aps": ["alert": ["title": .string(Self.title), "body": .string(payload.body)], "sound": "default",
+            return payload.withReason(["aps": ["alert": ["title": .string(Self.title(language)), "body": .string(payload.body(language))],
+                                               "sound": "default",
                                                "thread-id": .string(payload.clientID),
                                                "category": payload.kind == .checking ? "LOCATION_AUTO" : "LOCATION_REQUEST"],
                                        "request_id": .string(requestID), "client_id": .string(payload.clientID),
@@ -70,12 +75,13 @@ struct PushPayload: Sendable {
         }
     }
 
-    /// The Web Push JSON (≤ 3993 bytes, so the encrypted body stays ≤ 4096).
-    func webPush() -> [UInt8] {
+    /// The Web Push JSON in `language` (≤ 3993 bytes, so the encrypted body stays ≤ 4096).
+    func webPush(_ language: String = "en") -> [UInt8] {
         fitting(3993) { payload in
             let requestID = payload.requestID.uuidString.lowercased()
             return payload.withReason(["v": 1, "kind": payload.kind == .checking ? "checking" : "alert", "request_id": .string(requestID),
-                    "title": .string(Self.title), "body": .string(payload.body), "client_id": .string(payload.clientID),
+                    "title": .string(Self.title(language)), "body": .string(payload.body(language)),
+                    "client_id": .string(payload.clientID),
                     "agent_name": JSONValue(payload.agentName), "requester": payload.requesterJSON,
                     "expires_ms": JSONValue(payload.expiresMs), "url": .string("/app/?request=\(requestID)")])
         }
