@@ -6,7 +6,7 @@ VENV        := .venv
 PYTHON      := $(VENV)/bin/python
 APT_PACKAGES := libpq-dev libssl-dev libcurl4-openssl-dev postgresql-15 postgresql-client-15 \
                 postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl python3-venv \
-                haproxy nginx-light chromium
+                haproxy nginx-light chromium nodejs
 SWIFT_FLAGS ?= -Xswiftc -gnone  # scripts/lib.sh's SWIFT_DEBUG_FLAGS: no debug info
 
 .PHONY: help deps apt-deps venv run auth auth-stop env db db-stop migrate build test test-fast test-swift test-db test-schemas test-acceptance test-faults cluster bench bench-relay bench-scale bench-pgbus bench-http bench-push audit fuzz clean
@@ -64,7 +64,7 @@ build: ## Build the relay (debug)
 test: apt-deps ## Run every test: Swift, pgTAP, schemas and acceptance, with a fresh test database
 	@scripts/test.sh
 
-test-fast: deps ## Before every commit (under 2 minutes with a warm build): pgTAP, the schema check, swift test and the fuzz smoke of decoders changed in the working tree
+test-fast: deps ## Before every commit (under 2 minutes with a warm build): pgTAP, the schema check, the app's Node tests, swift test and the fuzz smoke of decoders changed in the working tree
 	@scripts/test.sh fast
 
 test-swift: ## Swift tests only (needs `make db`)

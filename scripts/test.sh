@@ -18,9 +18,11 @@
 #   scripts/test.sh faults        Tests/Faults: two relays, HAProxy, and their own cluster
 #                                 on port 25341 that they restart and crash
 #   scripts/test.sh swift | fuzz  swift test | the fuzz targets for FUZZ_SECONDS (5)
+#   scripts/test.sh app           the browser phone's Node unit tests (Tests/App)
 #   scripts/test.sh fast          `make test-fast`: a fresh test database, pgTAP, the schema
-#                                 check, swift test and the fuzz smoke of decoders changed in
-#                                 the working tree; no acceptance or fault tests
+#                                 check, the app's unit tests, swift test and the fuzz smoke
+#                                 of decoders changed in the working tree; no acceptance or
+#                                 fault tests
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -72,6 +74,12 @@ run_acceptance() {
   fi
   WHEREABOT_TEST_DATABASE_PER_WORKER=1 "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider \
     --timeout=300 --durations=25 "${parallel[@]}" Tests/Acceptance
+}
+
+# The browser phone's modules that need no browser (Tests/App), with Node's test runner.
+run_app() {
+  echo "== app (node --test Tests/App)"
+  "$ROOT/scripts/test-app.sh"
 }
 
 run_faults() {
@@ -130,12 +138,14 @@ case "${1:-all}" in
   faults) run_faults ;;
   swift) run_swift ;;
   fuzz) run_fuzz_smoke ;;
+  app) run_app ;;
   fast)
     state=$(scripts/db.sh start)
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
     scripts/db.sh reset-test
     run_pgtap
     run_schemas
+    run_app
     run_swift
     echo "== fuzz smoke of changed decoders"
     FUZZ_CHANGED=1 FUZZ_SECONDS=${FUZZ_SECONDS:-5} scripts/fuzz.sh
@@ -157,6 +167,7 @@ case "${1:-all}" in
     failed=""
     run_pgtap || failed="$failed pgTAP"
     run_schemas || failed="$failed schemas"
+    run_app || failed="$failed app"
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
@@ -188,5 +199,5 @@ case "${1:-all}" in
     [ -z "$failed" ] || die "failed:$failed"
     echo "make test: every suite passed"
     ;;
-  *) echo "usage: $0 [all|fast|pgtap|pgtap-on URL|schemas|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
+  *) echo "usage: $0 [all|fast|pgtap|pgtap-on URL|schemas|app|acceptance|faults|swift|fuzz]" >&2; exit 64 ;;
 esac
