@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from push_kit import wait_for
 # The browser phone tests' fixtures (module-scoped: this module gets instances of its own).
-from test_browser_phone import Person, browser, push, relay, signed_in  # noqa: F401 (fixtures)
+from test_browser_phone import Person, browser, push, relay, show_view, signed_in  # noqa: F401 (fixtures)
 
 
 def curl_status(base, credential):
@@ -22,6 +22,7 @@ def test_create_show_once_use_and_revoke_an_agent_key(browser, admin, make_user,
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
+        show_view(page, "agents")
         expect(page.locator("#keys-empty")).to_be_visible()
         page.fill("#key-name", "nightly <img src=x onerror=alert(1)>")
         page.click("#key-form button[type=submit]")
@@ -51,6 +52,7 @@ def test_create_show_once_use_and_revoke_an_agent_key(browser, admin, make_user,
         assert curl_status(relay.base, key) == 200
         page.reload()
         expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        expect(page.locator("#view-agents")).to_be_visible()  # the reload keeps the view
         expect(page.locator("#agent-keys li")).to_contain_text("last used")
         expect(page.locator("#new-key")).to_be_hidden()  # shown once: never again after a reload
 
@@ -67,6 +69,8 @@ def test_a_key_needs_a_name_and_another_account_never_sees_it(browser, admin, ma
     context, page = signed_in(browser, ada)
     other, page_b = signed_in(browser, bob)
     try:
+        show_view(page, "agents")
+        show_view(page_b, "agents")
         page.evaluate("document.getElementById('key-name').removeAttribute('required')")
         page.fill("#key-name", "   ")
         page.click("#key-form button[type=submit]")

@@ -16,7 +16,7 @@ import relay_server
 from relay_server import RelayServer
 import oauth_kit
 from test_auth_standin import REDIRECT, SECRET as STANDIN_SECRET, StandIn, approve, authorization_id, pkce, register, user_token
-from test_browser_phone import browser  # noqa: F401 (fixture)
+from test_browser_phone import browser, show_view  # noqa: F401 (fixture)
 
 
 # The stand-in answers the grants API only for its site's pages (as Supabase Auth checks
@@ -74,13 +74,14 @@ def oauth_agent(standin, user_bearer, name):
     return tokens["access_token"]
 
 
-def app_page(browser, relay, bearer):
-    """The browser phone on `relay`, signed in with the stand-in's `bearer` (a new context)."""
+def app_page(browser, relay, bearer, view="agents"):
+    """The browser phone on `relay`, signed in with the stand-in's `bearer` (a new context),
+    showing `view` (the connected agents are in Agents)."""
     context = browser.new_context()
     context.add_init_script("localStorage.setItem('whereabot.session', "
                             + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
     page = context.new_page()
-    page.goto(relay.base + "/app/")
+    page.goto(f"{relay.base}/app/#/{view}")
     return context, page
 
 
@@ -166,12 +167,14 @@ def test_one_source_failing_says_so_without_saying_none_is_connected(browser, st
                             + json.dumps(json.dumps({"access_token": bearer, "expires_at": int(time.time()) + 600})) + ")")
     page = context.new_page()
     try:
-        page.goto(relays[0].base + "/app/")
+        page.goto(relays[0].base + "/app/#/agents")
         rows = page.locator("#grants li")
         expect(rows).to_have_count(2, timeout=10000)
         expect(rows.nth(0)).to_contain_text("Relay Agent (127.0.0.1:9)")
         expect(rows.nth(1)).to_contain_text("Standin Agent — connected")
+        show_view(page, "account")
         expect(page.locator("#stop-all")).to_be_visible()
+        show_view(page, "agents")
         page.route("**/auth/v1/user/oauth/grants**", lambda route: route.fulfill(status=500, body="{}"))
         page.reload()
         expect(page.locator("#grants-error")).to_have_text(
@@ -231,6 +234,7 @@ def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, re
     try:
         expect(page.locator("#grants li")).to_have_count(2, timeout=10000)
         expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        show_view(page, "account")
         page.click("#stop-all")
         expect(page.locator("#stop-all-ends li").nth(3)).to_have_text("2 connected agents")
         page.click("#stop-all-yes")
@@ -259,6 +263,7 @@ def test_stop_all_sharing_counts_the_agents_the_relay_disconnected(browser, stan
     try:
         expect(page.locator("#grants li")).to_have_count(2, timeout=10000)
         expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
+        show_view(page, "account")
         page.click("#stop-all")
         expect(page.locator("#stop-all-ends li").nth(3)).to_have_text("2 connected agents")
         page.click("#stop-all-yes")

@@ -26,7 +26,7 @@ from push_kit import wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
 # Debian's chromium, the fake push services and a relay with Web Push on are the browser
 # phone tests' fixtures (module-scoped: this module gets instances of its own).
-from test_browser_phone import browser, confirm_sign_in, new_page, push, relay  # noqa: F401 (fixtures)
+from test_browser_phone import browser, confirm_sign_in, new_page, push, relay, show_view  # noqa: F401 (fixtures)
 
 REFUSED = "A sign-in link this page did not ask for was ignored."
 
@@ -314,6 +314,7 @@ def test_e_a_sign_in_the_page_started_is_taken_once(browser, make_user, supabase
         returned = auth.returned[-1]
         assert returned.startswith(query["redirect_to"] + "#access_token=")
         # Replaying the very fragment Supabase returned (its state consumed) is refused.
+        show_view(page, "account")
         page.click("#signout")
         expect(page.locator("#status")).to_have_text("Signed out", timeout=10000)
         page.goto(returned)
@@ -392,6 +393,7 @@ def test_f_sign_out_deletes_the_web_push_subscription(browser, admin, relay, pus
     try:
         # The socket is up: the relay deletes the row before the socket closes.
         enable_push(page, admin, endpoint)
+        show_view(page, "account")
         page.click("#signout")
         expect(page.locator("#status")).to_have_text("Signed out", timeout=10000)
         assert subscriptions(admin, endpoint) == 0, "deleted by the time sign-out is done"
@@ -409,6 +411,7 @@ def test_f_sign_out_deletes_the_web_push_subscription(browser, admin, relay, pus
         expect(second.locator("#status")).to_have_text("Connected", timeout=10000)
         expect(page.locator("#status")).to_have_text("Opened elsewhere", timeout=10000)
         second.close()
+        show_view(page, "account")
         page.click("#signout")
         expect(page.locator("#status")).to_have_text("Signed out", timeout=15000)
         assert subscriptions(admin, endpoint) == 0

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import ADMIN_URL, make_oauth_client, screenshot_path
+from conftest import ADMIN_URL, make_oauth_client
 from fake_webpush import b64url
 from push_kit import Locate, Push, wait_for
 from relay_server import BINARY, SECRET, RelayServer, token
@@ -91,6 +91,13 @@ def signed_in(browser, person, **options):
     expect(page.locator("#status")).to_have_text("Connected", timeout=10000)
     expect(page.locator("#account")).to_have_text(person.email)
     return context, page
+
+
+def show_view(page, view):
+    """Opens a view of the page by its tab (README "Try it in a browser": home, requests,
+    agents, places, quiet, devices, account) and waits until it is shown."""
+    page.click(f"#tabs a[data-tab={view}]")
+    expect(page.locator(f"#view-{view}")).to_be_visible()
 
 
 def get(url):
@@ -169,6 +176,7 @@ def test_a2_sign_in_link(browser, admin, relay):
         row = wait_for(lambda: admin.execute("select d.platform, d.name, u.email from public.devices d join auth.users u"
                                              " on u.id = d.user_id where d.id = %s", (device,)).fetchone(), 5)
         assert row == ("web", "Chrome on Linux", email)
+        show_view(page, "devices")
         expect(page.locator("#devices li")).to_contain_text("Chrome on Linux (web) — this browser")
     finally:
         context.close()
@@ -208,16 +216,14 @@ def test_a4_allow_shares_the_browser_position_and_a11_history_has_none(browser, 
         expect(page.locator("#prompt-text")).to_have_text("Your agent Claude wants to know your location", timeout=10000)
         expect(page.locator("#prompt-reason")).to_have_text("“To pick you up at the station”, says Claude")
         expect(page.locator("#prompt-countdown")).to_contain_text("s left")
-        if os.environ.get("WHEREABOT_SCREENSHOTS"):
-            page.screenshot(path=screenshot_path("app-prompt.png"))
         page.click("#allow")
         call.join()
         assert call.status == 200, call.body
         fix = json.loads(call.body)
         assert (fix["latitude"], fix["longitude"], fix["accuracy_m"]) == (LAT, LON, ACC)
+        expect(page.locator("#last li")).to_contain_text("Claude: Shared")  # home: what asked last
+        show_view(page, "requests")
         expect(page.locator("#history li").first).to_contain_text("Claude: Shared")
-        if os.environ.get("WHEREABOT_SCREENSHOTS"):
-            page.screenshot(path=screenshot_path("app-history.png"))
         # A11: nothing stored on the device holds the position.
         stored = page.evaluate("Object.keys(localStorage).filter(k => k !== 'whereabot.session')"
                                ".map(k => localStorage.getItem(k)).join('\\n')")
@@ -283,7 +289,8 @@ def test_a8_always_allow(browser, admin, make_user, relay):
         assert call.status == 200, "answered without a click"
         expect(page.locator("#banner")).to_have_text("Claude checked your location")
         expect(page.locator("#history li").first).to_contain_text("Shared automatically")
-        page.click("#always-list li button")
+        show_view(page, "agents")
+        page.click("#always-list li button:has-text('Remove')")
         expect(page.locator("#always-list li")).to_have_count(0)
         assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
                              (person.user,)).fetchone() == (0,)
@@ -558,7 +565,8 @@ def test_a20_a_removed_always_allow_is_removed_on_every_device(browser, admin, m
         assert call.status == 200, call.body
         second, second_page = signed_in(browser, person)
         expect(second_page.locator("#always-list li")).to_contain_text("Claude", timeout=5000)
-        first_page.click("#always-list li button")
+        show_view(first_page, "agents")
+        first_page.click("#always-list li button:has-text('Remove')")
         expect(first_page.locator("#always-list li")).to_have_count(0)
         assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s",
                              (person.user,)).fetchone()[0] == 0

@@ -7,15 +7,15 @@ import json
 
 from playwright.sync_api import expect
 
-from conftest import screenshot_path
 from push_kit import Locate
-from test_browser_phone import LAT, LON, Person, browser, push, relay, signed_in  # noqa: F401 (fixtures)
+from test_browser_phone import LAT, LON, Person, browser, push, relay, show_view, signed_in  # noqa: F401 (fixtures)
 
 
 def test_a_place_shares_its_name_only_from_inside_and_the_fix_from_outside(browser, admin, make_user, relay):
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
+        show_view(page, "places")
         expect(page.locator("#places-empty")).to_be_visible()
         page.fill("#place-name", " \u202eHome ")
         page.click("#place-here")
@@ -23,7 +23,6 @@ def test_a_place_shares_its_name_only_from_inside_and_the_fix_from_outside(brows
         page.click("#place-form button[type=submit]")
         expect(page.locator("#places li")).to_have_count(1)
         expect(page.locator("#places li span")).to_have_text("Home — within 250 m, shared name only")
-        page.screenshot(path=screenshot_path("app-places.png"))
         stored = json.loads(page.evaluate("localStorage.getItem('whereabot.places')"))
         assert stored == [{"name": "Home", "latitude": round(LAT, 6), "longitude": round(LON, 6), "radius_m": 250,
                            "share": "name"}], "cleaned, and kept in this browser"

@@ -10,12 +10,12 @@ import re
 
 from playwright.sync_api import expect
 
-from conftest import screenshot_path
 from push_kit import Locate, wait_for
-from test_browser_phone import Person, browser, push, relay, signed_in  # noqa: F401 (fixtures)
+from test_browser_phone import Person, browser, push, relay, show_view, signed_in  # noqa: F401 (fixtures)
 
 
 def window_around_now(page, zone="UTC"):
+    show_view(page, "quiet")
     now = datetime.datetime.now(datetime.timezone.utc)
     start, end = (now - datetime.timedelta(hours=1)).strftime("%H:%M"), (now + datetime.timedelta(hours=1)).strftime("%H:%M")
     page.fill("#quiet-start", start)
@@ -38,13 +38,13 @@ def test_quiet_hours_set_in_the_page_hold_agents_back_until_they_end(browser, ad
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
     try:
+        show_view(page, "quiet")
         expect(page.locator("#quiet-empty")).to_be_visible()
         end = window_around_now(page)
         expect(page.locator("#quiet-list li")).to_have_count(1, timeout=10000)
         expect(page.locator("#quiet-list li")).to_contain_text("Every day")
         expect(page.locator("#quiet-now")).to_have_text(
             f"Quiet hours now, until {end} (UTC). Agents you have not let wake you are told to ask again then.")
-        page.screenshot(path=screenshot_path("app-quiet-hours.png"))
 
         call = Locate(relay.base, person.agent, 10).begin()
         call.join()
@@ -77,6 +77,7 @@ def test_an_always_allowed_agent_marked_may_wake_me_is_answered_in_quiet_hours(b
         refused.join()
         assert refused.status == 503, "always allowed is not enough: it may not wake the person"
 
+        show_view(page, "agents")
         page.check("#always-list li input[type=checkbox]")
         expect(page.locator("#always-list li input[type=checkbox]")).to_be_checked()
         assert wait_for(lambda: admin.execute("select client_id from public.may_wake_agents where user_id = %s",
@@ -110,8 +111,6 @@ def test_may_wake_me_from_the_prompts_agent_menu_lets_the_agent_ask_in_quiet_hou
         expect(page.locator("#prompt")).to_be_visible(timeout=10000)  # it may wake the person: asked
         expect(page.locator("#prompt-quiet")).to_have_text(f"Quiet hours now, until {end} (UTC): Claude may wake you.")
         expect(page.locator("#prompt-wake input[type=checkbox]")).to_be_checked()
-        page.evaluate("window.scrollTo(0, 0)")  # the form left the page scrolled down
-        page.screenshot(path=screenshot_path("app-prompt-quiet.png"))
         page.click("#allow")
         call.join()
         assert call.status == 200, call.body
@@ -126,6 +125,7 @@ def test_stop_all_sharing_names_what_ends_then_ends_it(browser, admin, make_user
     context, page = signed_in(browser, person)
     try:
         always_allow(page, relay, person)
+        show_view(page, "agents")
         page.fill("#key-name", "nightly")
         page.click("#key-form button[type=submit]")
         key = page.locator("#new-key-value")
@@ -134,12 +134,12 @@ def test_stop_all_sharing_names_what_ends_then_ends_it(browser, admin, make_user
         page.click("#hide-key")
         expect(page.locator("#agent-keys li")).to_have_count(1)
 
+        show_view(page, "account")
         page.click("#stop-all")
         expect(page.locator("#stop-all-confirm")).to_be_visible()
         expect(page.locator("#stop-all-ends li")).to_have_text([
             "1 agent you always allow", "every person you share your location with, and every invitation waiting",
             "1 agent key", "0 connected agents", "every request waiting for your answer (its agent is told you declined)"])
-        page.screenshot(path=screenshot_path("app-stop-all.png"))
         page.click("#stop-all-cancel")
         expect(page.locator("#stop-all-confirm")).to_be_hidden()
         assert admin.execute("select count(*) from public.always_allowed_agents where user_id = %s", (person.user,)).fetchone() == (1,)

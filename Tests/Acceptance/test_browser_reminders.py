@@ -14,7 +14,6 @@ import uuid
 import pytest
 from playwright.sync_api import expect
 
-from conftest import screenshot_path
 from push_kit import Locate, wait_for
 from relay_server import RelayServer
 from test_browser_phone import (Person, browser, push, signed_in, subscription_stub,  # noqa: F401 (fixtures)
@@ -73,7 +72,6 @@ def test_a_reminder_card_and_notification_keep_or_remove_the_grant(browser, admi
         expect(card).to_have_count(1, timeout=10000)
         expect(card.locator("span")).to_have_text(TEXT)
         expect(page.locator("#always-list li")).to_contain_text("last used", timeout=10000)
-        page.screenshot(path=screenshot_path("app-reminder.png"))
         first = reminded_at(admin, person)
         assert first is not None, "the reminder was claimed in the database"
 

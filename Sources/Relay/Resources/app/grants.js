@@ -8,9 +8,11 @@
 //   /auth/v1/user/oauth/grants?client_id=…, each with the user's own access token and the
 //   project's apikey). A project whose OAuth server is off (404 feature_disabled) has none.
 // Revoking ends the client's tokens, so the relay refuses them within seconds on every
-// instance. A source that cannot be read says so in its own words; "No agent is connected"
-// is shown only when every source answered and none has a grant.
+// instance. While loading the list says so; a source that cannot be read says so in its own
+// words; "No agent is connected" is shown only when every source answered and none has a
+// grant, so the empty and the error state are never shown together.
 import * as session from "./session.js";
+import { t, dateTime } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -42,13 +44,12 @@ async function relayCall(token, method, path = "") {
 }
 
 function relayGrant(grant, config, token) {
-  const name = String(grant.client_name || grant.client_id || "An agent").slice(0, 100);
+  const name = String(grant.client_name || grant.client_id || t("prompt.an_agent")).slice(0, 100);
   const host = String(grant.client_host || "").slice(0, 300);
-  const connected = `connected ${new Date(grant.created_at).toLocaleString()}`;
-  const used = grant.last_used_at ? `last used ${new Date(grant.last_used_at).toLocaleString()}` : "never used";
+  const used = grant.last_used_at ? t("common.last_used", { time: dateTime(grant.last_used_at) }) : t("common.never_used");
   return {
     name, at: Date.parse(grant.created_at) || 0,
-    text: `${name}${host ? ` (${host})` : ""} — ${connected}, ${used}`,
+    text: t(host ? "grants.row.host" : "grants.row", { name, host, time: dateTime(grant.created_at), used }),
     revoke: () => relayCall(token, "DELETE", `/${encodeURIComponent(String(grant.id))}`),
   };
 }
@@ -68,10 +69,10 @@ async function supabaseGrants(config, token) {
 }
 
 function supabaseGrant(grant, config, token) {
-  const name = String(grant.client?.name || grant.client?.id || "An agent").slice(0, 100);
+  const name = String(grant.client?.name || grant.client?.id || t("prompt.an_agent")).slice(0, 100);
   return {
     name, at: Date.parse(grant.granted_at) || 0,
-    text: `${name} — connected ${new Date(grant.granted_at).toLocaleString()}`,
+    text: t("grants.row.signin", { name, time: dateTime(grant.granted_at) }),
     revoke: () => supabaseCall(config, token, "DELETE", `?client_id=${encodeURIComponent(grant.client?.id ?? "")}`),
   };
 }
@@ -85,7 +86,11 @@ function supabaseGrant(grant, config, token) {
 export async function showGrants(config, token, notes = []) {
   const mine = ++generation;
   $("connected").hidden = false;
-  if (!$("grants").children.length) $("grants-empty").hidden = true;  // loading: not "none" yet
+  if (!$("grants").children.length) {
+    $("grants-empty").hidden = true;  // loading: not "none" yet
+    $("grants-error").hidden = true;
+    $("grants-loading").hidden = false;
+  }
   const sources = [relayCall(token, "GET").then((list) => list.map((grant) => relayGrant(grant, config, token)))];
   if (config.supabase_url) {
     sources.push(supabaseGrants(config, token).then((list) => list.map((grant) => supabaseGrant(grant, config, token))));
@@ -94,13 +99,14 @@ export async function showGrants(config, token, notes = []) {
   if (mine !== generation) return;
   const errors = [...notes];
   if (results[0].status === "rejected") {
-    errors.push("Could not load the agents connected through this relay. Reload the page to try again.");
+    errors.push(t("grants.error.relay"));
   }
   if (results[1]?.status === "rejected") {
-    errors.push("Could not load the agents connected through the sign-in service. Reload the page to try again.");
+    errors.push(t("grants.error.signin"));
   }
   const list = results.flatMap((result) => (result.status === "fulfilled" ? result.value : []))
     .sort((a, b) => a.at - b.at);
+  $("grants-loading").hidden = true;
   $("grants").replaceChildren(...list.map((grant) => row(grant, config, token)));
   $("grants-error").textContent = errors.join(" ");
   $("grants-error").hidden = errors.length === 0;
@@ -114,15 +120,15 @@ function row(grant, config, token) {
   text.textContent = grant.text;
   const revoke = document.createElement("button");
   revoke.type = "button";
-  revoke.textContent = "Revoke";
+  revoke.textContent = t("common.revoke");
   revoke.onclick = async () => {
-    if (!confirm(`Disconnect ${grant.name}? It can no longer ask for your location until you connect it again.`)) return;
+    if (!confirm(t("grants.revoke_confirm", { name: grant.name }))) return;
     revoke.disabled = true;
     const notes = [];
     try {
       await grant.revoke();
     } catch {
-      notes.push(`Could not disconnect ${grant.name}. Try again.`);
+      notes.push(t("grants.revoke_failed", { name: grant.name }));
     }
     showGrants(config, token, notes);
   };
@@ -155,5 +161,6 @@ export function clearGrants() {
   $("grants").replaceChildren();
   $("grants-error").hidden = true;
   $("grants-error").textContent = "";
-  $("grants-empty").hidden = false;
+  $("grants-empty").hidden = true;
+  $("grants-loading").hidden = true;
 }

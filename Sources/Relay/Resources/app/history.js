@@ -1,18 +1,16 @@
 // The request history on this device (APP.md §A.4): newest first, at most 200 entries,
 // and never a coordinate or an accuracy — only who asked, why they said they asked, when,
-// and what happened.
+// and what happened. Shown in Requests, its newest entry on home.
+import { t, dateTime } from "./i18n.js";
 
 const KEY = "whereabot.history";
 const LIMIT = 200;
-const LABELS = {
-  shared: "Shared", shared_auto: "Shared automatically", declined: "Declined", no_answer: "Not answered",
-  permission: "Location access is off", no_fix: "No location fix", other_device: "Answered on another device",
-  expired: "Timed out", declined_notification: "Declined from a notification",
-};
+const OUTCOMES = ["shared", "shared_auto", "declined", "no_answer", "permission", "no_fix", "other_device", "expired",
+                  "declined_notification"];
 
 export class History {
   static label(outcome) {
-    return LABELS[outcome] || outcome;
+    return OUTCOMES.includes(outcome) ? t(`outcome.${outcome}`) : String(outcome);
   }
 
   entries() {
@@ -37,4 +35,26 @@ export class History {
     const list = [item, ...this.entries().filter((e) => !(e.id === id && e.outcome === outcome))].slice(0, LIMIT);
     localStorage.setItem(KEY, JSON.stringify(list));
   }
+}
+
+/** One entry as a list row: who and what happened (how precisely, from which device), when, and the agent's reason. */
+export function historyRow(item) {
+  const li = document.createElement("li");
+  const text = document.createElement("span");
+  const who = item.requester_name ? t("history.who.shared", { owner: item.requester_name, agent: item.agent }) : item.agent;
+  const parts = [History.label(item.outcome)];
+  if (item.precision === "approximate") parts.push(t("history.how.approximate"));
+  if (item.precision === "place") parts.push(t("history.how.place"));
+  if (item.device) parts.push(t("history.from", { device: item.device }));
+  text.textContent = t("history.line", { who, what: parts.join(" ") });
+  const time = document.createElement("small");
+  time.textContent = dateTime(item.at);
+  li.append(text, time);
+  if (item.reason) {
+    const reason = document.createElement("q");
+    reason.className = "history-reason";
+    reason.textContent = item.reason;
+    li.append(reason);
+  }
+  return li;
 }

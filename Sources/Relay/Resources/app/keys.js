@@ -1,7 +1,9 @@
-// Agent keys (SPEC §12, seeds: "create in the app, shown once"): for agents that cannot
+// Agent keys (README "Try it with an MCP client": shown once): for agents that cannot
 // sign in with OAuth. Created, listed and revoked over the phone socket (the relay calls
 // relay.create_agent_key / agent_keys / revoke_agent_key with the socket's user); the
 // plaintext key arrives once, is shown once with a copy button, and is never stored here.
+import { t, dateTime } from "./i18n.js";
+
 const $ = (id) => document.getElementById(id);
 
 /** Shows the relay's `agent_keys` message: the live keys, a new key once, or a refusal. */
@@ -10,24 +12,25 @@ export function renderKeys(message, send) {
   $("agent-keys").replaceChildren(...keys.map((key) => {
     const li = document.createElement("li");
     const text = document.createElement("span");
-    const used = key.last_used_at ? `last used ${new Date(key.last_used_at).toLocaleString()}` : "never used";
-    text.textContent = `${key.name} (${key.prefix}…) — created ${new Date(key.created_at).toLocaleString()}, ${used}`;
+    const used = key.last_used_at ? t("common.last_used", { time: dateTime(key.last_used_at) }) : t("common.never_used");
+    text.textContent = t("keys.row", { name: key.name, prefix: key.prefix, created: dateTime(key.created_at), used });
     const revoke = document.createElement("button");
     revoke.type = "button";
-    revoke.textContent = "Revoke";
+    revoke.textContent = t("common.revoke");
     revoke.onclick = () => {
-      if (confirm(`Revoke the key "${key.name}"? Agents using it stop working at once.`)) send({ type: "agent_key_revoke", id: key.id });
+      if (confirm(t("keys.revoke_confirm", { name: key.name }))) send({ type: "agent_key_revoke", id: key.id });
     };
     li.append(text, revoke);
     return li;
   }));
+  $("keys-loading").hidden = true;
   $("keys-empty").hidden = keys.length > 0;
   $("key-error").hidden = !message.error;
-  $("key-error").textContent = message.error ? "The relay refused it: a key needs a name, and you can have at most 25." : "";
+  $("key-error").textContent = message.error ? t("keys.refused") : "";
   if (typeof message.created === "string" && /^wb_[0-9a-f]{64}$/.test(message.created)) {
     $("new-key-value").textContent = message.created;
     $("new-key").hidden = false;
-    $("copy-key").textContent = "Copy";
+    $("copy-key").textContent = t("keys.copy");
   }
 }
 
@@ -44,10 +47,10 @@ export function bindKeys(send) {
     const key = $("new-key-value").textContent;
     try {
       await navigator.clipboard.writeText(key);
-      $("copy-key").textContent = "Copied";
+      $("copy-key").textContent = t("keys.copied");
     } catch {
       getSelection().selectAllChildren($("new-key-value"));  // no clipboard here: selected for Ctrl+C
-      $("copy-key").textContent = "Selected: press Ctrl+C";
+      $("copy-key").textContent = t("keys.selected");
     }
   };
   $("hide-key").onclick = () => { $("new-key-value").textContent = ""; $("new-key").hidden = true; };
@@ -59,4 +62,6 @@ export function clearKeys() {
   $("new-key-value").textContent = "";
   $("new-key").hidden = true;
   $("key-error").hidden = true;
+  $("keys-empty").hidden = true;
+  $("keys-loading").hidden = false;
 }

@@ -1,9 +1,10 @@
-// Places (SPEC §14): defined and matched on this phone only. A place is a name (at most 40
+// Places (README "Living with it": places): defined and matched on this phone only. A place is a name (at most 40
 // characters), a centre (the current position or typed) and a radius of 100 m to 5 km, kept
 // in this browser's storage and never sent anywhere: no name, centre or radius reaches the
 // relay. Only when the person shares while inside a place set to "name only" does the
 // answer carry the place's name — and then no position at all.
 import { approximate, locateOnce } from "./position.js";
+import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const KEY = "whereabot.places";
@@ -14,7 +15,7 @@ export const MIN_RADIUS_M = 100;
 export const MAX_RADIUS_M = 5000;
 /** Places one phone keeps (matching walks them all at every answer). */
 export const MAX_PLACES = 50;
-const SHARES = { name: "name only", approximate: "approximately", precise: "precisely" };
+const SHARES = ["name", "approximate", "precise"];
 
 /** Controls and invisible format characters removed, trimmed, cut (as the relay cleans names). */
 export function cleanName(text) {
@@ -35,7 +36,7 @@ function valid(place) {
     && Number.isFinite(place.latitude) && Math.abs(place.latitude) <= 90
     && Number.isFinite(place.longitude) && Math.abs(place.longitude) <= 180
     && Number.isFinite(place.radius_m) && place.radius_m >= MIN_RADIUS_M && place.radius_m <= MAX_RADIUS_M
-    && place.share in SHARES;
+    && SHARES.includes(place.share);
 }
 
 function save(list) {
@@ -79,10 +80,10 @@ export function renderPlaces() {
   $("places").replaceChildren(...places.map((place, index) => {
     const li = document.createElement("li");
     const text = document.createElement("span");
-    text.textContent = `${place.name} — within ${place.radius_m} m, shared ${SHARES[place.share]}`;
+    text.textContent = t("places.row", { name: place.name, radius: place.radius_m, share: t(`places.shared.${place.share}`) });
     const remove = document.createElement("button");
     remove.type = "button";
-    remove.textContent = "Remove";
+    remove.textContent = t("common.remove");
     remove.onclick = () => save(loadPlaces().filter((_, other) => other !== index));
     li.append(text, remove);
     return li;
@@ -96,7 +97,7 @@ export function bindPlaces() {
     $("place-error").hidden = true;
     const result = await locateOnce(Date.now() + 11000);
     if (!result.fix) {
-      $("place-error").textContent = "Your position is not available here: type the centre instead.";
+      $("place-error").textContent = t("places.no_position");
       $("place-error").hidden = false;
       return;
     }
@@ -109,12 +110,12 @@ export function bindPlaces() {
                     longitude: Number($("place-longitude").value), radius_m: Number($("place-radius").value),
                     share: $("place-share").value };
     if (loadPlaces().length >= MAX_PLACES) {
-      $("place-error").textContent = `This phone keeps at most ${MAX_PLACES} places: remove one first.`;
+      $("place-error").textContent = t("places.too_many", { count: MAX_PLACES });
       $("place-error").hidden = false;
       return;
     }
     if (!valid(place)) {
-      $("place-error").textContent = `A place needs a name (at most ${MAX_NAME} characters), a centre, and a radius of ${MIN_RADIUS_M} to ${MAX_RADIUS_M} m.`;
+      $("place-error").textContent = t("places.invalid", { length: MAX_NAME, min: MIN_RADIUS_M, max: MAX_RADIUS_M });
       $("place-error").hidden = false;
       return;
     }

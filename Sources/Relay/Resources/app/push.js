@@ -3,6 +3,8 @@
 // settles), keep the subscription to send on every connect, close a request's notifications,
 // and forget the subscription at sign-out.
 
+import { t, language } from "./i18n.js";
+
 const KEY = "whereabot.push";
 
 function keyBytes(base64url) {
@@ -11,17 +13,20 @@ function keyBytes(base64url) {
   return Uint8Array.from(raw, (c) => c.charCodeAt(0));
 }
 
+/** The subscription to send on every connect, with the page's language (the relay writes
+ *  this browser's notifications in it), or null. */
 export function storedSubscription() {
   try {
-    return JSON.parse(localStorage.getItem(KEY) || "null");
+    const saved = JSON.parse(localStorage.getItem(KEY) || "null");
+    return saved && typeof saved.endpoint === "string" ? { ...saved, language } : null;
   } catch {
     return null;
   }
 }
 
 export async function enablePush(vapidPublicKey) {
-  if (!vapidPublicKey || !("PushManager" in window)) return { text: "This browser cannot receive notifications." };
-  if ((await Notification.requestPermission()) !== "granted") return { text: "Notifications are blocked for this site." };
+  if (!vapidPublicKey || !("PushManager" in window)) return { text: t("notify.unavailable") };
+  if ((await Notification.requestPermission()) !== "granted") return { text: t("notify.blocked") };
   try {
     const registration = await navigator.serviceWorker.ready;
     const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), 15000));
@@ -32,9 +37,9 @@ export async function enablePush(vapidPublicKey) {
     const json = subscription.toJSON();
     const saved = { endpoint: json.endpoint, p256dh: json.keys.p256dh, auth: json.keys.auth };
     localStorage.setItem(KEY, JSON.stringify(saved));
-    return { text: "Saving…", subscription: saved };
+    return { text: t("notify.saving"), subscription: { ...saved, language } };
   } catch (error) {
-    return { text: `Notifications could not be enabled (${error.message}).` };
+    return { text: t("notify.failed", { reason: error.message }) };
   }
 }
 

@@ -1,10 +1,12 @@
-// Reminders of standing grants (SPEC §14): when an agent this account always allows for good
+// Reminders of standing grants (README "Living with it": reminders): when an agent this account always allows for good
 // has been allowed GRANT_REMINDER_DAYS since it was chosen or kept, the relay follows its
 // next automatic answer with `{"type":"reminder",...}`. The page shows it as a card above
 // the history, kept (at most 20) until answered, and as a notification with Keep and Remove
 // when notifications are on; either answer goes over the phone socket (`always_allow_keep`,
 // `always_allow_remove`), from the card or, through the service worker, from the
 // notification.
+
+import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const KEY = "whereabot.reminders";
@@ -41,11 +43,11 @@ export function renderReminders(send) {
     text.textContent = reminder.text;
     const keep = document.createElement("button");
     keep.type = "button";
-    keep.textContent = "Keep";
+    keep.textContent = t("reminder.keep");
     keep.onclick = () => answerReminder(reminder, "keep", send);
     const remove = document.createElement("button");
     remove.type = "button";
-    remove.textContent = "Remove";
+    remove.textContent = t("common.remove");
     remove.onclick = () => answerReminder(reminder, "remove", send);
     li.append(text, keep, remove);
     return li;
@@ -62,9 +64,9 @@ export async function showReminder(message, send) {
   try {
     if (Notification.permission !== "granted" || !("serviceWorker" in navigator)) return;
     const registration = await navigator.serviceWorker.ready;
-    await registration.showNotification("Whereabot", {
+    await registration.showNotification(t("app.title"), {
       body: reminder.text, tag: tag(reminder), data: { reminder },
-      actions: [{ action: "keep", title: "Keep" }, { action: "remove", title: "Remove" }] });
+      actions: [{ action: "keep", title: t("reminder.keep") }, { action: "remove", title: t("common.remove") }] });
   } catch {
     // No notification here: the card stays until it is answered.
   }

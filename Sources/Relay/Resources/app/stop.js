@@ -1,22 +1,21 @@
-// Stop all sharing (SPEC §14): one control, after one confirmation naming what ends, ends
+// Stop all sharing (README "Living with it": stop all sharing): one control, after one confirmation naming what ends, ends
 // every standing permission of the account: the relay ends every always-allow, share,
 // invitation, agent key and agent connected through its own OAuth server, and answers every
 // waiting request as declined (one message on the phone socket, answered with the counts),
 // then this page revokes every OAuth grant Supabase Auth's own server keeps, through its
 // grants API.
 import { revokeAllGrants } from "./grants.js";
+import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 
-function plural(count, one, many) { return `${count} ${count === 1 ? one : many}`; }
+/** The catalog's `key.one` or `key.other` with {count}. */
+function plural(count, key) { return t(`${key}.${count === 1 ? "one" : "other"}`, { count }); }
 
 /** What the confirmation names, with the counts this page knows. */
 export function confirmation({ always, keys, grants }) {
-  return [`${plural(always, "agent", "agents")} you always allow`,
-          "every person you share your location with, and every invitation waiting",
-          plural(keys, "agent key", "agent keys"),
-          plural(grants, "connected agent", "connected agents"),
-          "every request waiting for your answer (its agent is told you declined)"];
+  return [plural(always, "stop.ends.always"), t("stop.ends.shares"), plural(keys, "stop.ends.keys"),
+          plural(grants, "stop.ends.grants"), t("stop.ends.requests")];
 }
 
 /** Wires the button and its confirmation; `counts()` says what the page shows now. */
@@ -45,18 +44,15 @@ export async function stoppedAll(message, config, token) {
   const count = (key) => (Number.isInteger(message[key]) && message[key] >= 0 ? message[key] : 0);
   const revoked = await revokeAllGrants(config, token);
   const agents = count("agents");
-  let connected = plural(revoked + agents, "connected agent", "connected agents");
+  let connected = plural(revoked + agents, "stop.done.grants");
   if (revoked === null) {
-    connected = agents === 0 ? "connected agents could not all be disconnected: try again"
-      : `${plural(agents, "connected agent", "connected agents")} (those connected through the sign-in service `
-        + "could not all be disconnected: try again)";
+    connected = agents === 0 ? t("stop.done.grants_failed")
+      : t("stop.done.grants_partly", { grants: plural(agents, "stop.done.grants") });
   }
   $("stop-all").disabled = false;
-  $("stop-all-result").textContent = "Stopped: "
-    + `${plural(count("always_allowed"), "always-allowed agent", "always-allowed agents")}, `
-    + `${plural(count("shares"), "share or invitation", "shares and invitations")}, `
-    + `${plural(count("agent_keys"), "agent key", "agent keys")}, `
-    + `${connected}, `
-    + `${plural(count("requests"), "waiting request", "waiting requests")}.`;
+  $("stop-all-result").textContent = t("stop.done", {
+    always: plural(count("always_allowed"), "stop.done.always"), shares: plural(count("shares"), "stop.done.shares"),
+    keys: plural(count("agent_keys"), "stop.done.keys"), grants: connected,
+    requests: plural(count("requests"), "stop.done.requests") });
   $("stop-all-result").hidden = false;
 }
