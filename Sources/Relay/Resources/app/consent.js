@@ -1,4 +1,5 @@
-// The OAuth consent page (docs/agents.md, "Signing in") at /app/oauth/consent. Two flows:
+// The OAuth consent page (docs/agents.md, "Signing in"; README "Try it with an MCP client") at
+// /app/oauth/consent, in the page's language (strings.json). Two flows:
 //
 // - `?request=<uuid>`: the relay's own authorization server (Sources/Relay/OAuth) sent the
 //   person here from /oauth/authorize. The page reads the request from the relay
@@ -15,21 +16,17 @@
 // Everything an agent chose (its name, its redirect URI) is shown as text only. Signed out
 // (or a session the server refuses), the page asks to sign in and comes back afterwards.
 import * as session from "./session.js";
+import { t, localize } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
 const RETURN = "whereabot.return_to";
 const ID = /^[A-Za-z0-9_-]{1,128}$/;
 const REQUEST = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const EXPIRED = "This request to connect an agent has expired or was already answered. Start again from your agent.";
 const NEVER_FOLLOWED = new Set(["javascript:", "data:", "vbscript:", "file:", "blob:", "about:"]);
 // Supabase Auth's OAuth server answers 400 with this message for a request that carries
 // `resource` or `offline_access`, or comes from a public client (supabase/auth#2820) —
 // as ChatGPT's connector sends. Nothing the person can do fixes it; the operator can.
 const KNOWN_REFUSAL = /^authorization request cannot be processed$/i;
-const REFUSED_BY_SUPABASE = "Supabase Auth refused this request to connect an agent: its OAuth server cannot yet " +
-  "handle agents that ask for a resource or for offline access, or that register as public clients. Trying again " +
-  "will not help. The operator of this relay can see what to change in docs/deploy.md (\u201cAgents Supabase's OAuth " +
-  "server refuses\u201d); meanwhile, connect this agent with an agent key from your account page.";
 
 function only(id) {
   for (const section of ["consent-loading", "consent-signin", "consent-ask", "consent-error"]) $(section).hidden = section !== id;
@@ -45,8 +42,8 @@ function fail(text, retry) {
 /** Where the authorization server sends the browser next (never a script URL). */
 function follow(url) {
   let target;
-  try { target = new URL(url); } catch { return fail("The sign-in service answered with an address that is not one.", null); }
-  if (NEVER_FOLLOWED.has(target.protocol)) return fail("The sign-in service answered with an address this page never opens.", null);
+  try { target = new URL(url); } catch { return fail(t("consent.not_an_address"), null); }
+  if (NEVER_FOLLOWED.has(target.protocol)) return fail(t("consent.never_opened"), null);
   location.assign(target.href);
 }
 
@@ -86,18 +83,18 @@ async function loadRequest(id) {
   try {
     details = await relayRequest(current, id);
   } catch {
-    return fail("Could not reach the relay. Check your connection.", () => loadRequest(id));
+    return fail(t("consent.relay_unreachable"), () => loadRequest(id));
   }
   if (details.status === 401) return signIn();
-  if (details.status === 404) return fail(EXPIRED, null);
+  if (details.status === 404) return fail(t("consent.expired"), null);
   if (details.status !== 200 || typeof details.body.consent_token !== "string") {
-    return fail("The relay cannot answer now. Try again shortly.", () => loadRequest(id));
+    return fail(t("consent.relay_busy"), () => loadRequest(id));
   }
   const body = details.body;
-  const name = String(body.client_name || "An agent").slice(0, 100);
-  $("consent-text").textContent = `${name} will be able to ask for your location. You are asked every time unless you choose Always allow.`;
+  const name = String(body.client_name || t("prompt.an_agent")).slice(0, 100);
+  $("consent-text").textContent = t("consent.text", { name });
   $("consent-client").textContent = name;
-  $("consent-host").textContent = String(body.client_host || "") || "(no address)";
+  $("consent-host").textContent = String(body.client_host || "") || t("consent.no_address");
   $("consent-email").textContent = String(body.email || "") || session.accountOf(current).email;
   $("consent-warning").hidden = true;
   $("consent-warning").textContent = "";
@@ -113,15 +110,15 @@ async function decideRequest(current, id, action, token) {
   try {
     answer = await relayRequest(current, id, { method: "POST", body: JSON.stringify({ action, consent_token: token }) });
   } catch {
-    return fail("Could not reach the relay. Check your connection.", () => loadRequest(id));
+    return fail(t("consent.relay_unreachable"), () => loadRequest(id));
   }
   if (answer.status === 200 && typeof answer.body.redirect_url === "string") return follow(answer.body.redirect_url);
   if (answer.status === 401) return signIn();
-  if (answer.status === 404) return fail(EXPIRED, null);
+  if (answer.status === 404) return fail(t("consent.expired"), null);
   // 403: this page's consent token is not for the account signed in now (another tab
   // switched accounts): read the request again as that account.
-  if (answer.status === 403) return fail("You are signed in as another account now. Try again to answer as that account.", () => loadRequest(id));
-  fail("The relay cannot answer now. Try again shortly.", () => loadRequest(id));
+  if (answer.status === 403) return fail(t("consent.other_account"), () => loadRequest(id));
+  fail(t("consent.relay_busy"), () => loadRequest(id));
 }
 
 // --------------------------------------------------------- Supabase Auth's OAuth server
@@ -134,19 +131,19 @@ async function load(config, id) {
   try {
     details = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}`);
   } catch {
-    return fail("Could not reach the sign-in service. Check your connection.", () => load(config, id));
+    return fail(t("consent.signin_unreachable"), () => load(config, id));
   }
   if (details.status === 401 || details.status === 403) return signIn();
   if (details.status === 400 && KNOWN_REFUSAL.test(String(details.body?.msg ?? details.body?.message ?? ""))) {
-    return fail(REFUSED_BY_SUPABASE, null);
+    return fail(t("consent.refused_by_supabase"), null);
   }
-  if (details.status !== 200) return fail(EXPIRED, null);
+  if (details.status !== 200) return fail(t("consent.expired"), null);
   if (details.body.redirect_url && !details.body.authorization_id) return follow(details.body.redirect_url);  // consented before
   render(config, current, id, details.body);
 }
 
 function render(config, current, id, details) {
-  const name = String(details.client?.name || "An agent").slice(0, 100);
+  const name = String(details.client?.name || t("prompt.an_agent")).slice(0, 100);
   let host = "";
   let safe = true;
   try {
@@ -156,12 +153,12 @@ function render(config, current, id, details) {
   } catch {
     safe = false;
   }
-  $("consent-text").textContent = `${name} will be able to ask for your location. You are asked every time unless you choose Always allow.`;
+  $("consent-text").textContent = t("consent.text", { name });
   $("consent-client").textContent = name;
-  $("consent-host").textContent = host || "(no address)";
+  $("consent-host").textContent = host || t("consent.no_address");
   $("consent-email").textContent = details.user?.email || session.accountOf(current).email;
   $("consent-warning").hidden = safe;
-  $("consent-warning").textContent = safe ? "" : "This agent's address hides a user name or is not an address: it cannot be approved.";
+  $("consent-warning").textContent = safe ? "" : t("consent.unsafe_address");
   $("consent-approve").disabled = !safe;
   $("consent-approve").onclick = () => decide(config, current, id, "approve");
   $("consent-deny").onclick = () => decide(config, current, id, "deny");
@@ -174,23 +171,24 @@ async function decide(config, current, id, action) {
     const answer = await session.authRequest(config, current.access_token, `/oauth/authorizations/${encodeURIComponent(id)}/consent`,
                               { method: "POST", body: JSON.stringify({ action }) });
     if (answer.status === 200 && answer.body.redirect_url) return follow(answer.body.redirect_url);
-    fail(EXPIRED, null);
+    fail(t("consent.expired"), null);
   } catch {
-    fail("Could not reach the sign-in service. Check your connection.", () => load(config, id));
+    fail(t("consent.signin_unreachable"), () => load(config, id));
   }
 }
 
 async function main() {
+  localize();
   const query = new URLSearchParams(location.search);
   if (query.has("request")) {
     const request = query.get("request");
-    if (!REQUEST.test(request)) return fail("This link to connect an agent is not valid. Start again from your agent.", null);
+    if (!REQUEST.test(request)) return fail(t("consent.invalid_link"), null);
     return loadRequest(request);
   }
   const config = await fetch("/app/config.json").then((r) => r.json()).catch(() => ({}));
   const id = query.get("authorization_id") || "";
-  if (!ID.test(id)) return fail("This link to connect an agent is not valid. Start again from your agent.", null);
-  if (!config.supabase_url) return fail("This relay has no sign-in service configured, so agents cannot connect with OAuth here.", null);
+  if (!ID.test(id)) return fail(t("consent.invalid_link"), null);
+  if (!config.supabase_url) return fail(t("consent.no_service"), null);
   load(config, id);
 }
 

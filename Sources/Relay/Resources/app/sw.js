@@ -2,16 +2,45 @@
 // person to the page: every push shows a notification (tag = request id); a tap, or its
 // Allow action, opens /app/?request=<id>, where the relay resends the waiting request and the
 // prompt appears. Its Reject action answers "denied" here, through POST /v1/device/answer
-// with the session the page left in WORKER_CACHE, and opens no window (SPEC §13); the page
-// adds the entry to its history when it next opens. A reminder's push (SPEC §14) shows Keep
-// and Remove, which answer the same way: from an open page, or from here with no window.
+// with the session the page left in WORKER_CACHE, and opens no window (README "Try it in a
+// browser"); the page adds the entry to its history when it next opens. A reminder's push
+// (README "Living with it": reminders) shows Keep and Remove, which answer the same way: from
+// an open page, or from here with no window. The worker's own texts (the fallback body, the
+// action titles) come from strings.json in the browser's language, as the page's do; the
+// relay writes the title and body of every other push.
 
 const SHELL = "whereabot-shell-v1";
 const WORKER_CACHE = "whereabot-worker";  // session.js's: the access token, and history entries for the page
 const WORKER_SESSION = "/app/worker-session";
 const WORKER_HISTORY = "/app/worker-history";
-const FILES = ["/app/", "/app/app.js", "/app/session.js", "/app/socket.js", "/app/history.js", "/app/position.js",
-               "/app/push.js", "/app/app.css", "/app/manifest.webmanifest", "/app/icon-192.png", "/app/icon-512.png"];
+const MODULES = ["app", "asking", "catalog", "grants", "history", "home", "i18n", "keys", "lists", "places", "position", "push",
+                 "queue", "quiet", "reminders", "router", "session", "signin", "socket", "stop"];
+const FILES = ["/app/", ...MODULES.map((name) => `/app/${name}.js`), "/app/strings.json", "/app/app.css",
+               "/app/manifest.webmanifest", "/app/icon-192.png", "/app/icon-512.png", "/app/icon-maskable-192.png",
+               "/app/icon-maskable-512.png"];
+
+let texts = null;
+/** The catalog's texts in the browser's language (catalog.js's rule: the first of
+ *  navigator.languages the catalog holds, else English), fetched once per worker life. */
+async function strings() {
+  if (texts) return texts;
+  let catalog = {};
+  try {
+    // A network that never answers must not hold the notification back: 3 s, then the cached copy.
+    catalog = await fetch("/app/strings.json", { signal: AbortSignal.timeout(3000) }).then((response) => response.json());
+  } catch {
+    catalog = await caches.match("/app/strings.json").then((response) => (response ? response.json() : {})).catch(() => ({}));
+  }
+  const preferences = (self.navigator && self.navigator.languages) || [];
+  const language = preferences.map((tag) => String(tag).toLowerCase().split(/[-_]/)[0]).find((primary) => primary in catalog) || "en";
+  texts = { ...(catalog.en || {}), ...(catalog[language] || {}) };
+  return texts;
+}
+
+/** The text of `key` (sw.*), the key itself when the catalog cannot be read. */
+async function text(key) {
+  return (await strings())[key] || key;
+}
 
 self.addEventListener("install", (event) => {
   self.skipWaiting();
@@ -46,22 +75,23 @@ self.addEventListener("push", (event) => {
   const reminder = reminderOf(data);
   if (reminder) {
     // The same tag as the page's own notification of it (reminders.js): one notification per grant.
-    event.waitUntil(self.registration.showNotification(String(data.title || "Whereabot"), {
+    event.waitUntil((async () => self.registration.showNotification(String(data.title || "Whereabot"), {
       body: reminder.text, tag: `reminder:${reminder.client_id}:${reminder.requester_id || ""}`, data: { reminder },
-      actions: [{ action: "keep", title: "Keep" }, { action: "remove", title: "Remove" }] }));
+      actions: [{ action: "keep", title: await text("sw.keep") }, { action: "remove", title: await text("sw.remove") }] }))());
     return;
   }
   const valid = data && typeof data.request_id === "string" && typeof data.body === "string";
   const title = valid ? String(data.title || "Whereabot") : "Whereabot";
-  const options = valid
+  event.waitUntil((async () => {
+    const options = valid
     ? { body: data.body, tag: data.request_id, data: { url: `/app/?request=${encodeURIComponent(data.request_id)}`,
         request_id: data.request_id, expires_ms: data.expires_ms, agent: typeof data.agent_name === "string" ? data.agent_name : null,
         client_id: typeof data.client_id === "string" ? data.client_id : null, reason: typeof data.reason === "string" ? data.reason : null },
         requireInteraction: data.kind === "alert", timestamp: Date.now(),
         // Where the browser shows actions: Reject answers from here, Allow opens the page (only it can read the location).
-        actions: data.kind === "alert" ? [{ action: "reject", title: "Reject" }, { action: "allow", title: "Allow" }] : [] }
-    : { body: "A location request arrived", tag: "whereabot", data: { url: "/app/" } };
-  event.waitUntil((async () => {
+        actions: data.kind === "alert" ? [{ action: "reject", title: await text("sw.reject") },
+                                          { action: "allow", title: await text("sw.allow") }] : [] }
+      : { body: await text("sw.fallback"), tag: "whereabot", data: { url: "/app/" } };
     await self.registration.showNotification(title, options);
     for (const client of await self.clients.matchAll({ type: "window" })) {
       client.postMessage({ type: "push", request_id: valid ? data.request_id : null });
