@@ -29,7 +29,7 @@ final class HTTPConnection: EventLoopSource, LoopDeadlineOwner, @unchecked Senda
     var remoteAddress: String
     /// What only HTTP needs — the parser, the waiting requests, the handler task — while
     /// the connection speaks HTTP; nil once it is a WebSocket, so an idle phone's socket
-    /// keeps none of it (issue 43).
+    /// keeps none of it (docs/architecture.md, "One instance").
     var http: HTTPSide?
     private var outbound = OutboundQueue()
     /// Where the loop keeps the connection's one deadline (its earliest; see `armTimer`).

@@ -1,6 +1,6 @@
 /// A `ContinuousClock.Instant` in 8 bytes rather than 16: whole nanoseconds from an instant
-/// the process takes once. State kept per connection stores these (issue 43: an idle
-/// phone's connection carried five instants); the clock reads whole nanoseconds, so a
+/// the process takes once. State kept per connection stores these (an idle phone's
+/// connection carries several instants); the clock reads whole nanoseconds, so a
 /// round trip loses nothing it measured.
 public struct LoopInstant: Comparable, Hashable, Sendable {
     /// What every `LoopInstant` counts from (immutable, taken at first use).

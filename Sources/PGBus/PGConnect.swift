@@ -51,7 +51,7 @@ func withCStringArray<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePoint
 /// Calls `body` with an array of C strings where nil stays a NULL pointer (valid only during
 /// the call). The strings are copied, each NUL-terminated, into one temporary buffer and
 /// the pointers into another (on the stack while they are small): a statement's parameters
-/// cost no allocation each (they cost two or three each before: issue 43's malloc count).
+/// cost no allocation each (they cost two or three each before, counted with a malloc uprobe).
 func withOptionalCStringArray<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
     let size = strings.reduce(0) { $0 + ($1.map { $0.utf8.count + 1 } ?? 0) }
     return withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(1, size)) { bytes in

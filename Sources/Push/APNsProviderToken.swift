@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// The APNs provider token (an ES256 JWT with `kid` and `iss`), one per process, reused by
-/// every connection and stream (PUSH.md §3):
+/// every connection and stream (docs/protocol.md, "APNs"):
 /// - regenerated when `refreshAge` (50 min) old — APNs refuses tokens over an hour old;
 /// - never regenerated within `minimumAge` (20 min) of the last — APNs answers
 ///   `TooManyProviderTokenUpdates` to faster changes — not even on `ExpiredProviderToken`

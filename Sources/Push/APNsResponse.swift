@@ -1,10 +1,10 @@
 import Foundation
 import JSON
 
-/// What an APNs answer means (PUSH.md §3, "Responses and what the sender does"): a pure
+/// What an APNs answer means (docs/protocol.md, "APNs"): a pure
 /// decoder of the service's bytes, fuzzed (Fuzz/PushResponseFuzz.swift).
 enum APNsResponse {
-    /// What a response means (PUSH.md §3, "Responses and what the sender does").
+    /// What a response means (docs/protocol.md, "APNs").
     enum Action: Equatable {
         case result(PushResult)
         case expiredProviderToken

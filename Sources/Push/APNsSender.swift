@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Sends notifications to APNs over HTTP/2 with token authentication (PUSH.md §3), and
+/// Sends notifications to APNs over HTTP/2 with token authentication (docs/protocol.md, "APNs"), and
 /// turns every answer of Apple's response table into a `PushDelivery`.
 public final class APNsSender: Sendable {
     /// The APNs account settings.
@@ -90,7 +90,7 @@ public final class APNsSender: Sendable {
                                                key: configuration.key, clock: clock)
     }
 
-    /// Sends one notification, retrying once where PUSH.md §3 says so.
+    /// Sends one notification, retrying once where docs/protocol.md, "APNs" says so.
     public func send(_ notification: Notification) async -> PushDelivery {
         guard notification.environment == configuration.environment else {
             return PushDelivery(result: .skipped, reason: "environment")

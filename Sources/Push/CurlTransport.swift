@@ -4,7 +4,8 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Every push goes through one libcurl multi handle on a thread of its own (PUSH.md §5):
+/// Every push goes through one libcurl multi handle on a thread of its own (docs/protocol.md,
+/// "The transport"):
 /// HTTP/2 with `CURLOPT_PIPEWAIT`, so that concurrent pushes share one connection as
 /// streams; no host-connection cap, so that streams a GOAWAY refused are retried by libcurl
 /// on a new connection. libcurl moves a refused stream at most five times, to connections

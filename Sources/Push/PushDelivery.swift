@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// How one push to one target ended, in the words of the metric
-/// `whereabot_pushes_total{result}` (PUSH.md §6).
+/// `whereabot_pushes_total{result}` (docs/operations.md, "Metrics").
 public enum PushResult: String, Sendable, CaseIterable {
     /// Accepted by the service.
     case sent

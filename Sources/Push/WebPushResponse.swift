@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a Web Push service's answer means (PUSH.md §4): a pure decoder of the service's
+/// What a Web Push service's answer means (docs/protocol.md, "Web Push"): a pure decoder of the service's
 /// bytes, fuzzed (Fuzz/PushResponseFuzz.swift). Only 404 and 410 drop a subscription.
 enum WebPushResponse {
     /// The result a status stands for (nil: no response).

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 
 /// Sends RFC 8030 Web Push messages: RFC 8291 encryption, RFC 8292 VAPID, and the
-/// response table of PUSH.md §4 (only 404 and 410 drop a subscription).
+/// responses of docs/protocol.md, "Web Push" (only 404 and 410 drop a subscription).
 public final class WebPushSender: Sendable {
     /// A browser's subscription, as `PushSubscription.toJSON()` gave it.
     public struct Subscription: Sendable, Equatable {
@@ -75,7 +75,7 @@ public final class WebPushSender: Sendable {
         return allowedHostSuffixes.contains { parsed.host.hasSuffix($0) }
     }
 
-    /// Sends one message, retrying once where PUSH.md §4 says so.
+    /// Sends one message, retrying once where docs/protocol.md, "Web Push" says so.
     public func send(_ message: Message) async -> PushDelivery {
         guard Self.isAllowed(endpoint: message.subscription.endpoint, extraOrigins: extraOrigins) else {
             return PushDelivery(result: .skipped, reason: "endpoint not allowed")

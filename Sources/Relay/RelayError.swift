@@ -3,7 +3,7 @@ import JSON
 import RelayCore
 
 /// Every refusal and failure the relay answers an agent or a phone with: a stable code, the
-/// HTTP status, the exact text (SPEC §3, §5, §11) and, when retrying later can help, how
+/// HTTP status, the exact text (docs/protocol.md) and, when retrying later can help, how
 /// many seconds to wait. It renders itself once for HTTP (`response`: the text as the body,
 /// `Retry-After`) and once for MCP (`toolResult`: the same text with `isError`), so a
 /// status, a text or a retry delay is written in one place whatever the transport.
@@ -79,7 +79,8 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
 
     // MARK: - The failures
 
-    /// A locate's outcome for the agent (SPEC §3's status and text).
+    /// A locate's outcome for the agent (its status and text: docs/protocol.md, "Answers and
+    /// agent texts").
     public static func locate(_ failure: AgentFailure) -> RelayError {
         RelayError(.locate, failure.status, failure.agentText, retryAfter: failure.retryAfter())
     }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Every way a locate can fail, with the HTTP status and the exact agent text of SPEC §3.
+/// Every way a locate can fail, with the HTTP status and the exact agent text (docs/protocol.md,
+/// "Answers and agent texts").
 ///
 /// The same text is the body of a non-200 `POST /v1/locate` and the content of an MCP tool
 /// result with `isError: true`, so agents see one wording on both transports.
@@ -27,7 +28,7 @@ public enum AgentFailure: Equatable, Sendable {
     case ambiguousPerson(String, [Person])
     /// The person asked for declined on their phone.
     case personDeclined(String)
-    /// The owner is in quiet hours and the agent may not wake them (SPEC §14): nothing was
+    /// The owner is in quiet hours and the agent may not wake them (docs/protocol.md, "Quiet hours"): nothing was
     /// asked; `local` is the window's end on the owner's clock (HH:MM).
     case quietHours(name: String, until: Date, local: String)
 
@@ -54,7 +55,7 @@ public enum AgentFailure: Equatable, Sendable {
         return max(1, Int(until.timeIntervalSince(now).rounded(.up)))
     }
 
-    /// The agent text, word for word as SPEC §3 gives it.
+    /// The agent text, word for word as docs/protocol.md, "Answers and agent texts" gives it.
     public var agentText: String {
         switch self {
         case .badCredential:

@@ -3,9 +3,10 @@ import Foundation
 /// Everything one relay instance knows, as one value driven by events: its phones
 /// (`InstanceState`: sockets, pings, held answers, batched calls), the agents' calls
 /// waiting on it (`WaiterState`) and the push plans of the requests it opened (`PushPlan`,
-/// PUSH.md §2: this instance is their only sender). One `Event` vocabulary goes in and one `Action` vocabulary
-/// comes out; `InstanceDriver` performs the actions, in one place, and keeps only what a
-/// value cannot hold (continuations, timer handles, I/O).
+/// docs/protocol.md, "Who sends: the claim": this instance is their only sender). One
+/// `Event` vocabulary goes in and one `Action` vocabulary comes out; `InstanceDriver`
+/// performs the actions, in one place, and keeps only what a value cannot hold
+/// (continuations, timer handles, I/O).
 ///
 /// What crosses between the two sides is a transition of this value, not a hop between
 /// executors:

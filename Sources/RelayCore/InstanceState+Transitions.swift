@@ -87,7 +87,8 @@ extension InstanceState {
                 sockets[connection] = .registered(Record(handle: handle, device: hello.device, platform: hello.platform,
                                                          name: hello.name))
                 for ping in (pending[handle.user] ?? []) + kept { send(ping, to: handle, into: &actions) }
-                // The browser phone keeps its always-allowed list from the relay (APP.md §A.3),
+                // The browser phone keeps its always-allowed list from the relay
+                // (docs/protocol.md, "Account messages"),
                 // sent after its own hello (a re-registration carries no app version).
                 if hello.platform == .web, hello.appVersion != nil { actions.append(.sendAlwaysAllowed(handle)) }
                 for message in queued { received(message, from: handle, now: now, into: &actions) }

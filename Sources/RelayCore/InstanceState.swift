@@ -29,7 +29,7 @@ package struct InstanceState {
     package static var tokenExpiredCode: UInt16 { 4001 }
     /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
     package static var tooManyDevicesCode: UInt16 { 4002 }
-    /// Messages a registering socket may send before its hello is answered (SPEC §5).
+    /// Messages a registering socket may send before its hello is answered (docs/protocol.md, "The socket").
     package static var maximumQueuedMessages: Int { 64 }
     /// How long an answer to a ping this instance never sent is held (longer than any request).
     static var heldAnswerFallbackLifetime: TimeInterval { 130 }

@@ -1,4 +1,4 @@
-/// The agent's reason for asking (SPEC §13): shown to the person in the ping, the push
+/// The agent's reason for asking (docs/protocol.md, "Consent"): shown to the person in the ping, the push
 /// alert and the prompt as the agent's own words, so it is cleaned first: control
 /// characters (CR, LF and TAB among them) and line separators become spaces, format
 /// characters (the bidi controls U+202A-U+202E and U+2066-U+2069, zero-width ones) are

@@ -2,7 +2,7 @@ import Foundation
 import JSON
 
 /// A location fix as it travels sealed from the holder of the answering phone to the
-/// waiting instance, and as the agent finally receives it. A *place* answer (SPEC §14: the
+/// waiting instance, and as the agent finally receives it. A *place* answer (docs/protocol.md, "Places": the
 /// phone is inside a place the person shares by its name only) carries the place's name
 /// and no position: its latitude, longitude and accuracy are 0 here and never leave the
 /// relay (`sealedJSON` and `agentJSON` write the name instead).
@@ -32,14 +32,14 @@ public struct LocationFix: Codable, Sendable, Equatable {
     /// The place's name for a place answer (cleaned, 1 to `maximumPlaceLength` characters).
     public private(set) var place: String?
 
-    /// How precisely the person shared a fix (SPEC §13).
+    /// How precisely the person shared a fix (docs/protocol.md, "Consent").
     public enum Precision: String, Codable, Sendable {
         /// The phone's own fix.
         case precise
         /// The centre of the 0.025° × 0.025° grid cell that holds the fix, with an accuracy
         /// of at least `approximateAccuracyM`.
         case approximate
-        /// Only the name of a place the person defined on the phone (SPEC §14).
+        /// Only the name of a place the person defined on the phone (docs/protocol.md, "Places").
         case place
     }
 
@@ -64,7 +64,7 @@ public struct LocationFix: Codable, Sendable, Equatable {
 
     /// Creates a fix. An approximate one is made approximate here whatever the phone sent:
     /// its position becomes the centre of the grid cell that holds it (`cellCentre`), and
-    /// altitude, speed and heading are dropped (SPEC §13).
+    /// altitude, speed and heading are dropped (docs/protocol.md, "Consent").
     public init(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
                 altitudeM: Double? = nil, speedMps: Double? = nil, headingDeg: Double? = nil,
                 deviceName: String, platform: String, precision: Precision = .precise) {

@@ -1,7 +1,7 @@
 import Foundation
 import JSON
 
-/// What a phone asks of its own account over its socket (APP.md §A.3, SPEC §14): its Web
+/// What a phone asks of its own account over its socket (docs/protocol.md, "Account messages"): its Web
 /// Push subscription, its always-allowed agents (and a reminder's Keep), its device list, its agent keys, its
 /// quiet hours and the agents that may wake it. Only a
 /// phone socket carries these, so an agent's token can never add itself to the
@@ -18,7 +18,7 @@ public enum PhoneAccountRequest: Sendable, Equatable {
                      precision: LocationFix.Precision = .precise, expiresInS: Int? = nil)
     /// Stop always allowing it.
     case alwaysAllowRemove(clientID: String, requesterID: UUID?)
-    /// Keep always allowing it (a reminder's Keep, SPEC §14): the next reminder comes
+    /// Keep always allowing it (a reminder's Keep, docs/protocol.md, "Reminders"): the next reminder comes
     /// GRANT_REMINDER_DAYS from now.
     case alwaysAllowKeep(clientID: String, requesterID: UUID?)
     /// Send the device list.
@@ -33,13 +33,13 @@ public enum PhoneAccountRequest: Sendable, Equatable {
     case createAgentKey(name: String)
     /// Revoke one of the user's agent keys.
     case revokeAgentKey(UUID)
-    /// Replace the account's quiet-hours windows (SPEC §14; the database checks each).
+    /// Replace the account's quiet-hours windows (docs/protocol.md, "Quiet hours"; the database checks each).
     case setQuietHours(windows: JSONValue)
     /// Mark (`value`) or unmark `clientID` (for `requesterID`'s requests when set) as an
     /// agent that may wake the person in quiet hours.
     case mayWake(clientID: String, requesterID: UUID?, value: Bool)
     /// End every always-allow, share, invitation and agent key and answer every waiting
-    /// request as declined (SPEC §14's Stop all sharing; the page revokes OAuth grants).
+    /// request as declined (docs/protocol.md, "Stop all sharing"; the page revokes OAuth grants).
     case stopAllSharing
 
     /// Longest endpoint accepted (the table's limit).

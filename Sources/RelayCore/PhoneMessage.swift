@@ -1,7 +1,7 @@
 import Foundation
 import JSON
 
-/// A message from a phone (SPEC §5), decoded defensively: every byte comes from a peer.
+/// A message from a phone (docs/protocol.md, "Messages"), decoded defensively: every byte comes from a peer.
 ///
 /// Unknown types are ignored, unknown reasons count as `user` (denied) or `error`
 /// (unavailable), and any number out of range for its field (coordinates, a negative or
@@ -17,7 +17,7 @@ public enum PhoneMessage: Sendable, Equatable {
     case token(String)
     /// A diagnostic line from the app (logged without any location).
     case log
-    /// A request about the phone's own account (browser phone, APP.md §A.3).
+    /// A request about the phone's own account (docs/protocol.md, "Account messages").
     case account(PhoneAccountRequest)
     /// Anything else (ignored).
     case unknown
@@ -28,7 +28,7 @@ public enum PhoneMessage: Sendable, Equatable {
         /// when the person chose "Share approximate" (its accuracy is then at least 3 km).
         case location(latitude: Double, longitude: Double, accuracyM: Double, timestampMs: Int64,
                       altitudeM: Double?, speedMps: Double?, headingDeg: Double?, precision: LocationFix.Precision = .precise)
-        /// The name of the place the phone is in, shared instead of a position (SPEC §14).
+        /// The name of the place the phone is in, shared instead of a position (docs/protocol.md, "Places").
         case place(name: String, timestampMs: Int64)
         /// A denial.
         case denied(PhoneAnswer.DenialReason)

@@ -1,6 +1,6 @@
 import Foundation
 
-/// When push stages go out (PUSH.md §1); tests shrink them.
+/// When push stages go out (docs/protocol.md, "When pushes go out"); tests shrink them.
 public struct PushTiming: Sendable, Equatable {
     /// With a device connected, the wake waits this long for an answer over the socket.
     public var wakeDelay: TimeInterval = 2
@@ -11,12 +11,12 @@ public struct PushTiming: Sendable, Equatable {
     /// A claim that failed (database unreachable) is tried again this much later.
     public var claimRetry: TimeInterval = 1
     /// REALERT_SECONDS: an alert still unanswered this long after the request opened gets
-    /// one more (SPEC §14); nil: none.
+    /// one more (docs/protocol.md, "Re-alert"); nil: none.
     public var realertDelay: TimeInterval? = 30
     /// The re-alert goes out only with at least this much of the request left.
     public var realertMinimumLeft: TimeInterval = 20
 
-    /// The defaults of PUSH.md §1 and SPEC §14.
+    /// The defaults (docs/protocol.md, "When pushes go out" and "Re-alert").
     public init(wakeDelay: TimeInterval = 2, checkingDelay: TimeInterval = 8, minimumLeft: TimeInterval = 3,
                 claimRetry: TimeInterval = 1, realertDelay: TimeInterval? = 30) {
         self.wakeDelay = wakeDelay
@@ -28,7 +28,7 @@ public struct PushTiming: Sendable, Equatable {
 }
 
 /// The push stages of one request on its waiting instance, as a state machine: events in,
-/// actions out, no I/O (PUSH.md §2). The waiter remembers what it claimed, so a row
+/// actions out, no I/O (docs/protocol.md, "Who sends: the claim"). The waiter remembers what it claimed, so a row
 /// re-created after a Postgres crash (claims lost) never gets a stage twice.
 package struct PushPlan: Sendable {
     /// A push stage.

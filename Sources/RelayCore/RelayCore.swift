@@ -16,5 +16,6 @@
 //   `PhoneAccountRequest`, and `RelayRows` (the database's answers, as the gateway maps
 //   them).
 // - The statuses and texts: `RelayStatus` (every status a SQL function returns),
-//   `AgentFailure` (what the agent is told, SPEC §3), `DisplayText`, `LocateReason`,
+//   `AgentFailure` (what the agent is told: docs/protocol.md, "Answers and agent texts"),
+//   `DisplayText`, `LocateReason`,
 //   `UUIDText`, and the close codes (`InstanceState.replacedCode` and its neighbours).

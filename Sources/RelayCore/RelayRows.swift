@@ -67,7 +67,7 @@ public enum RelayRows {
         }
     }
 
-    /// A quiet-hours window holding when a request was opened (SPEC §14).
+    /// A quiet-hours window holding when a request was opened (docs/protocol.md, "Quiet hours").
     public struct QuietHours: Sendable, Equatable {
         /// The owner's display name.
         public let name: String

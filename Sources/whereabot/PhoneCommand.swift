@@ -121,7 +121,7 @@ enum PhoneCommand {
             return ["type": "location", "id": .string(id), "latitude": .number(at[0]), "longitude": .number(at[1]),
                     "accuracy_m": .number(at.count > 2 ? at[2] : 10), "timestamp_ms": JSONValue(Int64(Date().timeIntervalSince1970 * 1000))]
         case .approximate:
-            // The centre of the grid cell that holds the fix, at least 3 km accurate (SPEC §13).
+            // The centre of the grid cell that holds the fix, at least 3 km accurate (docs/protocol.md, "Consent").
             return ["type": "location", "id": .string(id), "latitude": .number(LocationFix.cellCentre(at[0], limit: 90)),
                     "longitude": .number(LocationFix.cellCentre(at[1], limit: 180)),
                     "accuracy_m": .number(max(LocationFix.approximateAccuracyM, at.count > 2 ? at[2] : 10)),

@@ -3,7 +3,8 @@ import JSON
 import Relay
 import RelayCore
 
-/// What `whereabot phone --settings FILE` reads (SPEC §14, as the browser phone keeps it):
+/// What `whereabot phone --settings FILE` reads (docs/protocol.md, "Places" and "Quiet hours", as the browser
+/// phone keeps it):
 /// places, matched here only and never sent, and quiet-hours windows, sent to the relay
 /// after each hello (which checks each and answers with the stored list or a sentence
 /// naming a bad one).

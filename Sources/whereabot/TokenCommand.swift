@@ -79,9 +79,10 @@ enum TokenCommand {
             if let url = environment["SUPABASE_URL"], !url.isEmpty { claims["iss"] = .string(url + "/auth/v1") }
             let token = JWTSigner.hs256(claims: .object(claims), secret: secret)
             if options["app-link"] != nil, clientID == nil {
-                // The browser phone signs in from the same fragment Supabase Auth returns (APP.md §A.2).
+                // The browser phone signs in from the same fragment Supabase Auth returns (docs/protocol.md,
+                // "Signing in the browser").
                 // `whereabot_link=1` marks it as this command's link: the page started no sign-in
-                // for it, so it signs in only after a confirmation naming the account (SPEC §8).
+                // for it, so it signs in only after a confirmation naming the account (docs/security.md).
                 let relay = (options["relay"] ?? environment["PUBLIC_URL"] ?? "http://127.0.0.1:8080")
                     .trimmingCharacters(in: CharacterSet(charactersIn: "/"))
                 print("\(relay)/app/#access_token=\(token)&token_type=bearer&expires_in=\(lifetime)&sb&whereabot_link=1")

@@ -25,7 +25,7 @@ import Synchronization
 ///   keeps answering (tokens with the unknown `kid` fail meanwhile).
 public actor Authenticator {
     /// How long a session check is trusted: under 5 s, so that a revoked OAuth grant (its
-    /// sessions deleted) or a signed-out session is refused within 5 s of the revoke (SPEC §12).
+    /// sessions deleted) or a signed-out session is refused within 5 s of the revoke (docs/protocol.md, "Sign-in").
     public static let defaultSessionCacheTTL: TimeInterval = 4
     /// How long an agent key lookup is trusted (revocation also drops it at once).
     public static let defaultKeyCacheTTL: TimeInterval = 60

@@ -64,7 +64,7 @@ extension RelayDatabase {
         try await pool.send("select relay.set_may_wake($1, $2, $3, $4)", [user, clientID, requester, value]).scalar(PGJSON.self)
     }
 
-    /// Ends every standing permission of `user` (SPEC §14): the counts of what ended
+    /// Ends every standing permission of `user` (docs/protocol.md, "Stop all sharing"): the counts of what ended
     /// (`always_allowed`, `shares`, `agent_keys`, `requests`).
     func stopAllSharing(user: UUID) async throws -> JSONValue {
         try await pool.send("select relay.stop_all_sharing($1)", [user]).scalar(PGJSON.self).parsed()

@@ -3,7 +3,7 @@ import JSON
 import PGBus
 import RelayCore
 
-/// The calls behind durable requests (SPEC §11): opening one bound to its credential,
+/// The calls behind durable requests (docs/protocol.md, "Durable requests"): opening one bound to its credential,
 /// polling, cancelling and listing it.
 extension RelayDatabase {
     /// Who may see a durable request: the (user, client_id) of the credential that opened

@@ -4,7 +4,8 @@ import RelayCore
 
 extension RelayDatabase {
     /// Claims push stage `stage` (wake or checking) of request `id` for its waiter
-    /// `instance`: once per stage across instances (PUSH.md §2), with the targets `budgets`
+    /// `instance`: once per stage across instances (docs/protocol.md, "Who sends: the claim"), with
+    /// the targets `budgets`
     /// still pay for.
     func claimPush(id: UUID, instance: String, stage: PushPlan.Stage, budgets: PushBudgets) async throws -> PushClaim {
         let json = try await pool.send("select relay.claim_push($1, $2, $3, $4, $5)",
@@ -14,7 +15,7 @@ extension RelayDatabase {
         return claim
     }
 
-    /// Claims the push of a reminder this instance was named to send (SPEC §14): once per
+    /// Claims the push of a reminder this instance was named to send (docs/protocol.md, "Reminders"): once per
     /// reminder, with the owner's targets the budgets pay for.
     func claimReminderPush(_ reminder: GrantReminder, owner: UUID, budgets: PushBudgets) async throws -> PushClaim {
         let json = try await pool.send("select relay.claim_reminder_push($1, $2, $3, $4, $5)",

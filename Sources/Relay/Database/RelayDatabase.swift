@@ -13,7 +13,7 @@ public struct RelayDatabase: Sendable {
 
     /// Creates a gateway over a pool connected as `whereabot_relay`. A location settled
     /// under a for-good always-allow standing `grantReminderSeconds` since it was made or
-    /// kept sends its reminder (SPEC §14; nil: no reminders).
+    /// kept sends its reminder (docs/protocol.md, "Reminders"; nil: no reminders).
     public init(pool: PGPool, grantReminderSeconds: Int? = nil) {
         self.pool = pool
         self.opens = Self.openCoalescer(pool)

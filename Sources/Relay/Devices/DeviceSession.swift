@@ -20,7 +20,7 @@ final class DeviceSession: PhoneHandle, WebSocketDelegate, @unchecked Sendable {
         case closed
     }
 
-    /// Messages that may wait for the driver per socket (SPEC §5).
+    /// Messages that may wait for the driver per socket (docs/protocol.md, "The socket").
     static let maximumQueuedEvents = 64
 
     // Its id (relay.connections.id), its phone's verified user and session when it opened

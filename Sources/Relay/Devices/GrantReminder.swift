@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import RelayCore
 
-/// A reminder of a standing grant (SPEC §14): a for-good always-allow was just used again
+/// A reminder of a standing grant (docs/protocol.md, "Reminders"): a for-good always-allow was just used again
 /// after standing `GRANT_REMINDER_DAYS` since it was made or kept. The database claims it
 /// once (`relay.settle`) and notifies the instances holding the owner's sockets; each sends
 /// every phone of the owner `{"type":"reminder",...}`, which the phone shows with Keep

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Sockets whose credential verified and that have not said hello yet (SPEC §8). Each costs
+/// Sockets whose credential verified and that have not said hello yet (docs/security.md). Each costs
 /// a place for up to `InstanceDriver.helloTimeout` and its hello's share of a database call, so
 /// they are bounded — per account (`maximumPerAccount`: one account cannot hold the room)
 /// and relay-wide (`maximumWaiting`) — but never per client address: behind a balancer

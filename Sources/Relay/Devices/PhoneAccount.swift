@@ -3,8 +3,8 @@ import JSON
 import PGBus
 import RelayCore
 
-/// Answers a phone's requests about its own account over its socket (APP.md §A.3, SPEC
-/// §14): Web Push subscriptions (the endpoint allow-list is checked in Postgres),
+/// Answers a phone's requests about its own account over its socket (docs/protocol.md,
+/// "Account messages"): Web Push subscriptions (the endpoint allow-list is checked in Postgres),
 /// always-allowed agents, the device list, agent keys, quiet hours, "may wake me" and
 /// Stop all sharing. The user and device are the socket's, never the message's.
 struct PhoneAccount: Sendable {
@@ -89,8 +89,8 @@ struct PhoneAccount: Sendable {
     }
 
     /// A reminder's Keep or Remove posted from a notification (`POST /v1/device/answer`,
-    /// SPEC §14): true when taken — Remove of a grant already gone included — and false when
-    /// the database refuses it (Keep of a grant that is not for good, a generic agent id);
+    /// docs/protocol.md, "Reminders"): true when taken — Remove of a grant already gone
+    /// included — and false when the database refuses it (Keep of a grant that is not for good, a generic agent id);
     /// throws when the database cannot answer.
     func answerReminder(keep: Bool, clientID: String, requester: UUID?, user: UUID) async throws -> Bool {
         do {

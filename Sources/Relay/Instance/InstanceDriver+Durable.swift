@@ -1,7 +1,7 @@
 import Foundation
 import RelayCore
 
-/// Polls, cancels and lists of durable requests (SPEC §11): any instance answers them. A
+/// Polls, cancels and lists of durable requests (docs/protocol.md, "Durable requests"): any instance answers them. A
 /// poll that may wait asks Postgres to tell this instance of the answer (`watch`) and
 /// sleeps until it comes, the wait runs out, or a backstop re-reads the row.
 extension InstanceDriver {

@@ -8,7 +8,7 @@ import RelayCore
 ///
 /// Only what a socket's own message asked for is awaited (a settle, a token check, an
 /// account request): it is performed before the socket's next event is handled, so a
-/// phone's messages are answered in the order it sent them (SPEC §5). Everything else — a
+/// phone's messages are answered in the order it sent them (docs/protocol.md, "The socket"). Everything else — a
 /// waiting call's steps, its pushes, a batched call — is performed in place: a database
 /// call, a push claim or a push send runs in a task of its own and reports its result as
 /// the next event, so no event waits for Postgres or a push service except the one a

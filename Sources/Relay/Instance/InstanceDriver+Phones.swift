@@ -13,7 +13,7 @@ import RelayCore
 /// to a database outage: an answer that cannot be settled is held and settled again at
 /// every resync until its request expires.
 ///
-/// A socket is only as good as its credential (SPEC §5): its own deadline (its WebSocket's
+/// A socket is only as good as its credential (docs/protocol.md, "The socket"): its own deadline (its WebSocket's
 /// close deadline; no sweep visits every socket) closes it when it said no hello within
 /// `helloTimeout` (1008) and when its token expired without a fresh `token` message (4001
 /// "token_expired"); `closeRevoked()` at every heartbeat closes sockets whose session was

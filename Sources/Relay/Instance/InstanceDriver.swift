@@ -2,8 +2,8 @@ import Foundation
 import HTTPServer
 import RelayCore
 
-/// The one executor of an instance (issue 41): it holds the instance's one value,
-/// `Instance` (the phones' sockets, pings, held answers and batched calls, and the agents'
+/// The one executor of an instance (docs/architecture.md, "One instance"): it holds the
+/// instance's one value, `Instance` (the phones' sockets, pings, held answers and batched calls, and the agents'
 /// calls waiting here), hands it every event and performs the actions it returns, in one
 /// place (`InstanceDriver+Perform.swift`). The driver only does I/O: it sends and closes
 /// sockets, calls the database, arms timers and resumes the agents' calls; it keeps only
@@ -95,9 +95,9 @@ public actor InstanceDriver {
     var finished = false
     /// Sockets whose messages sent while their hello was in the database are being handled
     /// by the hello's task, and the socket events waiting for that to end: a socket's
-    /// messages are handled in the order it sent them (SPEC §5), also across its
-    /// registration (clean-clone run 14 of issue 40: a key list asked for before the hello
-    /// was answered after a key created after it, and emptied the page's list).
+    /// messages are handled in the order it sent them (docs/protocol.md, "The socket"),
+    /// also across its registration (else a key list asked for before the hello can be
+    /// answered after a key created after it, and empty the page's list).
     var replaying: [UUID: [CheckedContinuation<Void, Never>]] = [:]
 
     /// What each waiting call needs that is not a decision: its request (to open it), its

@@ -39,7 +39,7 @@ public struct LocateRequest: Sendable {
         self.resumable = resumable
     }
 
-    /// A request that keeps its result for the agent's token (SPEC §11).
+    /// A request that keeps its result for the agent's token (docs/protocol.md, "Durable requests").
     public struct Resumable: Sendable {
         /// The agent's request_id: the row id and the reply key come from it.
         public var token: RequestToken

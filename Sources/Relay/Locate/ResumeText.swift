@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import RelayCore
 
-/// The texts of durable requests (SPEC §11), for both transports; docs/openapi.yaml and
+/// The texts of durable requests (docs/protocol.md, "Durable requests"), for both transports; docs/openapi.yaml and
 /// the tool description quote them from here.
 enum ResumeText {
     /// HTTP: an id unknown to this credential (never opened, another's, past its TTL).

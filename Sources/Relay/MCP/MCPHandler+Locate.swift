@@ -6,7 +6,7 @@ import RelayCore
 /// resumed call with `request_id`, and a call made a task (2025-11-25's `params.task`, or
 /// the 2026-07-28 tasks extension when the client declares it).
 extension MCPHandler {
-    /// The consent window of a plain call, and of a task (SPEC §11).
+    /// The consent window of a plain call, and of a task (docs/protocol.md, "Durable requests").
     static let callTimeouts = 1...120, taskTimeouts = 1...600
     static let defaultCallTimeout = 60, defaultTaskTimeout = 300
 
@@ -101,8 +101,8 @@ extension MCPHandler {
         }
     }
 
-    /// The tool result of a locate's result (SPEC §3 and §11): the fix, the waiting shape,
-    /// or the agent text as an error.
+    /// The tool result of a locate's result (docs/protocol.md, "MCP" and "Durable
+    /// requests"): the fix, the waiting shape, or the agent text as an error.
     static func toolResult(_ result: LocateService.Result) -> [String: JSONValue] {
         switch result {
         case .fix(let json, let structured):

@@ -50,7 +50,7 @@ extension MCPHandler {
         "properties": ["name": ["type": "string"], "email": ["type": "string"]],
     ] }
 
-    /// A place answer (SPEC §14): the name of a place the person defined on their phone,
+    /// A place answer (docs/protocol.md, "Places"): the name of a place the person defined on their phone,
     /// shared instead of any position.
     static var placeSchema: JSONValue { [
         "type": "object", "additionalProperties": false,
@@ -66,7 +66,7 @@ extension MCPHandler {
         ],
     ] }
 
-    /// The "no answer yet" shape of a call that reached its wait bound (SPEC §11).
+    /// The "no answer yet" shape of a call that reached its wait bound (docs/protocol.md, "Durable requests").
     static var waitingSchema: JSONValue { [
         "type": "object", "additionalProperties": false, "required": ["status", "request_id", "expires_at"],
         "properties": [

@@ -4,7 +4,8 @@ import JSON
 import RelayCore
 
 /// POST /mcp: the Model Context Protocol over Streamable HTTP, stateless, JSON responses
-/// (an event stream with progress for tool calls that ask for it), no session id (SPEC §3). The bearer check runs before any JSON-RPC.
+/// (an event stream with progress for tool calls that ask for it), no session id
+/// (docs/protocol.md, "MCP"). The bearer check runs before any JSON-RPC.
 struct MCPHandler: Sendable {
 
     let gate: AgentGate
@@ -15,7 +16,7 @@ struct MCPHandler: Sendable {
     /// How often a streamed tool call reports progress.
     var progressInterval: Duration = MCPProgress.defaultInterval
     /// How long one call waits for the person before it answers "still waiting"
-    /// (`MCP_WAIT_SECONDS`, SPEC §11).
+    /// (`MCP_WAIT_SECONDS`, docs/protocol.md, "Durable requests").
     var waitBound: Duration = MCPHandler.defaultWaitBound
     /// Polls per request and credential.
     var polls = PollLimiter()
@@ -35,7 +36,7 @@ struct MCPHandler: Sendable {
         if let origin = request.headers["Origin"], !allowedOrigins.contains(origin) {
             return RelayError.forbidden("Origin not allowed.").response
         }
-        // GET (no server-initiated stream) and DELETE (no sessions) are 405 (SPEC §3); the
+        // GET (no server-initiated stream) and DELETE (no sessions) are 405 (docs/protocol.md, "MCP"); the
         // route table answers them before this handler, with the same Allow.
         guard RelayRoutes.Route.mcp.allows(request.method) else { return RelayRoutes.Route.mcp.methodNotAllowed }
         let agent: AgentIdentity

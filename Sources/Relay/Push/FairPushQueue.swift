@@ -1,4 +1,5 @@
-/// The pushes of one instance waiting to be sent, shared fairly between accounts (SPEC §8):
+/// The pushes of one instance waiting to be sent, shared fairly between accounts (docs/security.md,
+/// "One account never degrades another"):
 /// an I/O-free state machine whose events return which jobs start now and which are refused.
 ///
 /// Each account has its own FIFO queue; a free slot goes to the waiting account with the

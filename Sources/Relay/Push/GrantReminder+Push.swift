@@ -2,7 +2,7 @@ import Foundation
 import JSON
 import RelayCore
 
-/// A reminder as a push (SPEC §14): an alert with Keep and Remove, for phones that hold no
+/// A reminder as a push (docs/protocol.md, "Reminders"): an alert with Keep and Remove, for phones that hold no
 /// socket. It carries the agent and the sentence, never a location.
 extension GrantReminder {
     /// The APNs category whose actions are Keep and Remove.

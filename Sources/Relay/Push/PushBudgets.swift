@@ -1,6 +1,6 @@
 import Foundation
 
-/// How many pushes the relay sends over any rolling hour, whatever agents do (SPEC §8):
+/// How many pushes the relay sends over any rolling hour, whatever agents do (docs/protocol.md, "Budgets"):
 /// `relay.claim_push` pays for each target out of the target's and the owner's budget and
 /// leaves out the targets it cannot pay for.
 public struct PushBudgets: Sendable, Equatable {

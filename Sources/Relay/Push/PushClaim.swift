@@ -4,7 +4,7 @@ import Push
 import RelayCore
 
 /// A claimed push stage as `relay.claim_push` returns it: what kind to send, to whom, and
-/// what the payloads need (PUSH.md §2).
+/// what the payloads need (docs/protocol.md, "Who sends: the claim").
 struct PushClaim: Sendable, Equatable {
     /// An APNs device token, its environment, and the language its notifications are in.
     struct APNsTarget: Sendable, Equatable {

@@ -52,7 +52,7 @@ final class PushDispatcher: Sendable {
         await fanOut(kind: kind.rawValue, subject: ["request": requestID], claim: claim, apns: apns, web: silent ? nil : web)
     }
 
-    /// Pushes a reminder of a standing grant (SPEC §14) to the claim's targets: an alert with
+    /// Pushes a reminder of a standing grant (docs/protocol.md, "Reminders") to the claim's targets: an alert with
     /// Keep and Remove, replacing an older reminder of the same grant on the device.
     func remind(_ reminder: GrantReminder, claim: PushClaim) async {
         let deadline = Date().addingTimeInterval(GrantReminder.pushLifetime)

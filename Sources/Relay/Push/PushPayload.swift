@@ -2,7 +2,8 @@ import Foundation
 import JSON
 import RelayCore
 
-/// The texts and payloads of pushes, exactly as PUSH.md §3-4 give them. No coordinate is
+/// The texts and payloads of pushes, exactly as docs/protocol.md, "What a notification says"
+/// gives them. No coordinate is
 /// ever part of one.
 struct PushPayload: Sendable {
     /// Which notification.
@@ -88,7 +89,7 @@ struct PushPayload: Sendable {
     }
 
     /// The object with `"reason"` added when the agent gave one (payloads without one are
-    /// PUSH.md's, byte for byte).
+    /// unchanged, byte for byte: the golden files).
     private func withReason(_ object: [String: JSONValue]) -> JSONValue {
         guard let reason else { return .object(object) }
         var object = object

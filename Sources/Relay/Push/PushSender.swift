@@ -3,9 +3,9 @@ import RelayCore
 
 /// The pushes' I/O for this instance: it claims a stage of a request's pushes
 /// (`relay.claim_push`, exactly once across instances) and sends what was claimed, as the
-/// instance's value plans them (`Instance.pushes`, one `PushPlan` per request: PUSH.md §2),
-/// and it claims and sends the reminders of standing grants. It decides nothing about a
-/// request's pushes; nothing here blocks.
+/// instance's value plans them (`Instance.pushes`, one `PushPlan` per request:
+/// docs/protocol.md, "Who sends: the claim"), and it claims and sends the reminders of
+/// standing grants. It decides nothing about a request's pushes; nothing here blocks.
 actor PushSender {
     private let instance: String
     private let database: RelayDatabase
@@ -57,8 +57,8 @@ actor PushSender {
     static let maximumReminders = 256
 
     /// Pushes the reminder of `owner`'s standing grant this instance was named to push
-    /// (SPEC §14): claims it once (`relay.claim_reminder_push`) and sends it to the targets
-    /// the budgets pay for.
+    /// (docs/protocol.md, "Reminders"): claims it once (`relay.claim_reminder_push`) and
+    /// sends it to the targets the budgets pay for.
     func remind(_ reminder: GrantReminder, owner: UUID) {
         guard reminders.count < maximumReminders else {
             logger.warning("reminder_push_dropped", ["reason": "too_many"])

@@ -3,7 +3,7 @@ import Push
 import RelayCore
 
 /// The push services one instance may use: APNs and Web Push, each on only when fully
-/// configured (PUSH.md §6), sharing one libcurl transport.
+/// configured (docs/operations.md, "Configuration"), sharing one libcurl transport.
 public struct PushServices: Sendable {
     /// The APNs sender, or nil when APNS_* is not set.
     public let apns: APNsSender?

@@ -3,7 +3,7 @@ import Foundation
 import Push
 import RelayCore
 
-/// Push settings from the environment (PUSH.md §6). APNs is on only when `APNS_KEY_ID`,
+/// Push settings from the environment (docs/operations.md, "Configuration"). APNs is on only when `APNS_KEY_ID`,
 /// `APNS_TEAM_ID`, `APNS_TOPIC` and `APNS_PRIVATE_KEY` or `APNS_PRIVATE_KEY_FILE` are all
 /// set; Web Push only with `VAPID_PRIVATE_KEY` and `VAPID_SUBJECT`. A value that cannot
 /// work stops `serve` at start with an error naming the variable (never its value).

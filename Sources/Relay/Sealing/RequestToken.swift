@@ -3,7 +3,7 @@ import Foundation
 import RelayCore
 
 /// The `request_id` (and MCP task id) of a resumable request: `wbr_` and 32 base64url
-/// characters of a 192-bit secret that Postgres never sees (SPEC §11).
+/// characters of a 192-bit secret that Postgres never sees (docs/protocol.md, "Durable requests").
 ///
 /// Everything else follows from the secret: the row's id (a hash of it, so Postgres finds
 /// the row by a hash and cannot recompute the token) and the X25519 reply key the phone's

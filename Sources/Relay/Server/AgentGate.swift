@@ -11,7 +11,8 @@ struct AgentGate: Sendable {
         let response: HTTPResponse
     }
 
-    /// 401 with the protected-resource metadata pointer (SPEC §3); with a credential that
+    /// 401 with the protected-resource metadata pointer (docs/protocol.md, "Credentials"); with a
+    /// credential that
     /// was presented and refused, also `error="invalid_token"` (RFC 6750 §3.1: a request
     /// without one gets no error code).
     func unauthorized(presented: Bool) -> HTTPResponse {

@@ -38,7 +38,8 @@ struct AgentRoutes: Sendable {
         case .success(let identity): agent = identity
         case .failure(let refusal): return refusal.response
         }
-        // Prefer: respond-async (SPEC §11): a durable request, 202 at once, a longer window.
+        // Prefer: respond-async (docs/protocol.md, "Durable requests"): a durable request,
+        // 202 at once, a longer window.
         let async = DurableParams.prefersAsync(request.headers["Prefer"])
         var timeout = async ? DurableRoutes.defaultTimeout : Self.defaultTimeout
         if let text = request.queryItem("timeout_secs") {

@@ -2,7 +2,8 @@ import Foundation
 import HTTPServer
 import JSON
 
-/// The browser phone's files at `/app/` (APP.md §A.1), read once from the resource bundle,
+/// The browser phone's files at `/app/` (docs/protocol.md, "Files and routes"), read once from the resource
+/// bundle,
 /// and `/app/config.json`. Every response carries the page's CSP, nosniff and no-referrer;
 /// `index.html`, `sw.js` and `config.json` are `no-cache`. Unknown files are 404.
 struct AppRoutes: Sendable {
@@ -62,7 +63,7 @@ struct AppRoutes: Sendable {
     func response(method: String, path: String) -> HTTPResponse {
         guard RelayRoutes.Route.app.allows(method) else { return RelayRoutes.Route.app.methodNotAllowed }
         if path == "/app" { return HTTPResponse(status: 301, headers: ["Location": "/app/"]) }
-        // The OAuth consent page (Supabase Auth's authorization_url_path, SPEC §12).
+        // The OAuth consent page (docs/protocol.md, "Sign-in").
         let name = path == "/app/" ? "index.html" : path == Self.consentPath ? "consent.html" : String(path.dropFirst("/app/".count))
         var headers = securityHeaders
         if name == "config.json" {

@@ -1,7 +1,8 @@
 import Foundation
 import RelayCore
 
-/// Where a phone socket's credential comes from (APP.md §A.3): the `Authorization` header,
+/// Where a phone socket's credential comes from (docs/protocol.md, "The socket from a browser"): the
+/// `Authorization` header,
 /// or — for browsers, which cannot set headers on a WebSocket — one `Sec-WebSocket-Protocol`
 /// entry `whereabot.bearer.<JWT>` offered beside `whereabot.v1`. The token never travels in
 /// a URL, and the chosen subprotocol (`whereabot.v1`) never echoes it.

@@ -2,7 +2,7 @@ import Foundation
 import HTTPServer
 import JSON
 
-/// Durable requests over plain HTTP (SPEC §11): `POST /v1/locate` with `Prefer:
+/// Durable requests over plain HTTP (docs/protocol.md, "Durable requests"): `POST /v1/locate` with `Prefer:
 /// respond-async` (RFC 7240) answers 202 at once; `GET /v1/locate/requests/{request_id}`
 /// polls it (optionally waiting up to `wait_secs`), and `DELETE` cancels and forgets it.
 /// Another credential's id is 404, exactly as an id that never existed.
@@ -75,7 +75,7 @@ struct DurableRoutes: Sendable {
         }
     }
 
-    /// A settled request's response, as POST /v1/locate answers it (SPEC §3).
+    /// A settled request's response, as POST /v1/locate answers it (docs/protocol.md, "Answers and agent texts").
     static func response(_ result: LocateService.Result) -> HTTPResponse {
         switch result {
         case .fix(let json, _):

@@ -1,5 +1,6 @@
 import RelayCore
-/// The durable-request parts of the OpenAPI document (SPEC §11): `Prefer: respond-async` on
+/// The durable-request parts of the OpenAPI document (docs/protocol.md, "Durable requests"):
+/// `Prefer: respond-async` on
 /// POST /v1/locate, and GET / DELETE /v1/locate/requests/{request_id}.
 extension OpenAPIDocument {
     static let asyncDescription = """

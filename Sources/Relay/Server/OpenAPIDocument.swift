@@ -1,6 +1,6 @@
 import Foundation
 import RelayCore
-/// The OpenAPI 3.1 description of the relay's plain-HTTP routes (SPEC §3, §5), built from
+/// The OpenAPI 3.1 description of the relay's plain-HTTP routes (docs/protocol.md), built from
 /// the code's own statuses, limits and texts — `AgentFailure`, `RelayRoutes` and
 /// `AgentGate` — so the texts exist once. Served at `/openapi.yaml`, printed by
 /// `whereabot openapi`, committed as docs/openapi.yaml (a test keeps the three equal).

@@ -2,9 +2,9 @@ import Foundation
 import HTTPServer
 import RelayCore
 
-/// The phones' routes: `GET /v1/device` (the socket, SPEC §5) and `POST /v1/device/answer`
-/// (one answer without a socket, from a notification action). A draining instance
-/// refuses new sockets with 503.
+/// The phones' routes: `GET /v1/device` (the socket, docs/protocol.md, "The socket") and
+/// `POST /v1/device/answer` (one answer without a socket, from a notification action). A
+/// draining instance refuses new sockets with 503.
 struct PhoneRoutes: Sendable {
     let authenticator: Authenticator
     let driver: InstanceDriver
@@ -28,8 +28,9 @@ struct PhoneRoutes: Sendable {
     static let agentCannotConnectText = "Agent credentials cannot connect as a phone."
     static let deviceRemovedText = "This session was signed out by removing its device. Sign in again."
 
-    /// One answer without a socket (from a notification action): SPEC §5's statuses; or a
-    /// reminder's Keep or Remove (SPEC §14): 204 taken, 410 nothing for good left to keep.
+    /// One answer without a socket (from a notification action), or a reminder's Keep or
+    /// Remove: 204 taken, 410 nothing for good left to keep (docs/protocol.md, "Without a
+    /// socket", has every status).
     func deviceAnswer(_ request: HTTPRequest) async -> HTTPResponse {
         let phone: PhoneIdentity
         switch await phoneIdentity(request, agentText: Self.agentCannotAnswerText) {

@@ -16,7 +16,7 @@ enum RelayNotification: Sendable, Equatable {
     case locate(LocateMessage, owner: UUID)
     /// The request was settled or expired: cancel the pings sent from here.
     case cancel(UUID)
-    /// A reminder of a standing grant for the owner's phones here (SPEC §14); `push` when
+    /// A reminder of a standing grant for the owner's phones here (docs/protocol.md, "Reminders"); `push` when
     /// this instance settled the answer that claimed it, so it pushes it too.
     case reminder(GrantReminder, owner: UUID, push: Bool)
     /// `whereabot_replay`: send a sealed answer again.

@@ -1,6 +1,6 @@
 import HTTPServer
 
-/// The HTTP routes of SPEC §3 and §5, as a route table and its dispatch: agents (POST
+/// The HTTP routes (docs/operations.md, "Routes"), as a route table and its dispatch: agents (POST
 /// /v1/locate, durable requests, /mcp: `AgentRoutes`), phones (GET /v1/device, POST
 /// /v1/device/answer: `PhoneRoutes`), and metadata and operations (/healthz, /readyz,
 /// /metrics, /openapi.yaml, /app/: `OperationsRoutes`), and the agents' authorization

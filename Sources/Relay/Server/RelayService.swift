@@ -70,11 +70,11 @@ public final class RelayService: Sendable {
         /// REQUEST_ID_KEY: 32 bytes every instance shares, under which task secrets are
         /// wrapped so that tasks/list can name them (nil: tasks/list is not offered).
         public var requestIDKey: [UInt8]?
-        /// APNs and Web Push (each off unless configured; PUSH.md §6).
+        /// APNs and Web Push (each off unless configured; docs/operations.md, "Configuration").
         public var push = PushServices.none
         /// The agents' authorization server (OAUTH_* settings).
         public var oauth = OAuthSettings()
-        /// GRANT_REMINDER_DAYS in seconds (SPEC §14): a for-good always-allow used this long
+        /// GRANT_REMINDER_DAYS in seconds (docs/protocol.md, "Reminders"): a for-good always-allow used this long
         /// after it was made or kept reminds the person at its next use; nil: never.
         public var grantReminderSeconds: Int? = 30 * 86_400
         /// The clock of the instance's event loop, which runs its timers (a call's wait,
