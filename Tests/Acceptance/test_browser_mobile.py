@@ -109,6 +109,10 @@ def check_layout(page, where):
     """No sideways scroll, every visible control at least 44×44, no axe-core violation."""
     width = page.evaluate("[document.documentElement.scrollWidth, document.body.scrollWidth, innerWidth]")
     assert max(width[:2]) <= width[2], f"{where}: scrolls sideways ({width})"
+    spilling = page.evaluate("""() => [...document.querySelectorAll('body *')]
+        .filter((element) => element.checkVisibility() && element.getBoundingClientRect().right > innerWidth + 0.5)
+        .map((element) => `${element.tagName.toLowerCase()}#${element.id}`)""")
+    assert spilling == [], f"{where}: past the right edge: {spilling}"
     small = page.evaluate("""(selector) => [...document.querySelectorAll(selector)]
         .filter((element) => element.checkVisibility({ visibilityProperty: true }))
         .map((element) => [element, element.getBoundingClientRect()])

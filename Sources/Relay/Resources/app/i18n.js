@@ -26,8 +26,8 @@ export function localize(root = document) {
   }
 }
 
-/** A date and time (`options` as for toLocaleString) in the page's locale. */
-export function dateTime(ms, options) {
+/** A date and time (`options` as for toLocaleString; by default the day and the minute) in the page's locale. */
+export function dateTime(ms, options = { dateStyle: "medium", timeStyle: "short" }) {
   return new Date(ms).toLocaleString(locale, options);
 }
 

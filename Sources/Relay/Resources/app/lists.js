@@ -31,7 +31,7 @@ export function renderAlways(agents, send) {
     const used = document.createElement("small");
     used.className = "last-used";
     used.textContent = agent.last_used_ms
-      ? t("common.last_used", { time: dateTime(agent.last_used_ms, { dateStyle: "medium", timeStyle: "short" }) })
+      ? t("common.last_used", { time: dateTime(agent.last_used_ms) })
       : t("always.not_used");
     name.append(" ", used);
     const remove = document.createElement("button");

@@ -1,4 +1,4 @@
-// One location read (APP.md §A.4): watchPosition with high accuracy, keep the most accurate
+// One location read (APP.md "A.4 Answering a request"): watchPosition with high accuracy, keep the most accurate
 // position, stop at ≤ 30 m, after 10 s, or 500 ms before the request's deadline.
 
 export function locateOnce(expiresMs) {
@@ -39,7 +39,7 @@ export function locateOnce(expiresMs) {
   });
 }
 
-/** The grid cell of "Share approximate" (SPEC §13): 0.025° on a side, about 2.8 km north-south. */
+/** The grid cell of "Share approximate" (README "Try it in a browser"): 0.025° on a side, about 2.8 km north-south. */
 export const CELL_DEG = 0.025;
 /** The least accuracy an approximate answer claims, in metres. */
 export const APPROXIMATE_ACCURACY_M = 3000;

@@ -1,4 +1,4 @@
-// The signed-in session (APP.md §A.2, SPEC §8): read from the implicit-flow fragment that
+// The signed-in session (APP.md "A.2 Signing in"; README "Try it in a browser"): read from the implicit-flow fragment that
 // Supabase Auth (or `whereabot token --app-link`) puts after /app/#, kept in localStorage,
 // refreshed 60 s before it expires when a refresh token exists. The fragment never reaches a
 // server.
@@ -12,7 +12,7 @@
 
 const KEY = "whereabot.session";
 const STATES = "whereabot.signin_states";
-const STATE_LIFETIME_MS = 60 * 60 * 1000;  // a Google round trip, or an email link (valid an hour) opened in another tab (SPEC §12)
+const STATE_LIFETIME_MS = 60 * 60 * 1000;  // a Google round trip, or an email link (valid an hour) opened in another tab (README "Try it in a browser")
 const MAX_STATES = 5;                      // a few sign-ins started in parallel (tabs, resent emails)
 
 /** The JWT's claims (no verification: the relay verifies). */
@@ -115,7 +115,7 @@ export const WORKER_SESSION = "/app/worker-session";
 
 /**
  * Gives the service worker the session's access token (never the refresh token), so that a
- * notification's Reject answers without opening a window (SPEC §13); null forgets it. The
+ * notification's Reject answers without opening a window (README "Try it in a browser"); null forgets it. The
  * worker serves nothing from this cache, and an expired token makes Reject open the app.
  */
 export async function shareWithWorker(session) {

@@ -1,4 +1,4 @@
-// Signing in and out (APP.md §A.2; README "Try it in a browser"). The signed-in account's
+// Signing in and out (APP.md "A.2 Signing in"; README "Try it in a browser"). The signed-in account's
 // email is always in the header (and in Account); a token from a URL is taken only for a
 // sign-in this page started, or after a confirmation naming the account (and, when another
 // account is signed in, naming both). Signing out deletes this browser's Web Push
@@ -55,7 +55,7 @@ async function forgetPush(phone, signedIn, tellRelay) {
 }
 
 /**
- * Signs out (APP.md §A.2): the push subscription deleted (before the socket closes), the
+ * Signs out (APP.md "A.2 Signing in"): the push subscription deleted (before the socket closes), the
  * socket closed with 1000, the session cleared. `tellRelay` false: the device is gone already.
  */
 export function signOut(text, tellRelay = true) {

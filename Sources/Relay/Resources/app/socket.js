@@ -1,4 +1,4 @@
-// The phone socket (APP.md §A.3): /v1/device with the token in the subprotocol
+// The phone socket (APP.md "A.3 The WebSocket"): /v1/device with the token in the subprotocol
 // `whereabot.bearer.<JWT>` beside `whereabot.v1`, hello with platform "web", reconnect with
 // backoff (1 s → 30 s, jitter), at once on 1012, when online and when the page is shown;
 // never after 4000 (replaced or revoked); after 1013 "retry after N" (a relay that is busy

@@ -1,4 +1,4 @@
-// The service worker (APP.md §A.6). It cannot read the location, so a push only brings the
+// The service worker (APP.md "A.6 The service worker"). It cannot read the location, so a push only brings the
 // person to the page: every push shows a notification (tag = request id); a tap, or its
 // Allow action, opens /app/?request=<id>, where the relay resends the waiting request and the
 // prompt appears. Its Reject action answers "denied" here, through POST /v1/device/answer
