@@ -9,11 +9,12 @@ import { History } from "./history.js";
 import { t, localize } from "./i18n.js";
 import { enablePush, storedSubscription } from "./push.js";
 import { renderKeys, bindKeys, clearKeys } from "./keys.js";
-import { bindPlaces, forgetPlaces } from "./places.js";
+import { bindPlaces } from "./places.js";
 import { renderQuiet, quietRefused, keepMayWake, bindQuiet, clearQuiet } from "./quiet.js";
 import { showGrants, clearGrants } from "./grants.js";
 import { bindStopAll, stoppedAll } from "./stop.js";
 import { showReminder, renderReminders, answerReminder, forgetReminders } from "./reminders.js";
+import { deviceID, deviceName, claimDevice, hello } from "./device.js";
 import { startAsking, onLocate, onCancel, renderPromptMenu, stopAsking } from "./asking.js";
 import { storedAlways, renderAlways, markUsed, renderDevices, clearDevices, renderHistory } from "./lists.js";
 import { setReach, renderHome } from "./home.js";
@@ -25,45 +26,6 @@ const history = new History();
 let socket = null;
 let socketAccount = null;    // the account whose token the socket holds
 let config = {};
-
-function deviceID() {
-  let id = localStorage.getItem("whereabot.device_id");
-  if (!id) {
-    id = crypto.randomUUID();
-    localStorage.setItem("whereabot.device_id", id);
-  }
-  return id;
-}
-
-/**
- * The device id belongs to one account (the relay refuses another user's device): when a
- * different account signs in, this browser becomes a new device and forgets the previous
- * account's history and always-allowed list.
- */
-function claimDevice(account) {
-  const owner = localStorage.getItem("whereabot.device_user");
-  if (owner && owner !== account.sub) {
-    localStorage.removeItem("whereabot.device_id");
-    localStorage.removeItem("whereabot.always_allowed");
-    forgetPlaces();
-    forgetReminders();
-    history.clear();
-  }
-  localStorage.setItem("whereabot.device_user", account.sub);
-}
-
-function hello() {
-  return { type: "hello", app_version: "web-1", device_id: deviceID(), device_name: deviceName(), platform: "web" };
-}
-
-function deviceName() {
-  const saved = localStorage.getItem("whereabot.device_name");
-  if (saved) return saved;
-  const ua = navigator.userAgent;
-  const browser = /Edg\//.test(ua) ? "Edge" : /Firefox\//.test(ua) ? "Firefox" : /Chrom/.test(ua) ? "Chrome" : /Safari\//.test(ua) ? "Safari" : t("device.browser");
-  const system = /Android/.test(ua) ? "Android" : /iPhone|iPad/.test(ua) ? "iOS" : /Mac OS/.test(ua) ? "macOS" : /Windows/.test(ua) ? "Windows" : /Linux/.test(ua) ? "Linux" : t("device.web");
-  return t("device.default", { browser, system });
-}
 
 let noticeKind = null;   // "connection": cleared when the socket connects again
 function notice(text, kind = null) {
@@ -230,7 +192,7 @@ function resume() {
     $("status").textContent = t("status.signed_out");
     return;
   }
-  claimDevice(session.accountOf(current));
+  claimDevice(session.accountOf(current), history);
   $("signin").hidden = true;
   showViews(true);
   const pushable = Boolean(config.vapid_public_key) && "PushManager" in window;

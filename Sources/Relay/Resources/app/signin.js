@@ -7,6 +7,7 @@ import * as session from "./session.js";
 import { sendOnce } from "./socket.js";
 import { hasSubscription, unsubscribe } from "./push.js";
 import { t } from "./i18n.js";
+import { showViews } from "./router.js";
 
 const $ = (id) => document.getElementById(id);
 const CONSENT_RETURN = /^\/app\/oauth\/consent\?(authorization_id=[A-Za-z0-9_-]{1,128}|request=[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$/;
@@ -123,7 +124,7 @@ function arrive(arrival) {
   renderAccount(current);
   if (!current) page.status("signed_out");
   $("signin").hidden = true;
-  $("views").hidden = $("tabs").hidden = true;
+  showViews(false);
   $("confirm").hidden = false;
   $("confirm-text").textContent = switching ? t("confirm.switch", { before: before.email, after: after.email })
     : t("confirm.signin", { email: after.email });

@@ -13,7 +13,7 @@ const SHELL = "whereabot-shell-v1";
 const WORKER_CACHE = "whereabot-worker";  // session.js's: the access token, and history entries for the page
 const WORKER_SESSION = "/app/worker-session";
 const WORKER_HISTORY = "/app/worker-history";
-const MODULES = ["app", "asking", "catalog", "grants", "history", "home", "i18n", "keys", "lists", "places", "position", "push",
+const MODULES = ["app", "asking", "catalog", "device", "grants", "history", "home", "i18n", "keys", "lists", "places", "position", "push",
                  "queue", "quiet", "reminders", "router", "session", "signin", "socket", "stop"];
 const FILES = ["/app/", ...MODULES.map((name) => `/app/${name}.js`), "/app/strings.json", "/app/app.css",
                "/app/manifest.webmanifest", "/app/icon-192.png", "/app/icon-512.png", "/app/icon-maskable-192.png",
