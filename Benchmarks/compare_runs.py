@@ -1,4 +1,5 @@
-"""Compares alternating runs of `make bench-relay` (issue 43: every row with its spread).
+"""Compares alternating runs of `make bench-relay`, every row with its spread (docs/testing.md,
+"Benchmarks").
 
 usage: compare_runs.py BEFORE.log [BEFORE.log ...] -- AFTER.log [AFTER.log ...]
 

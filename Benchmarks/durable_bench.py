@@ -1,7 +1,7 @@
-"""Durable requests (SPEC §11, issue 25) in `make bench-relay`: what a poll adds (tasks/get
-on a settled task, p50/p99), and what a durable request costs Postgres beside a
-synchronous one (relay.* calls and their time per request, from pg_stat_user_functions,
-with track_functions on for the benchmark's database)."""
+"""Durable requests (docs/protocol.md, "Durable requests") in `make bench-relay`: what a poll
+adds (tasks/get on a settled task, p50/p99), and what a durable request costs Postgres beside a
+synchronous one (relay.* calls and their time per request, from pg_stat_user_functions, with
+track_functions on for the benchmark's database)."""
 import asyncio
 import http.client
 import json

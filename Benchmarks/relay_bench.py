@@ -1,4 +1,5 @@
-"""`make bench-relay`: the relay end to end, as issue 6 asks, printed as one table.
+"""`make bench-relay`: the relay end to end (docs/testing.md, "Benchmarks"), printed as one
+table.
 
 Two release relays on a database of their own (whereabot_bench on the local cluster):
   1. locate latency p50/p99 with a phone that answers at once: same instance, cross
@@ -579,8 +580,8 @@ async def storm(relay, users, addresses):
     """Connects one phone per user from `addresses` source addresses (storm_address), opens
     one request per phone (each phone gets its ping and leaves it unanswered), restarts
     `relay`, and times the phones' way back to their pending pings. The phones reconnect as
-    the app does (APP.md): at once after 1012 "restart", then after 1 s, 2 s, 4 s … (at most
-    30 s) with ±50% jitter. They run in STORM_WORKERS processes of their own
+    the app does (docs/protocol.md, "The socket from a browser"): at once after 1012 "restart",
+    then after 1 s, 2 s, 4 s … (at most 30 s) with ±50% jitter. They run in STORM_WORKERS processes of their own
     (storm_phones.py), so that this process's probes are on time and no phone waits for
     another's turn on one event loop. Run again with other addresses: the phones of the run
     before have gone, their requests abandoned."""

@@ -5,10 +5,10 @@ probe saw the restarted relay ready seconds after it answered, and every phone's
 waited its turn on that loop. Split over processes, the client keeps up with the relay.
 
 Reads one JSON line from stdin, {"port": …, "phones": [[user, phone_token, device_id,
-source_address or null], …]}, keeps each phone connected as the app does (APP.md: at once
-after a close, then after 1 s, 2 s, 4 s … at most 30 s, ±50 % jitter, leaving pings
-unanswered) and writes one line per event to stdout, times from time.monotonic() (one clock
-for every process on the machine):
+source_address or null], …]}, keeps each phone connected as the app does (docs/protocol.md,
+"The socket from a browser": at once after a close, then after 1 s, 2 s, 4 s … at most 30 s,
+±50 % jitter, leaving pings unanswered) and writes one line per event to stdout, times from
+time.monotonic() (one clock for every process on the machine):
   hello <user> <t>     a socket opened and said hello
   ping <request> <t>   a locate ping arrived
   error <text>         an unexpected exception in a phone's read loop

@@ -2,7 +2,8 @@
 // body), the revision checks of its headers and `_meta` (MCPRevision: the input's first
 // line split into MCP-Protocol-Version, Mcp-Method and Mcp-Name, the rest as the body), the
 // progress token in its params, and the Accept header that asks for an event stream (the
-// input read as a header value); and what agents send about durable requests (SPEC §11):
+// input read as a header value); and what agents send about durable requests
+// (docs/protocol.md, "Durable requests"):
 // request ids and task ids (RequestToken), a task's ttl, tasks/list cursors, Prefer and
 // wait_secs. Any crash, hang or sanitizer report is a bug.
 @testable import Relay

@@ -12,7 +12,8 @@ public func fuzzNotification(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     let channel = fuzzChannels[Int(data[0]) % fuzzChannels.count]
     let payload = String(decoding: UnsafeBufferPointer(start: data + 1, count: size - 1), as: UTF8.self)
     if case .locate(let ping, _)? = RelayNotification.decode(channel: channel, payload: payload), let reason = ping.reason {
-        // A ping's reason is always the cleaned text, within its limit (SPEC §13).
+        // A ping's reason is always the cleaned text, within its limit (docs/protocol.md,
+        // "Consent").
         precondition(reason.unicodeScalars.count <= LocateReason.maximumLength && LocateReason.clean(reason) == reason)
     }
     if case .locate(let ping, _)? = RelayNotification.decode(channel: channel, payload: payload) {

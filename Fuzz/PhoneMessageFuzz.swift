@@ -12,7 +12,8 @@ public func fuzzPhoneMessage(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
         PhoneMessage.parse(text) {
         precondition((-90...90).contains(latitude) && (-180...180).contains(longitude) && accuracy >= 0 && timestamp > 0)
         precondition(heading.map { (0..<360).contains($0) } ?? true)
-        // An approximate answer is never sharper than a grid cell (SPEC §13).
+        // An approximate answer is never sharper than a grid cell (docs/protocol.md,
+        // "Consent").
         precondition(precision == .precise || accuracy >= LocationFix.approximateAccuracyM)
     }
     if case .authorization(let authorization?, _) = DeviceCredential.from(authorization: nil, protocols: text) {

@@ -1,11 +1,11 @@
-// `locate-load`: the compiled load generator of `make bench-relay` (issue 13), so that the
-// client is not the limit. It reads a plan (JSON, path in LOAD_PLAN) made by
-// Benchmarks/relay_bench.py: pairs of an agent token and a phone token with the ports of
-// the instances the agent asks and the phone is connected to. Every phone (the project's
-// WebSocketClient) answers every ping at once with a fix; every agent (a blocking
-// HTTP/1.1 keep-alive client on a thread of its own) asks in a loop for `seconds`, or
-// `samples` times in a row. Prints one JSON line: locates, failures, seconds, latency
-// percentiles, and the client's own CPU seconds.
+// `locate-load`: the compiled load generator of `make bench-relay` (docs/testing.md,
+// "Benchmarks"), so that the client is not the limit. It reads a plan (JSON, path in LOAD_PLAN)
+// made by Benchmarks/relay_bench.py: pairs of an agent token and a phone token with the ports
+// of the instances the agent asks and the phone is connected to. Every phone (the project's
+// WebSocketClient) answers every ping at once with a fix; every agent (a blocking HTTP/1.1
+// keep-alive client on a thread of its own) asks in a loop for `seconds`, or `samples` times in
+// a row. Prints one JSON line: locates, failures, seconds, latency percentiles, and the
+// client's own CPU seconds.
 import Foundation
 import Glibc
 import HTTPServer

@@ -5,8 +5,9 @@ import PGBus
 import HTTPServer
 import Relay
 
-/// `whereabot serve`: one relay instance, configured from the environment (README lists
-/// every variable). SIGTERM or SIGINT drains it: device sockets close 1012 "restart".
+/// `whereabot serve`: one relay instance, configured from the environment
+/// (docs/operations.md, "Configuration", lists every variable). SIGTERM or SIGINT drains it:
+/// device sockets close 1012 "restart".
 enum ServeCommand {
     static func run(environment: [String: String]) async throws {
         func value(_ name: String) -> String? { environment[name].flatMap { $0.isEmpty ? nil : $0 } }

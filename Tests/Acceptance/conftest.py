@@ -14,13 +14,14 @@ import psycopg
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# The README's screenshots: the browser tests take them every run, and write them to docs/
-# only with WHEREABOT_SCREENSHOTS=1, so that a test run leaves the working tree as it was.
+# The docs' screenshots (README.md, docs/protocol.md): the browser tests take them every run,
+# and write them to docs/ only with WHEREABOT_SCREENSHOTS=1, so that a test run leaves the
+# working tree as it was.
 SCREENSHOTS = ROOT / "docs" if os.environ.get("WHEREABOT_SCREENSHOTS") else pathlib.Path("/tmp/whereabot-screenshots")
 
 
 def screenshot_path(name):
-    """Where the screenshot `name` (docs/NAME in the README) is written."""
+    """Where the screenshot `name` (docs/NAME) is written."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return str(SCREENSHOTS / name)
 
@@ -119,7 +120,7 @@ def through_the_api(admin, who):
         yield admin
 
 
-# The files that take longest, longest first (seconds of one worker with four, issue 40 at
+# The files that take longest, longest first (seconds of one worker with four, at
 # 451 tests: test_push_services 82, test_push 67, test_hostile 54, test_forwarded 47,
 # test_browser_phone 45, test_mcp_tasks 42, test_auth_standin 38, test_migrate 37,
 # test_hostile_push 37; the other 40 files take 21 s or less each). pytest-xdist's loadfile
@@ -140,5 +141,5 @@ def pytest_collection_modifyitems(items):
 
 def pytest_configure(config):
     """A helper thread that dies fails its test: pytest only warns by default, and a helper
-    that stopped early leaves a test checking less than it says (clean-clone run 26)."""
+    that stopped early leaves a test checking less than it says."""
     config.addinivalue_line("filterwarnings", "error::pytest.PytestUnhandledThreadExceptionWarning")

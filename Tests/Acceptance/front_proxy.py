@@ -1,5 +1,5 @@
 """nginx or HAProxy in HTTP mode as the balancer in front of a relay, for the acceptance and
-fault tests that check the client's address comes from X-Forwarded-For (issue 37)."""
+fault tests that check the client's address comes from X-Forwarded-For (docs/deploy.md)."""
 import os
 import shutil
 import socket

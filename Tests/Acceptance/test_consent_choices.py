@@ -1,7 +1,7 @@
-"""Consent that informs (issue 29, SPEC §13), with Python `websockets` phones and the official
-MCP SDK: an approximate answer reaches the agent with `precision` (and the relay refuses a
-claim sharper than 3 km), every answer says how precise it is, and an always-allow can be
-approximate and for a while, absent from the phone's list once it ended."""
+"""Consent that informs (docs/protocol.md, "Consent"), with Python `websockets` phones and the
+official MCP SDK: an approximate answer reaches the agent with `precision` (and the relay
+refuses a claim sharper than 3 km), every answer says how precise it is, and an always-allow can
+be approximate and for a while, absent from the phone's list once it ended."""
 import asyncio
 import json
 import time
@@ -67,7 +67,7 @@ def test_an_approximate_answer_reaches_the_agent_with_its_precision(relay, make_
 
 
 def test_the_relay_makes_an_approximate_answer_approximate(relay, make_user):
-    """Hostile input round 3 (issue 38, guarantee 9): a phone that claims "approximate" but
+    """Hostile input round 3: a phone that claims "approximate" but
     sends its sharp fix with altitude, speed and heading is snapped by the relay itself to
     the centre of its 0.025° cell, and nothing finer reaches the agent."""
     who = make_user("Di", with_session=True)

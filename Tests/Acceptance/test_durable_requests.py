@@ -1,6 +1,7 @@
-"""Durable requests over plain HTTP (SPEC §11), driven by curl and Python `websockets`:
-`Prefer: respond-async` → 202, polls from any instance, the creating instance killed -9,
-binding to the credential, cancel, bounds, and privacy while waiting and after."""
+"""Durable requests over plain HTTP (docs/protocol.md, "Durable requests"), driven by curl and
+Python `websockets`: `Prefer: respond-async` → 202, polls from any instance, the creating
+instance killed -9, binding to the credential, cancel, bounds, and privacy while waiting and
+after."""
 import asyncio
 import http.client
 import json

@@ -1,4 +1,5 @@
-"""Issue 37, item 1: behind an HTTP proxy, limits count the client that X-Forwarded-For names.
+"""Behind an HTTP proxy, limits count the client that X-Forwarded-For names (docs/deploy.md,
+"Behind a load balancer: the client's address").
 
 Debian's nginx and HAProxy in HTTP mode (`option forwardfor`) in front of a relay that trusts
 them (TRUSTED_PROXIES=127.0.0.1). Every local client really is 127.0.0.1, which is trusted, so
@@ -185,7 +186,7 @@ def test_a_forwarding_header_from_an_untrusted_peer_is_ignored(untrusting_relay)
 
 
 def test_bad_keys_from_one_ipv6_64_share_one_budget(trusting_relay, admin):
-    """Hostile input round 3 (issue 38, finding 10): behind TRUSTED_PROXIES, bad keys from
+    """Hostile input round 3: behind TRUSTED_PROXIES, bad keys from
     80 addresses of one IPv6 /64 (an attacker's subscriber block) are limited as one client;
     a client in another /64 is not. Before, every address had a budget of its own and none of
     them was refused (0 of 300 in the review)."""
@@ -198,7 +199,7 @@ def test_bad_keys_from_one_ipv6_64_share_one_budget(trusting_relay, admin):
 
 
 def test_a_valid_credential_is_never_refused_for_what_others_at_its_address_sent(trusting_relay, admin):
-    """Hostile input round 3 (issue 38, finding 7): a stranger's bad agent keys spend the
+    """Hostile input round 3: a stranger's bad agent keys spend the
     budget of an address it shares with a customer (a NAT, a café); the customer's valid
     agent key, never used before (so looked up), and agent token from that same address are
     still served — keys are signed, and a signed key is looked up whatever its address's

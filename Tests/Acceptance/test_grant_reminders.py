@@ -1,4 +1,4 @@
-"""Reminders of standing grants (SPEC §14, issue 42 part 4), with two Python `websockets`
+"""Reminders of standing grants (docs/protocol.md, "Reminders"), with two Python `websockets`
 phones of one account on two relay instances and curl as the agent: a for-good Always allow
 used after GRANT_REMINDER_SECONDS is followed, once, by a reminder on every phone of the
 account (whichever instance holds it); the list shows the last use; Keep starts the interval

@@ -1,4 +1,4 @@
-"""Hostile clients against real `whereabot serve` processes (issue: hostile input).
+"""Hostile clients against real `whereabot serve` processes (docs/security.md).
 
 One test per way a signed-in phone, a stranger or a lookalike name could crash, stall or
 fool the relay. Each one failed on the relay before the fix: the test's docstring says how.
@@ -278,7 +278,7 @@ def test_a_random_key_flood_gets_429_and_costs_nobody_else(relay, admin):
     assert 429 in statuses and set(statuses) <= {401, 429}
     # Every refusal says when to come back. (A single request asked after the flood, or even
     # during it, could find the address's failure budget refilled: under load the flood is
-    # slower than the refill; clean-clone runs 14 and 16 of issue 40 got 401 there.)
+    # slower than the refill, and 401 came there.)
     assert len(retry_afters) == statuses.count(429) and min(retry_afters) >= 1
 
 
@@ -305,7 +305,7 @@ def test_an_inbound_flood_closes_the_socket_and_memory_stays_bounded(relay, admi
                 # nothing (not the relay's close frame either) until all 50,000 were written,
                 # which under load took past the relay's 5 s close handshake; the relay then
                 # closed the TCP connection and the client's next write failed (1006 instead
-                # of 1008: clean-clone run 11 of issue 40).
+                # of 1008).
                 if sent % 100 == 0:
                     await asyncio.sleep(0)
         except websockets.exceptions.ConnectionClosed:
@@ -443,7 +443,7 @@ def test_a_viewer_cannot_keep_the_owner_at_the_cap(relay, admin):
     waiting = [pool.submit(http, relay.base, "POST", f"/v1/locate?timeout_secs=10&person={owner[2]}",
                            agent_token(viewer, f"viewer-agent-{n}")) for n in range(5)]
     # All five wait before the sixth asks (a fixed second was not enough on a slow machine:
-    # the sixth came before the fifth was open, clean-clone run 61).
+    # the sixth came before the fifth was open).
     deadline = time.monotonic() + 9
     while admin.execute("select count(*) from relay.pending_requests where owner_id = %s and requester_id = %s"
                         " and settled_at is null", (owner[0], viewer[0])).fetchone()[0] < 5:

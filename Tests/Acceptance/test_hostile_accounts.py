@@ -1,4 +1,5 @@
-"""Issue 22, findings 5 and 6: what belongs to one account cannot be claimed by another.
+"""What belongs to one account cannot be claimed by another (docs/security.md, "Sharing"
+and "One account never degrades another").
 
 5. A share waiting for an email address went to any new account with that address, before
    it was confirmed: whoever signed up first with the address could ask where the owner was.

@@ -1,4 +1,5 @@
-"""Issue 22, finding 1: one account's hello never breaks other users' hellos.
+"""One account's hello never breaks other users' hellos (docs/security.md, "One account
+never degrades another").
 
 An attacker with a valid account fills its device cap through the API (RLS allows it), then
 says hello with new device ids at the same moment as other users' phones, on two relay
@@ -138,7 +139,7 @@ def test_revocation_checks_and_hello_batches_never_deadlock(relay_connect, admin
         (under the locks every hello batch holds, in its order: the instance's row for key
         share, then the devices' hello locks, sorted). Its errors count as the others' do:
         with the devices' locks taken before the instance's row it once deadlocked against
-        a hello batch and a revocation check queued for that row (clean-clone run 26)."""
+        a hello batch and a revocation check queued for that row."""
         with psycopg.connect(ADMIN_URL, autocommit=True) as conn:
             while not stop.is_set():
                 try:
@@ -181,8 +182,8 @@ async def open_silent(base, credential, source="127.0.0.1"):
 
 
 def test_sockets_waiting_for_hello_are_bounded_per_account_not_per_address(two_relays, admin):
-    """Issue 22, finding 7. Before: one token opened 300 sockets without hello, each holding
-    a slot for 10 s and costing a session check. Issue 37: the bound is the account's (and
+    """Before: one token opened 300 sockets without hello, each holding a slot for 10 s and
+    costing a session check. Now the bound is the account's (and
     the relay's), never the address's — customers behind one NAT or balancer are not refused
     for sharing it."""
     relay = two_relays[0]

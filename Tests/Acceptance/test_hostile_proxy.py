@@ -1,4 +1,5 @@
-"""Issue 22, finding 4: behind the load balancer, limits count real clients.
+"""Behind the load balancer, limits count real clients (docs/deploy.md, "Behind a load
+balancer: the client's address").
 
 HAProxy with deploy/haproxy.cfg (send-proxy-v2) in front of two relays that trust it
 (TRUSTED_PROXIES=127.0.0.1). Clients connect from different loopback addresses (127.0.0.2,
@@ -98,7 +99,7 @@ def test_a_strangers_failures_never_refuse_another_clients_valid_key(cluster, ad
     # more than its budget, so the ones past it are refused before any lookup. What the two
     # limiters can have let through is counted against the time the requests took (80 curl
     # processes once took over 5 s under the parallel make test, and the refills with them:
-    # clean-clone run 3 of issue 40's second session).
+    # once).
     statuses, took = proxy.statuses("POST", "/mcp", STRANGER, ["wb_" + uuid.uuid4().hex * 2 for _ in range(80)], INITIALIZE)
     budget = 2 * (20 + 2 * math.ceil(took))
     assert statuses[0] == 401 and set(statuses) == {401, 429}, statuses

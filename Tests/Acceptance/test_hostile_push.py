@@ -1,4 +1,5 @@
-"""Issue 22, finding 2: pushes cannot be amplified, and a flood delays nobody else's push.
+"""Pushes cannot be amplified, and a flood delays nobody else's push (docs/protocol.md,
+"Budgets").
 
 An account with ten Web Push subscriptions and ten APNs tokens loops "locate, hang up after
 150 ms" from 5 threads against two relay instances: no phone is connected, so each request's
@@ -132,7 +133,7 @@ def test_a_log_reader_that_stops_reading_stalls_nothing(push, admin, make_user):
 
 
 def test_a_viewer_asking_again_and_again_never_silences_the_owners_own_agent(push, admin, make_user):
-    """Hostile input round 3 (issue 38, finding 4): someone the owner shares with asks 40
+    """Hostile input round 3: someone the owner shares with asks 40
     times and hangs up; their requests wake the owner's phone at most 30 times (their own
     budget), and the owner's own agent still wakes it afterwards. Before, the viewer spent the
     owner's budget and the owner's agents could not wake the phone for an hour. Since a

@@ -1,4 +1,4 @@
-"""Hostile input, round 3 (issue 38, finding 11): every per-user cap holds under concurrency.
+"""Hostile input, round 3: every per-user cap holds under concurrency.
 
 Forty connections of one account, released together by a barrier, each insert one row in
 its own transaction, as forty browser tabs or API calls would. Before the fix each

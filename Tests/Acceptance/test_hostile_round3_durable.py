@@ -1,6 +1,6 @@
-"""Hostile input, round 3 (issue 38), against a real relay with curl and Python
-`websockets` phones: no account can take the tool away from others (finding 1), and a
-share that ended ends, waiting or sealed (finding 3)."""
+"""Hostile input, round 3, against a real relay with curl and Python `websockets` phones:
+no account can take the tool away from others, and a share that ended ends, waiting or
+sealed (docs/security.md, "Results that outlive the call")."""
 import http.client
 import json
 import secrets

@@ -1,6 +1,6 @@
-"""Hostile input, round 4 (README.md "Security model"), the relay's side: four attacks that
-worked, each run as the outside review ran it, against real relays and a real Postgres, with
-Python `websockets`, `urllib` and PyJWT as the attacker's clients.
+"""Hostile input, round 4 (docs/security.md, "Under floods"), the relay's side: four attacks
+that worked, each run as the outside review ran it, against real relays and a real Postgres,
+with Python `websockets`, `urllib` and PyJWT as the attacker's clients.
 
 1. Settings floods: one account's eight sockets sent eight-window quiet_hours messages back
    to back (each read the whole time-zone database, ~250 ms of one of the instance's

@@ -1,5 +1,5 @@
-"""Issue 22, from Schemathesis run with every check, seen from outside with urllib against a real
-relay: a method a route does not support is 405 with `Allow` naming the route's methods, on
+"""What Schemathesis found when run with every check, seen from outside with urllib against a
+real relay: a method a route does not support is 405 with `Allow` naming the route's methods, on
 every route the relay serves (unknown paths stay 404, HEAD works wherever GET does), and
 POST /mcp answers JSON-RPC 2.0's invalid requests — no `method`, `"method": ""`,
 `"params": null` — with HTTP 400 and -32600 (Invalid Request), not 200 and -32601."""

@@ -1,4 +1,4 @@
-"""MCP 2026-07-28 natively, checked by tools nobody here wrote (issue 24): `jbt-mcpcheck`
+"""MCP 2026-07-28 natively, checked by tools nobody here wrote: `jbt-mcpcheck`
 (the 2026-07-28 Streamable HTTP transport) and `mcp-authlab` (the authorization rules),
 both pinned in requirements.txt, against a real relay on loopback. Before: mcpcheck failed
 server/discover (-32601 with HTTP 200), resultType, cache hints, the version and header

@@ -1,7 +1,7 @@
-"""POST /mcp per revision (issue 24), probed with raw HTTP (urllib) and raw sockets: every
-400 and 404 2026-07-28 names, the version rules of every revision, result shapes, the 401
-challenge, a closed stream that leaves the prompt (a hang-up, not a cancel), and traceparent in
-the relay's log lines.
+"""POST /mcp per revision (docs/agents.md, "MCP revisions"), probed with raw HTTP (urllib) and
+raw sockets: every 400 and 404 2026-07-28 names, the version rules of every revision, result
+shapes, the 401 challenge, a closed stream that leaves the prompt (a hang-up, not a cancel), and
+traceparent in the relay's log lines.
 Before: each of these was answered 200 (or -32601 with HTTP 200 for server/discover)."""
 import asyncio
 import json
@@ -134,7 +134,8 @@ def test_401_challenges(relay):
 
 
 def test_closing_the_stream_is_a_hang_up_not_a_cancel(relay, make_user):
-    """Issue 57: a client that closes the response stream (its own timeout, a dropped
+    """A hang-up is not a refusal (docs/protocol.md, "Answers and agent texts"): a client that
+    closes the response stream (its own timeout, a dropped
     connection) leaves the person's prompt until the request's deadline; an explicit cancel
     is test_hang_up_and_join's."""
     user, session, email = make_user("Cancel", with_session=True)

@@ -29,7 +29,7 @@ SCHEMATHESIS = ROOT / ".venv" / "bin" / "schemathesis"
 # Every check the installed Schemathesis has (4.32.5: `schemathesis run --help` names them under
 # --checks), except the two that flag answers the relay gives by design:
 # - not_a_server_error (ST101) fails any 5xx, documented or not, and POST /v1/locate answers
-#   503 when no phone of the user is connected (SPEC §3); a 500 is still caught, by
+#   503 when no phone of the user is connected (docs/protocol.md); a 500 is still caught, by
 #   status_code_conformance, since no operation documents one;
 # - max_response_time (ST112): a locate is a long poll that waits up to timeout_secs (120 s)
 #   for the person to answer. It is not among --checks' names (so --exclude-checks refuses
@@ -53,7 +53,7 @@ def checks():
 
 # Statuses a valid request gets by design that positive_data_acceptance does not expect
 # (its default list is 2xx, 3xx, 401, 403, 404, 409, 429, 5xx): an answer posted to
-# /v1/device/answer for an id no request waits under is 410 (SPEC §5), and every id
+# /v1/device/answer for an id no request waits under is 410 (docs/protocol.md), and every id
 # Schemathesis draws is one; /oauth/authorize answers 400 (a page) for a client it does not
 # know, and every client id Schemathesis draws is one; /oauth/token and /oauth/revoke answer
 # 400 for a form whose encoding repeats a name (RFC 6749 §3.1), which Schemathesis's

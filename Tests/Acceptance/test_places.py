@@ -1,4 +1,4 @@
-"""Places (SPEC §14, issue 42 part 2), with Python `websockets` phones, curl and the official
+"""Places (docs/protocol.md, "Places"), with Python `websockets` phones, curl and the official
 MCP SDK: a phone inside a place it shares by name answers with the name only; the agent
 gets 200 with `place` and `precision: "place"` and no position (the SDK validates it against
 the tool's outputSchema); a place answer with coordinates or a name that is empty or too

@@ -1,4 +1,5 @@
-"""Push (PUSH.md §7, P1-P5; test_push_services.py has P6-P10 and the re-alert): real `whereabot serve` processes against a fake APNs (HTTP/2 +
+"""Push (docs/testing.md, "What make test runs": P1-P5; test_push_services.py has P6-P10 and
+the re-alert): real `whereabot serve` processes against a fake APNs (HTTP/2 +
 TLS, verifying the ES256 provider token like APNs) and a fake Web Push service (TLS, VAPID
 checked, every body decrypted with http_ece). Agents call with curl; phones are Python
 `websockets` clients or the `whereabot phone` CLI."""
@@ -59,8 +60,9 @@ def test_p1_no_device_connected_pushes_at_once_to_every_target(admin, make_user,
 
 
 def test_the_alerts_carry_the_agents_reason_as_text(admin, make_user, push, relay):
-    """SPEC §13: "Your agent NAME wants to know your location: REASON" in the APNs alert and
-    the Web Push body (decrypted here with http_ece), cleaned, with the reason on its own too."""
+    """docs/protocol.md, "Consent": "Your agent NAME wants to know your location: REASON" in the
+    APNs alert and the Web Push body (decrypted here with http_ece), cleaned, with the reason on
+    its own too."""
     owner = Owner(admin, make_user, push, tokens=[hex_token()], paths=["/sub/reason"])
     call = Locate(relay.base, owner.agent, 5, reason="To pick you up\n at the <b>station</b>\u202e").begin()
     alerts = wait_for(lambda: push.apns_for(owner.tokens), 3)

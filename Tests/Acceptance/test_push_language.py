@@ -1,9 +1,10 @@
-"""Notifications in the person's language (README.md, "Push"): a browser phone subscribes to
-Web Push over its socket saying it speaks German (as the page does from navigator.languages),
-an iPhone stores its APNs token with `language` 'de' (as the app does through the API), and a
-second phone of the same account subscribes in English. An agent asks while no phone is
-connected: the fake Web Push service decrypts each notification (http_ece), the fake APNs
-reads its JSON, and each is in its device's language; the agent's answer stays English."""
+"""Notifications in the person's language (docs/protocol.md, "What a notification says"): a
+browser phone subscribes to Web Push over its socket saying it speaks German (as the page does
+from navigator.languages), an iPhone stores its APNs token with `language` 'de' (as the app does
+through the API), and a second phone of the same account subscribes in English. An agent asks
+while no phone is connected: the fake Web Push service decrypts each notification (http_ece),
+the fake APNs reads its JSON, and each is in its device's language; the agent's answer stays
+English."""
 import asyncio
 import json
 import uuid

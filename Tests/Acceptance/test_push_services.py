@@ -1,4 +1,5 @@
-"""Push (PUSH.md §7, P6-P10, and SPEC §14's re-alert): exactly once across two instances,
+"""Push (docs/testing.md, "What make test runs": P6-P10, and the re-alert of
+docs/protocol.md, "Re-alert"): exactly once across two instances,
 dead targets, GOAWAY and one provider token, no settings, bad settings, VAPID keys. Real
 `whereabot serve` processes against the fake APNs and the fake Web Push service (test_push.py
 has P1-P5; the two files run on two workers)."""
@@ -95,7 +96,7 @@ def test_p8_p9_goaway_and_one_provider_token_across_connections(admin, make_user
         owners = [Owner(admin, make_user, fakes, tokens=[hex_token() for _ in range(5)]) for _ in range(2)]
         # A push is not sent past its request's end, so the requests outlive the pushes by far:
         # with 5 s, one push retried after a GOAWAY came after its request ended under the
-        # parallel make test and was rightly dropped (clean-clone run 4 of issue 40).
+        # parallel make test and was rightly dropped.
         calls = [Locate(relay.base, agent, 20).begin() for owner in owners for agent in owner.agents(3)]
         tokens = [t for owner in owners for t in owner.tokens]
 
@@ -152,10 +153,10 @@ def test_vapid_keys_prints_a_usable_pair():
 
 # ------------------------------------------------------------------------------- re-alert
 def test_an_unanswered_request_is_realerted_once_with_the_same_collapse_id(admin, make_user, push):
-    """SPEC §14: REALERT_SECONDS (2 here) after the request opened, an alert nobody answered
-    gets exactly one more — to the same targets, under the same collapse id, so it replaces
-    the first on the device — while at least 20 s of the request remain; a request too
-    short for that gets none."""
+    """docs/protocol.md, "Re-alert": REALERT_SECONDS (2 here) after the request opened, an alert
+    nobody answered gets exactly one more — to the same targets, under the same collapse id, so
+    it replaces the first on the device — while at least 20 s of the request remain; a request
+    too short for that gets none."""
     relay = RelayServer(**push.env, REALERT_SECONDS="2")
     owner = Owner(admin, make_user, push, tokens=[hex_token()], paths=["/sub/realert"])
     short = Owner(admin, make_user, push, tokens=[hex_token()])

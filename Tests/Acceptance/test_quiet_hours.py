@@ -1,4 +1,4 @@
-"""Quiet hours (SPEC §14, issue 42 part 1), with Python `websockets` phones, curl and the
+"""Quiet hours (docs/protocol.md, "Quiet hours"), with Python `websockets` phones, curl and the
 official MCP SDK: the phone sets its windows over its socket (each bad one refused with a
 sentence, nothing stored), gets them back after every hello; during a window an agent
 without the person's "may wake me" mark gets 503 with Retry-After and the exact text over

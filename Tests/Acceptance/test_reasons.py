@@ -1,5 +1,5 @@
-"""The agent says why (issue 29, SPEC §13): `reason` on POST /v1/locate (query or JSON body)
-and on get_phone_location (the official MCP SDK), cleaned, at most 120 characters, in the
+"""The agent says why (docs/protocol.md, "Consent"): `reason` on POST /v1/locate (query or JSON
+body) and on get_phone_location (the official MCP SDK), cleaned, at most 120 characters, in the
 ping a Python `websockets` phone reads, and never kept once the request settles."""
 import asyncio
 import json

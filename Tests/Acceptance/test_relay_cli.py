@@ -52,7 +52,8 @@ def test_tokens_keys_and_the_reference_phone(relay):
         time.sleep(0.3)
         status, body = curl_locate(relay.base, agent_token)
         assert status == 200 and '"latitude":48.8584' in body
-        # The terminal phone names the agent as the app and the alert push do (SPEC §14).
+        # The terminal phone names the agent as the app and the alert push do
+        # (docs/protocol.md, "The terminal phone").
         prompt = phone.stdout.readline()
         assert re.fullmatch(r"request [0-9a-f]{8}: Your agent CLI agent wants to know your location, \d+s left\n", prompt), prompt
 
@@ -80,7 +81,7 @@ def test_token_refuses_without_a_secret():
 
 
 def test_the_reference_phone_obeys_retry_after(relay):
-    """Issue 37: refused with 429 and Retry-After (its account's places before hello are
+    """Refused with 429 and Retry-After (its account's places before hello are
     taken), `whereabot phone` waits as long as the relay asks — not its 1 s back-off — and
     then connects."""
     email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
@@ -106,10 +107,10 @@ def test_the_reference_phone_obeys_retry_after(relay):
 
 
 def test_the_reference_phone_keeps_places_and_sets_quiet_hours_from_a_settings_file(relay, tmp_path):
-    """SPEC §14 on the terminal phone (issue 42, part 6): places from `--settings` are
-    matched on the phone (inside one shared by name only, the agent gets the name and no
-    position), quiet hours are set at the relay after the hello, and a bad window is refused
-    with the relay's sentence."""
+    """Places and quiet hours on the terminal phone (docs/protocol.md, "The terminal phone"):
+    places from `--settings` are matched on the phone (inside one shared by name only, the agent
+    gets the name and no position), quiet hours are set at the relay after the hello, and a bad
+    window is refused with the relay's sentence."""
     email = f"cli-{uuid.uuid4().hex[:8]}@example.com"
     phone_token = cli("token", "--email", email, "--name", "Cli User")
     agent_token = cli("token", "--email", email, "--agent", "CLI agent")

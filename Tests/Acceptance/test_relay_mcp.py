@@ -231,7 +231,7 @@ def test_a_long_tool_call_reports_progress_to_the_sdk(make_user):
 
 
 def test_a_streamed_tool_call_whose_session_ended_gets_no_location(make_user, admin):
-    """Hostile input round 3 (issue 38, finding 9): a tool call answered over SSE (the SDK
+    """Hostile input round 3: a tool call answered over SSE (the SDK
     asked for progress) whose session is signed out while the person has not tapped yet
     gets the revoked-credential error, not the fix the phone sends afterwards: the
     credential is checked again before the result goes out, as for a plain reply. (Another

@@ -1,5 +1,5 @@
-"""Ending a share ends what it allowed at once (issue 16's review): the viewer's request
-still waiting for the owner is cancelled on the owner's phone through the existing
+"""Ending a share ends what it allowed at once (docs/security.md, "Sharing"): the viewer's
+request still waiting for the owner is cancelled on the owner's phone through the existing
 `whereabot_cancel` notification. Real relay, Python `websockets` phone, curl agent."""
 import asyncio
 import json

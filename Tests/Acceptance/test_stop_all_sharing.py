@@ -1,8 +1,8 @@
-"""Stop all sharing (SPEC §14, issue 42 part 3), with Python `websockets` phones and curl
-against two relay instances: one message on the phone socket ends the account's agent
-key, always-allow, share and waiting request, answered with the counts; the waiting agent
-gets 403 with the denied text, the key fails on both instances within 5 s, the person shared
-with finds nobody, and the always-allowed agent is asked again."""
+"""Stop all sharing (docs/protocol.md, "Stop all sharing"), with Python `websockets` phones and
+curl against two relay instances: one message on the phone socket ends the account's agent key,
+always-allow, share and waiting request, answered with the counts; the waiting agent gets 403
+with the denied text, the key fails on both instances within 5 s, the person shared with finds
+nobody, and the always-allowed agent is asked again."""
 import asyncio
 import json
 import time

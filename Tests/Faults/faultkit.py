@@ -25,8 +25,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 BINARY = ROOT / ".build" / "debug" / "whereabot"
 SECRET = "fault-tests-jwt-secret-with-at-least-32-characters"
 # Below the kernel's ephemeral range (32768-60999): a cluster that restarts on a port in it
-# can find the port taken by some client's outgoing connection (issue 40: the failover
-# pair's 54342 was, by the storm's phones, and `pg_ctl start` failed).
+# can find the port taken by some client's outgoing connection (the failover pair's 54342
+# once was, by the storm's phones, and `pg_ctl start` failed).
 PORT = int(os.environ.get("WHEREABOT_FAULTS_PGPORT", "25341"))
 DATA = pathlib.Path(os.environ.get("WHEREABOT_FAULTS_PGDATA", "/var/tmp/whereabot-faults/pgdata"))
 DB = "whereabot_faults"
@@ -37,8 +37,8 @@ LOGS = ROOT / ".local" / "faults"
 def free_port():
     """A free port below the kernel's ephemeral range, as PORT is: the relays and HAProxy
     bind theirs after this returns, and relays restart on theirs; a port from the ephemeral
-    range can be taken meanwhile by any outgoing connection of the busy machine (clean-clone
-    run 24 of issue 40: every test behind HAProxy found no phone connected)."""
+    range can be taken meanwhile by any outgoing connection of the busy machine (then every
+    test behind HAProxy found no phone connected)."""
     while True:
         port = random.randrange(20000, 32000)
         if abs(port - PORT) < 8:
@@ -72,7 +72,7 @@ class Postgres:
         subprocess.run([ROOT / "scripts" / "db.sh", "reset-test"], env=self.env, check=True)
         # A fresh cluster's WAL (its schema, the migrations) is checkpointed, so that a test's
         # crash replays its own seconds of WAL, not all of it: on a loaded machine that took
-        # 28 s, past the calls' deadlines (P12, clean-clone run 59).
+        # 28 s, past the calls' deadlines (P12).
         self.query("checkpoint")
 
     def pg_ctl(self, *args):

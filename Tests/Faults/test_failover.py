@@ -1,4 +1,5 @@
-"""A database that hangs instead of dying (issue 23): two relays behind HAProxy on a primary
+"""A database that hangs instead of dying (docs/deploy.md, "A database that hangs, and
+failover"): two relays behind HAProxy on a primary
 and a streaming standby, given a multi-host DATABASE_URL (target_session_attrs=read-write),
 under a steady load of locates (every user always has two in flight; phones answer after
 0.2 s). Four faults, each on a deployment that is healthy again first:
@@ -9,7 +10,8 @@ under a steady load of locates (every user always has two in flight; phones answ
   (b) the primary hangs and the standby is promoted 2 s later.
 
 A call is lost when it hangs past its deadline plus 10 s, or ends with anything but its fix
-or a documented answer (an agent text of SPEC §3, or HAProxy's 503 while no relay is
+or a documented answer (an agent text of docs/protocol.md, "Answers and agent texts", or
+HAProxy's 503 while no relay is
 ready). Each prints calls / answered / documented refusals / lost, how long after the fault
 ended /readyz was 200 on both relays again, and how long until every user was answered
 again. Before this issue, (b) lost every call in flight and /readyz said 200 meanwhile.
@@ -149,7 +151,7 @@ def run(deployment, name, fault):
     wait_until(lambda: readiness and readiness[-1][1], 60, "/readyz 200 on both relays after the fault")
     # The load goes on until every call the fault saw has ended (each is classified below)
     # and every user was answered again after it, and for at least SETTLED_SECS; at most
-    # 25 s. (It was 25 s always: issue 40's run time.)
+    # 25 s.
     answered_at = {}
     while time.monotonic() < ended + 25:
         for user, started, finished, status, body in load.since(ended):

@@ -1,5 +1,6 @@
-"""Fault tests (SPEC §4, issue 6): two relays behind HAProxy on their own PostgreSQL.
-Each test prints sent / answered / lost and fails if any request is lost or hangs."""
+"""Fault tests (docs/architecture.md, "Several instances"): two relays behind HAProxy on their
+own PostgreSQL. Each test prints sent / answered / lost and fails if any request is lost or
+hangs."""
 import concurrent.futures
 import time
 
@@ -37,7 +38,7 @@ def in_flight(relays, phones):
     try:
         wait_until(lambda: pending(relays) >= SENT and phones.pings >= SENT, 30, f"{SENT} requests waiting and pinged")
     except AssertionError as timeout:
-        # Say how far it got (clean-clone run 36 timed out here once, on a slowed machine).
+        # Say how far it got (it timed out here once, on a slowed machine).
         raise AssertionError(f"{timeout}: {pending(relays)} waiting, {phones.pings} pinged,"
                              f" {len(phones.connected)} phones connected") from None
 
@@ -54,7 +55,7 @@ def load(deployment, delay, first_url=None, agents_base=None):
     phones = Phones(users, ws(haproxy.base), first_url=first_url, delay=delay)
     # Held until every request is waiting and pinged: answered `delay` after each ping, the
     # first came before the last ping on a slowed machine and "100 waiting" never held
-    # (clean-clone runs 36 and 37: "0 waiting, 100 pinged").
+    # ("0 waiting, 100 pinged").
     phones.hold()
     phones.start()
     agents = Agents(users, agents_base or haproxy.base, per_user=PER_USER)
@@ -159,7 +160,7 @@ def test_listener_connections_terminated(deployment):
     postgres, relays, haproxy = deployment
     # The phones answer 3 s after their ping: under load the 100 requests take more than a
     # second to open, and with 1 s the first were answered before the last were asked, so
-    # they were never all in flight at once (clean-clone run 11 of issue 40). The answers
+    # they were never all in flight at once. The answers
     # still land while the waiters are deaf: the relay role cannot log in until all came.
     phones, agents = load(deployment, delay=3.0)
     replayed_before = sum(relay.metric("whereabot_answers_replayed_total") for relay in relays)

@@ -1,6 +1,7 @@
-"""Issue 37: the topologies people run. A relay started before its database or Supabase
-Auth's signing keys becomes ready by itself, and phones that share one address (behind
-nginx without PROXY protocol, or a carrier NAT) all come back after a restart."""
+"""The topologies people run (docs/deploy.md, "Starting in any order"). A relay started before
+its database or Supabase Auth's signing keys becomes ready by itself, and phones that share one
+address (behind nginx without PROXY protocol, or a carrier NAT) all come back after a
+restart."""
 import asyncio
 import concurrent.futures
 import http.server
@@ -104,8 +105,8 @@ def test_a_relay_started_before_its_database_becomes_ready_by_itself(postgres):
         lines = [json.loads(line) for line in log.read_bytes()[before:].decode().splitlines() if line.startswith("{")]
         changes = [(line["event"], line.get("reason")) for line in lines if line["event"] in ("dependency_down", "dependency_up")]
         # One line per change of state, a change of reason included: a Postgres still
-        # starting when a connect reached it ("the database system is starting up", clean-clone
-        # run 19 of issue 40, under load) is a second reason, logged once.
+        # starting when a connect reached it ("the database system is starting up", seen
+        # under load) is a second reason, logged once.
         assert changes in ([("dependency_down", "connection refused"), ("dependency_up", None)],
                            [("dependency_down", "connection refused"), ("dependency_down", "starting up"),
                             ("dependency_up", None)]), changes

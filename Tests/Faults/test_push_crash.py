@@ -1,7 +1,8 @@
-"""P12 (PUSH.md §7): a Postgres crash between the silent push and the checking time. The
-UNLOGGED request rows vanish with their push claims; the waiting relay re-creates the rows,
-restores its wake claim without sending it again, and sends the checking stage: still one
-silent and one checking push per APNs token, one checking Web Push per subscription."""
+"""P12 (docs/testing.md, "What make test runs"): a Postgres crash between the silent push and
+the checking time. The UNLOGGED request rows vanish with their push claims; the waiting relay
+re-creates the rows, restores its wake claim without sending it again, and sends the checking
+stage: still one silent and one checking push per APNs token, one checking Web Push per
+subscription."""
 import pathlib
 import sys
 import time

@@ -2,7 +2,7 @@
 import Testing
 
 /// Per-client budgets count an IPv6 address by its /64, and also by its /56 and /48, the
-/// blocks a site is routed (README.md, "Security model").
+/// blocks a site is routed (docs/security.md, "Under floods").
 @Suite struct AddressBudgetTests {
     @Test func anIPv6AddressCountsAsItsSlash64() {
         #expect(AddressBudget.key(for: "2001:db8:7:7:a:b:c:d") == "2001:db8:7:7::/64")

@@ -34,7 +34,7 @@ import TestSupport
 
     /// Polls the server's counts until they are `expected` (closing happens on the loop). The
     /// limit guards against a hang and asserts no timing: a 2 s one ran out once under the
-    /// parallel make test (clean-clone run 3).
+    /// parallel make test.
     func counts(_ server: HTTPServer, become expected: (Int, Int)) async -> (connections: Int, webSockets: Int) {
         try? await eventually("the counts become \(expected)") { await server.connectionCounts() == expected }
         return await server.connectionCounts()

@@ -148,7 +148,7 @@ import Testing
     /// The server pings an idle socket; a peer that answers stays, one that never answers is
     /// dropped once the pong's deadline passes. The server's loop runs on a manual clock, so
     /// that a loaded machine cannot make the answering peer late (in real time, beside the
-    /// acceptance tests, a client once missed a 3-s deadline: issue 40, clean-clone run 23).
+    /// acceptance tests, a client once missed a 3-s deadline).
     @Test func silentPeerIsDroppedAfterPing() async throws {
         var limits = HTTPServerLimits()
         limits.webSocketPingInterval = .milliseconds(300)

@@ -2,9 +2,10 @@ import Foundation
 import PGBus
 import Testing
 
-/// Every statement has a deadline (issue 23): a server that stops answering with its TCP
-/// connection open fails the statement with `timedOut` by the deadline, the connection is
-/// abandoned, and a pool replaces it; failed connects back off.
+/// Every statement has a deadline (docs/deploy.md, "A database that hangs, and failover"): a
+/// server that stops answering with its TCP connection open fails the statement with `timedOut`
+/// by the deadline, the connection is abandoned, and a pool replaces it; failed connects back
+/// off.
 @Suite(.serialized) struct DeadlineTests {
     static func throughProxy(_ proxy: SilentProxy, timeout: Duration = .seconds(1)) -> PGConfiguration {
         var configuration = TestDatabase.configuration
@@ -31,7 +32,7 @@ import Testing
             let error = await #expect(throws: PGError(.timedOut)) { try await task.value }
             // The configured deadline (1 s) is the one that fired, not the default (5 s):
             // the loop's deadline check names it. Timed here, the test's own scheduling
-            // counts too (clean-clone run 49: 3.96 s under make test's load for a 1-s deadline).
+            // counts too (3.96 s was seen under make test's load for a 1-s deadline).
             #expect(error.map { String(reflecting: $0) }?.contains("no answer within 1.0 seconds") == true, "\(String(describing: error))")
         }
         #expect(Self.seconds(since: started) < 60, "failed by a deadline, not after the kernel gave up on the connection")

@@ -8,7 +8,7 @@ import TestSupport
     @Test func twoHundredConcurrentQueriesThroughFourConnections() async throws {
         // The wait for a connection is not what this test is about: 200 callers queue on 4
         // connections, and on a loaded machine the last waited past the default 5 s
-        // (clean-clone run 60, `poolTimeout`); the timeout has a test of its own below.
+        // (`poolTimeout`); the timeout has a test of its own below.
         let pool = PGPool(configuration: TestDatabase.configuration, size: 4, acquireTimeout: .seconds(60))
         let results = try await withThrowingTaskGroup(of: (Int, Int32).self) { group in
             for n in 0..<200 {

@@ -2,8 +2,7 @@ import Push
 import Testing
 
 /// Web Push endpoints are parsed once, strictly, and the allow-list compares what was
-/// parsed (issue 22: `127.0.0.1%2f.googleapis.com` passed the old check, only libcurl
-/// refused it).
+/// parsed (`127.0.0.1%2f.googleapis.com` passed an older check, and only libcurl refused it).
 @Suite struct PushEndpointTests {
     @Test(arguments: ["https://fcm.googleapis.com/fcm/send/abc:DEF-123_x",
                       "https://updates.push.services.mozilla.com/wpush/v2/gAAAA%3D%3D",

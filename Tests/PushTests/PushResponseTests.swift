@@ -2,7 +2,8 @@ import Foundation
 @testable import Push
 import Testing
 
-/// The response tables of PUSH.md §3 and §4, the endpoint allow-list and apns-id.
+/// The responses of docs/protocol.md, "APNs" and "Web Push", the endpoint allow-list and
+/// apns-id.
 @Suite struct PushResponseTests {
     private func apns(_ status: Int?, _ reason: String? = nil, timestamp: Int? = nil) -> PushHTTPResponse {
         var body = ""

@@ -97,8 +97,8 @@ import Testing
         #expect(fixture.on(.locate(ping, owner: phone.user)).isEmpty, "each id once per socket")
     }
 
-    /// A reminder (SPEC §14) goes to every registered phone of its owner here, and to no
-    /// other account's phone or socket still waiting for its hello.
+    /// A reminder (docs/protocol.md, "Reminders") goes to every registered phone of its owner
+    /// here, and to no other account's phone or socket still waiting for its hello.
     @Test func aReminderReachesEveryRegisteredPhoneOfItsOwner() {
         var fixture = Fixture()
         let user = UUID()
@@ -274,7 +274,8 @@ import Testing
         guard case .close(_, 1008, "too many messages")? = overflow.first else { Issue.record("closed: \(overflow)"); return }
     }
 
-    /// Hello statuses the database returns close the socket with SPEC §5's codes.
+    /// Hello statuses the database returns close the socket with the codes of docs/protocol.md,
+    /// "The socket".
     @Test func refusedHellosCloseWithTheirCodes() {
         let cases: [(RelayStatus.Hello, UInt16, String)] = [
             (.revoked, 4000, "revoked"), (.replaced, 4000, "replaced"), (.tooMany, 4002, "too_many_devices"),

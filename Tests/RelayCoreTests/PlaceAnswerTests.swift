@@ -3,8 +3,8 @@ import JSON
 @testable import RelayCore
 import Testing
 
-/// Places (SPEC §14) as the relay reads a phone's place answer and writes it for the agent:
-/// the name only, cleaned and at most 40 characters, never with a position.
+/// Places (docs/protocol.md, "Places") as the relay reads a phone's place answer and writes it
+/// for the agent: the name only, cleaned and at most 40 characters, never with a position.
 @Suite struct PlaceAnswerTests {
     let id = UUID()
 

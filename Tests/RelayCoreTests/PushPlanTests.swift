@@ -2,7 +2,8 @@ import Foundation
 @testable import RelayCore
 import Testing
 
-/// PushPlan: every transition of PUSH.md §1-2, with no I/O and a hand-set clock.
+/// PushPlan: every transition (docs/protocol.md, "When pushes go out" and "Who sends: the
+/// claim"), with no I/O and a hand-set clock.
 @Suite struct PushPlanTests {
     let t0 = Date(timeIntervalSince1970: 1_796_000_000)
     /// The wake and checking stages alone; the re-alert has its own tests (`realertTiming`).
@@ -142,8 +143,8 @@ import Testing
         #expect(plan.handle(.opened(connections: 0, now: t0)) == [])
     }
 
-    /// SPEC §14's one re-alert: an alert still unanswered 30 s after the request opened is
-    /// claimed once more while 20 s remain; then the plan is over.
+    /// The one re-alert (docs/protocol.md, "Re-alert"): an alert still unanswered 30 s after
+    /// the request opened is claimed once more while 20 s remain; then the plan is over.
     @Test func anUnansweredAlertIsRealertedOnce() {
         var plan = PushPlan(expires: t0.addingTimeInterval(60), timing: realertTiming)
         _ = plan.handle(.opened(connections: 0, now: t0))

@@ -3,7 +3,7 @@ import Relay
 @testable import RelayCore
 import Testing
 
-/// The status table of SPEC §3, row by row.
+/// The status table of docs/protocol.md, "Answers and agent texts", row by row.
 @Suite struct AgentFailureTests {
     /// Each failure maps to its status and its exact agent text.
     @Test(arguments: [
@@ -27,7 +27,7 @@ import Testing
     }
 }
 
-/// The sharing texts of SPEC §6.
+/// The sharing texts of docs/protocol.md, "Locating someone else".
 @Suite struct SharingTextTests {
     @Test func sharingFailures() {
         #expect(AgentFailure.nobodyNamed("Ada").status == 404)
@@ -41,7 +41,8 @@ import Testing
     }
 }
 
-/// The quiet-hours text of SPEC §14, and the Retry-After it carries over HTTP and MCP alike.
+/// The quiet-hours text of docs/protocol.md, "Quiet hours", and the Retry-After it carries over
+/// HTTP and MCP alike.
 @Suite struct QuietHoursTextTests {
     @Test func aRequestInQuietHoursSaysUntilWhenOnTheOwnersClock() {
         let now = Date(timeIntervalSince1970: 1_000_000)

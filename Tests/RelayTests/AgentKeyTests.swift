@@ -2,8 +2,8 @@ import Crypto
 @testable import Relay
 import Testing
 
-/// Agent keys are signed (issue 38, finding 7): the relay tells a key the database made from
-/// a forgery without asking the database.
+/// Agent keys are signed (docs/security.md, "Under floods"): the relay tells a key the database
+/// made from a forgery without asking the database.
 @Suite struct AgentKeyTests {
     let secret = [UInt8](repeating: 7, count: 32)
 

@@ -99,7 +99,7 @@ import TestSupport
         #expect(calls.singles.withLock { $0 } == [0, 8])
     }
 
-    /// Hostile input round 3 (issue 38): the batch of the calls waiting behind a first call
+    /// Hostile input round 3: the batch of the calls waiting behind a first call
     /// starts when that call returns, from its task — and must not carry its trace context,
     /// or the other callers' log lines would name the first caller's (an agent's) trace id.
     @Test func aBatchRunsWithoutTheTraceOfTheCallThatFreedItsSlot() async throws {

@@ -4,7 +4,8 @@ import JSON
 @testable import RelayCore
 import Testing
 
-/// "Share approximate" and "Allow for 1 hour" (SPEC §13) as the relay reads them from a
+/// "Share approximate" and "Allow for 1 hour" (docs/protocol.md, "Consent") as the relay
+/// reads them from a
 /// phone and writes them for the agent.
 @Suite struct ConsentChoicesTests {
     let id = UUID()

@@ -27,7 +27,8 @@ import Testing
         #expect(String(decoding: sink.data, as: UTF8.self) == "hello from curl")
     }
 
-    /// The linked libcurl uses OpenSSL, as SPEC §2 requires (APNs needs HTTP/2 too).
+    /// The linked libcurl uses OpenSSL, as docs/architecture.md, "The modules" requires (APNs
+    /// needs HTTP/2 too).
     @Test func libcurlIsTheOpenSSLFlavourWithHTTP2() throws {
         let info = try #require(wb_curl_version_info())
         let ssl = String(cString: info.pointee.ssl_version)

@@ -49,8 +49,9 @@ import TestSupport
         _ = try await admin.asUser(claims: claims) { try await $0.query("update public.devices set revoked_at = now() where id = $1", [device]) }
         for await _ in new.messages {}
         #expect(new.closeCode == 4000 && new.closeReason == "revoked")
-        // Removing the device also revoked the session that registered it (SPEC §5): the
-        // same token is refused before the upgrade, for this device id or any other.
+        // Removing the device also revoked the session that registered it (docs/protocol.md,
+        // "The socket"): the same token is refused before the upgrade, for this device id or
+        // any other.
         for id in [device, UUID()] {
             await #expect(throws: WebSocketClient.ConnectError.self) { _ = try await harness.phone(token, device: id) }
         }

@@ -1,7 +1,8 @@
 @testable import Relay
 import Testing
 
-/// The push queue shared by accounts (SPEC §8: one account cannot delay another's pushes),
+/// The push queue shared by accounts (docs/security.md, "One account never degrades
+/// another": one account cannot delay another's pushes),
 /// driven as a state machine: jobs in, starts and refusals out.
 @Suite struct FairPushQueueTests {
     typealias Queue = FairPushQueue<String, String>

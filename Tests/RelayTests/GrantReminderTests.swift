@@ -4,7 +4,8 @@ import JSON
 @testable import RelayCore
 import Testing
 
-/// The reminder notification (SPEC §14) as the relay decodes it and as the phone gets it.
+/// The reminder notification (docs/protocol.md, "Reminders") as the relay decodes it and as the
+/// phone gets it.
 @Suite struct GrantReminderTests {
     let owner = UUID(), requester = UUID()
     var channel: String { RelayNotification.channel(of: "relay-a") }

@@ -171,7 +171,7 @@ import TestSupport
         let owner = try await user()
         try await withRelay(owner: owner.user, session: owner.session, phone: .ignore) { driver in
             // The call waits 5 s, not 1: on a loaded machine a 1-s call had ended before the
-            // first look (clean-clone run 60).
+            // first look.
             let call = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
             _ = try await pendingRequest(of: owner.user)
             await driver.untilIdle(within: .milliseconds(10))

@@ -18,7 +18,8 @@ import Testing
         #expect(LocationFix(sealedJSON: #"{"latitude":"1"}"#) == nil)
     }
 
-    /// The ping is the phone's documented form (SPEC §5) without the reply key, and reads
+    /// The ping is the phone's documented form (docs/protocol.md, "Messages") without the
+    /// reply key, and reads
     /// back (with the key the database adds) as itself.
     @Test func pingIsThePhonesForm() throws {
         let requester = UUID(), id = UUID()

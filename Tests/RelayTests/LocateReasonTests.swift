@@ -5,8 +5,8 @@ import JSON
 @testable import RelayCore
 import Testing
 
-/// The agent's reason (SPEC §13): cleaned, bounded, carried in the ping and the push text,
-/// refused with a clear text when too long.
+/// The agent's reason (docs/protocol.md, "Consent"): cleaned, bounded, carried in the ping and
+/// the push text, refused with a clear text when too long.
 @Suite struct LocateReasonTests {
     @Test func cleaningTurnsControlsIntoSpacesAndRemovesBidiControls() {
         #expect(LocateReason.clean("  To pick\tyou\r\nup  at   the station ") == "To pick you up at the station")
@@ -90,7 +90,7 @@ import Testing
         let apns = try #require(JSONValue.parse(bytes: payload.apns()))
         #expect(apns["aps"]?["alert"]?["body"] == .string(payload.body()))
         let none = PushPayload(kind: .alert, requestID: UUID(), clientID: "c", agentName: "Claude", requester: nil, expiresMs: 1)
-        #expect(JSONValue.parse(bytes: none.webPush())?["reason"] == nil, "no key without a reason (PUSH.md's payload)")
+        #expect(JSONValue.parse(bytes: none.webPush())?["reason"] == nil, "no key without a reason (the payload without one, unchanged)")
         let long = PushPayload(kind: .alert, requestID: UUID(), clientID: "c", agentName: String(repeating: "🦊", count: 200),
                                requester: nil, expiresMs: 1, reason: String(repeating: "👩‍🚀", count: 120))
         #expect(long.apns().count <= 4096 && long.webPush().count <= 3993)

@@ -4,7 +4,7 @@ import JSON
 import Testing
 
 /// The revision a POST /mcp speaks and the refusals of 2026-07-28, in the order the
-/// revision gives them (issue 24).
+/// revision gives them (docs/agents.md, "MCP revisions").
 @Suite struct MCPRevisionTests {
     static var meta: [String: JSONValue] { [MCPRevision.protocolVersionKey: "2026-07-28", MCPRevision.clientCapabilitiesKey: [:]] }
 

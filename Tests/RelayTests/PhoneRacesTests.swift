@@ -4,7 +4,7 @@ import Relay
 import Testing
 import TestSupport
 
-/// The races of issue 14 that would leave a connected phone without its ping, each made
+/// The races that would leave a connected phone without its ping, each made
 /// deterministic with a real relay and Postgres (race 3, a stale hello, is SQL only:
 /// supabase/tests/33-relay-batched-hellos.test.sql).
 @Suite(.serialized) struct PhoneRacesTests {
@@ -48,10 +48,10 @@ import TestSupport
 
     /// Race 3: a message sent while the hello is in the database is handled by the hello's
     /// task once it returns, and one sent after by the socket's own; the second waits for the
-    /// first (SPEC §5: in order). Here the first (a key's creation) waits for the per-account
-    /// insert lock the test holds, and the second (the key list) comes meanwhile: the phone
-    /// gets the creation's answer first, and a list that holds the key (clean-clone run 14
-    /// of issue 40 saw the list first, empty, in the browser phone).
+    /// first (docs/protocol.md, "The socket": in order). Here the first (a key's creation)
+    /// waits for the per-account insert lock the test holds, and the second (the key list)
+    /// comes meanwhile: the phone gets the creation's answer first, and a list that holds the
+    /// key (not the list first, empty, as the browser phone once showed).
     @Test func messagesAcrossTheHelloAreAnsweredInOrder() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }

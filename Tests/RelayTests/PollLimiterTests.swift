@@ -4,7 +4,8 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Poll bounds (issue 38, finding 5, and the budget of unknown ids): each bound is reached
+/// Poll bounds (docs/security.md, "Under floods": waiting polls and the budget of unknown
+/// ids): each bound is reached
 /// here, as an agent holding long polls or guessing ids would reach it.
 @Suite struct PollLimiterTests {
     /// Holds polls open (each gets the wait the limiter granted) until released.

@@ -38,7 +38,7 @@ import Testing
         }
     }
 
-    /// The texts of PUSH.md §3 and the seeds' "Notifications at a glance".
+    /// The texts of docs/protocol.md, "What a notification says".
     @Test func texts() {
         #expect(payload(.alert).body() == "Your agent Claude wants to know your location")
         #expect(payload(.alert, name: nil).body() == "An agent wants to know your location")

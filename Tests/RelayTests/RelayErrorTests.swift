@@ -35,7 +35,8 @@ import Testing
         }
     }
 
-    /// Every locate failure keeps SPEC §3's status through the error.
+    /// Every locate failure keeps its status (docs/protocol.md, "Answers and agent texts")
+    /// through the error.
     @Test func locateFailuresKeepTheirStatus() {
         let failures: [AgentFailure] = [.badCredential, .declined, .noAnswer, .permissionOff, .noFix, .tooManyWaiting,
                                         .notConnected(email: nil), .phoneSilent, .nobodyNamed("Ada"), .personDeclined("Ada")]

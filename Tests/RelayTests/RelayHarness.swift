@@ -39,8 +39,8 @@ struct RelayHarness: Sendable {
     }
 
     /// Stops the instance gracefully; every test that stops one checks that no database
-    /// call started after the pool had shut down (issue 41: every user of the pool stops
-    /// before it).
+    /// call started after the pool had shut down (every user of the pool stops before it:
+    /// docs/architecture.md, "One instance").
     func stop() async {
         await relay.shutdown(drainTimeout: .seconds(1))
         await relay.run()

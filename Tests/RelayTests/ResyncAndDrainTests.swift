@@ -166,9 +166,9 @@ import TestSupport
     /// A socket closed and a ping sent just before the stop leave their batched calls
     /// (disconnects after 50 ms, delivered marks after 200 ms) in windows that may end while
     /// the pool shuts down: the driver lets the calls running end first and starts none after
-    /// (`InstanceDriver.finish()`; clean-clone run 10 of issue 40 saw a disconnect refused by the
-    /// shut pool). `stop()` checks it; the window's end meeting the pool's shutdown is a
-    /// race this test makes possible three times, not certain.
+    /// (`InstanceDriver.finish()`; else a disconnect can be refused by the shut pool). `stop()`
+    /// checks it; the window's end meeting the pool's shutdown is a race this test makes
+    /// possible three times, not certain.
     @Test func batchedCallsPendingAtTheStopEndBeforeThePool() async throws {
         let admin = try await TestDatabase.admin()
         defer { Task { await admin.close() } }

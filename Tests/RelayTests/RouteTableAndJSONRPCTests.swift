@@ -4,8 +4,8 @@ import JSON
 import Testing
 
 /// The route table (one place decides 404 and 405 for every route) and the JSON-RPC 2.0
-/// decoder of POST /mcp, with docs/openapi.yaml describing both as they are (issue 22,
-/// Schemathesis run with every check).
+/// decoder of POST /mcp, with docs/openapi.yaml describing both as they are (as
+/// Schemathesis, run with every check, sees them).
 @Suite struct RouteTableTests {
     /// Every route the relay serves, with the methods `Allow` lists.
     @Test(arguments: [

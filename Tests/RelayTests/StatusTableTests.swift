@@ -5,8 +5,8 @@ import Relay
 import Testing
 import TestSupport
 
-/// Every row of SPEC §3's status table, over HTTP and as MCP tool results, from a phone
-/// that answers as told through a running relay.
+/// Every row of the status table (docs/protocol.md, "Answers and agent texts"), over HTTP and
+/// as MCP tool results, from a phone that answers as told through a running relay.
 @Suite(.serialized) struct StatusTableTests {
     /// What the phone sends back for a ping (nil: stays silent).
     static let rows: [(answer: String?, status: Int, text: String)] = [
@@ -66,8 +66,8 @@ import TestSupport
         // They wait until the phone declines them below, not for a deadline. A request
         // waits once its ping reached the phone (its row is in the database): the instance
         // counts a call as waiting before its open commits, and an extra request whose open
-        // went in another batch call could then be opened first (clean-clone run 9 of
-        // issue 40, where also a 3 s deadline could pass before the extra request came).
+        // went in another batch call could then be opened first (on a loaded machine a 3 s
+        // deadline could also pass before the extra request came).
         let waiting = (0..<InstanceDriver.defaultMaxWaiting).map { n in
             Task { try await harness.request("POST", "/v1/locate?timeout_secs=60", authorization: agent(n)) }
         }

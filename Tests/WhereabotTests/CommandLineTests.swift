@@ -40,8 +40,9 @@ import Testing
     }
 
     /// What a restart cannot fix ends `serve` at once with exit 64 and one sentence naming
-    /// the setting and the reason (issue 37); what may come later — the database, the
-    /// JWKS URL — does not (the fault tests start relays with both down).
+    /// the setting and the reason (docs/operations.md, "Routes": start in any order); what may
+    /// come later — the database, the JWKS URL — does not (the fault tests start relays with
+    /// both down).
     @Test func serveNamesTheSettingThatStopsIt() async throws {
         let base = ["DATABASE_URL": "postgresql://whereabot_relay:hunter2@127.0.0.1:1/x",
                     "SUPABASE_JWT_SECRET": String(repeating: "s", count: 40), "PATH": "/usr/bin:/bin"]

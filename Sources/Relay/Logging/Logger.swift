@@ -4,7 +4,7 @@ import PGBus
 import Synchronization
 
 /// JSON-line logs on stderr (or any sink), one object per line with `time`, `level`,
-/// `event` (a stable name, listed in README) and string fields.
+/// `event` (a stable name, listed in docs/operations.md, "Logs") and string fields.
 ///
 /// Callers pass only ids, counts, states and error codes: never a token, key, SQL text or
 /// coordinate. Every event at `warning` or above is also counted by name, so /metrics can
