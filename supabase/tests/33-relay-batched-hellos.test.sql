@@ -1,5 +1,6 @@
 -- relay.device_hellos (a batch of hellos in one call), relay.device_disconnects,
--- relay.drain_connections, and the races of issue 14: a reaped instance is never re-created
+-- relay.drain_connections, and the races that could leave a phone without its ping: a
+-- reaped instance is never re-created
 -- by a hello (2), and a stale hello never displaces a newer socket, batched or not (3).
 begin;
 select plan(31);

@@ -1,4 +1,4 @@
--- Account ownership (issue 22, findings 5 and 6): a share waiting for an email reaches only
+-- Account ownership (docs/security.md, "Sharing"): a share waiting for an email reaches only
 -- an account that confirmed the address; a push subscription or token stays with the
 -- account that first saved it; at most 10 of each per account; API writes of an endpoint
 -- pass the push-service allow-list.

@@ -1,4 +1,4 @@
--- One account never degrades another through a batched call (issue 22, finding 1): an
+-- One account never degrades another through a batched call (docs/security.md): an
 -- account at its device cap gets too_many_devices for its own new device, and every other
 -- hello of the same batch registers; the lock order is proven by Tests/Acceptance/test_hostile_round2.py.
 begin;

@@ -1,5 +1,5 @@
--- relay.claim_push spends rolling-hour budgets per target and per account (issue 22,
--- finding 2): however often an agent asks and hangs up, a target gets at most 30 pushes an
+-- relay.claim_push spends rolling-hour budgets per target and per account
+-- (docs/protocol.md, "Budgets"): however often an agent asks and hangs up, a target gets at most 30 pushes an
 -- hour and an account's phones at most its budget.
 begin;
 select plan(11);

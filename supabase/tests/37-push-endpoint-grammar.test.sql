@@ -1,4 +1,4 @@
--- The push endpoint allow-list parses one strict grammar (issue 22): hosts that only a
+-- The push endpoint allow-list parses one strict grammar (docs/security.md): hosts that only a
 -- lenient parser reads as a push service's are refused, in the save function and the table.
 begin;
 select plan(4);

@@ -1,4 +1,4 @@
--- Durable requests (SPEC §11): bound to their credential, results kept only sealed and
+-- Durable requests (docs/protocol.md, "Durable requests"): bound to their credential, results kept only sealed and
 -- only until keep_until, outliving their instance, capped per credential.
 begin;
 select plan(39);

@@ -1,4 +1,4 @@
--- What an idle phone costs (issue 28): last_seen_at written on connect, on disconnect and
+-- What an idle phone costs (docs/scaling.md): last_seen_at written on connect, on disconnect and
 -- at most every 5 minutes; presence from relay.connections; revocation checks that read
 -- the revocations since the last check, not every socket.
 begin;

@@ -1,6 +1,6 @@
--- Batched calls (issue 28): relay.open_requests and relay.settle_many take several elements
+-- Batched calls (docs/architecture.md, "One instance"): relay.open_requests and relay.settle_many take several elements
 -- in one call, answer each in the elements' order, and never fail as a whole because of
--- one element (SPEC §8).
+-- one element (docs/security.md, "One account never degrades another").
 begin;
 select plan(21);
 

@@ -1,4 +1,4 @@
--- The agent says why (issue 29, SPEC §13): a reason travels with the request, in the ping
+-- The agent says why (docs/protocol.md, "Consent"): a reason travels with the request, in the ping
 -- and the push claim, and is gone once the request settles.
 begin;
 select plan(15);

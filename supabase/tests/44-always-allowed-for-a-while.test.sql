@@ -1,4 +1,4 @@
--- Consent for a while, and approximately (issue 29, SPEC §13): always_allowed_agents'
+-- Consent for a while, and approximately (docs/protocol.md, "Consent"): always_allowed_agents'
 -- precision and expires_at; an expired row counts as absent in every function; an agent
 -- can never add or extend its own row.
 begin;

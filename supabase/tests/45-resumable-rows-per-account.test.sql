@@ -1,4 +1,4 @@
--- Resumable rows are bounded per account first (issue 38, finding 1): an account's rows,
+-- Resumable rows are bounded per account first (docs/database.md, "Limits"): an account's rows,
 -- settled ones included, stop at 500; a table past 10,000 refuses only accounts holding
 -- their fair share; a call answered within the call keeps its row 30 seconds, not minutes.
 begin;

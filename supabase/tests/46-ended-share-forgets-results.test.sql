@@ -1,4 +1,4 @@
--- A share that ended ends (issue 38, finding 3): the sealed results of requests made
+-- A share that ended ends (docs/security.md, "Sharing"): the sealed results of requests made
 -- through it are deleted and their rows are unknown to the viewer's polls; the owner's
 -- own requests and other viewers' are untouched.
 begin;

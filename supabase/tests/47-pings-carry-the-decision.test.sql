@@ -1,4 +1,4 @@
--- A ping carries the relay's decision (issue 38, finding 2): always_allow is {precision}
+-- A ping carries the relay's decision (docs/protocol.md, "Messages"): always_allow is {precision}
 -- when the owner always allows the agent (for that requester) when the ping is built, else
 -- null — removed, expired, another agent or another requester's grant all say null.
 begin;

@@ -1,4 +1,4 @@
--- A viewer's pushes spend budgets of their own (issue 38, finding 4): someone the owner
+-- A viewer's pushes spend budgets of their own (docs/protocol.md, "Budgets"): someone the owner
 -- shares with, asking 40 times, spends their own 30 pushes per target an hour; the owner's
 -- own agents still wake the phone, and another viewer still has a budget of theirs.
 begin;

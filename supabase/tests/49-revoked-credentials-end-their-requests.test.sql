@@ -1,4 +1,4 @@
--- A removed permission is removed everywhere (issue 38, finding 9): when an OAuth client's
+-- A removed permission is removed everywhere (docs/security.md, "Under floods"): when an OAuth client's
 -- last session of a user goes (its grant was revoked) or an agent key is revoked, the
 -- requests it opened and that still wait are abandoned at once (their phones get cancel).
 begin;

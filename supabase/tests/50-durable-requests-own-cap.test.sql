@@ -1,4 +1,4 @@
--- Tasks and async requests keep a cap of their own (issue 38, also seen): five durable
+-- Tasks and async requests keep a cap of their own (docs/database.md, "Limits"): five durable
 -- requests of the user's own agent no longer fill the cap of 5 that calls which wait have;
 -- durable requests stop at their own cap, a viewer's at 5 across every owner.
 begin;

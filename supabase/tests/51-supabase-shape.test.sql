@@ -1,4 +1,4 @@
--- The shape of Supabase that our code and fixtures depend on (issue 39): the local shim
+-- The shape of Supabase that our code and fixtures depend on (docs/database.md, "The Supabase shim"): the local shim
 -- (supabase/local) must keep it, so that what passes here passes on Supabase. Each fact is
 -- as Supabase's own sources leave it (supabase/postgres' role migrations, Supabase Auth's
 -- migrations); this file passes on a database built from those sources too.

@@ -1,4 +1,4 @@
--- Our triggers on Supabase Auth's tables name no column (issue 39): a column list
+-- Our triggers on Supabase Auth's tables name no column (docs/database.md, "Writing SQL"): a column list
 -- (UPDATE OF email) or a WHEN clause makes the column a dependency, and a later Supabase
 -- Auth migration altering it would fail with "cannot alter type of a column used in a
 -- trigger definition", stopping Auth's upgrades on the project.

@@ -1,4 +1,4 @@
--- Stale OAuth clients (issue 39): the admin lists dynamically registered clients with no
+-- Stale OAuth clients (docs/deploy.md, "Stale OAuth clients"): the admin lists dynamically registered clients with no
 -- grant and no session for N days and retires them; hand-registered clients, clients in
 -- use and recent ones stay; nobody but the admin may call either function. Written to pass
 -- on a project that already has clients of its own (make test-db DATABASE_URL=…): it looks

@@ -1,4 +1,4 @@
--- Quiet hours (SPEC §14, issue 42 part 1): private.quiet_until's windows (same day, across
+-- Quiet hours (docs/protocol.md, "Quiet hours"): private.quiet_until's windows (same day, across
 -- midnight, days, zones, the end excluded), relay.set_quiet_hours refusing each bad window
 -- with a sentence and storing nothing, "may wake me" per agent, relay.open_request opening
 -- nothing in quiet hours, and nobody but the person's own session reading or writing

@@ -1,4 +1,4 @@
--- Stop all sharing (SPEC §14, issue 42 part 3): relay.stop_all_sharing ends, in one call,
+-- Stop all sharing (docs/protocol.md, "Stop all sharing"): relay.stop_all_sharing ends, in one call,
 -- every always-allow, share, invitation, agent key and agent connected through the relay's
 -- own sign-in (its OAuth grant) of the person, answers their waiting requests as declined,
 -- says how many of each ended, and leaves others' grants alone.

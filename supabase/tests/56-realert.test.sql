@@ -1,4 +1,4 @@
--- The one re-alert (SPEC §14, issue 42 part 5): relay.claim_push's realert stage is claimed
+-- The one re-alert (docs/protocol.md, "Re-alert"): relay.claim_push's realert stage is claimed
 -- once per request, only after an alert went out (a wake alert or a checking alert, never a
 -- silent wake alone), only by the waiter, and only with at least 20 s of the request left.
 begin;

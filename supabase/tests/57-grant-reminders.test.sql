@@ -1,4 +1,4 @@
--- Reminders of standing grants (SPEC §14, issue 42 part 4): a location under an always-allow
+-- Reminders of standing grants (docs/protocol.md, "Reminders"): a location under an always-allow
 -- marks its last use; the first use of a for-good always-allow standing the relay's interval
 -- since it was made or kept claims one reminder; Keep starts the interval again; a refusal
 -- is no use; a grant for a while is never reminded of; only the relay calls any of it. The

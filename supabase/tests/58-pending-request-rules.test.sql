@@ -1,4 +1,4 @@
--- A pending request's rules (issue 43): the seventeen CHECK constraints of
+-- A pending request's rules: the seventeen CHECK constraints of
 -- relay.pending_requests became one trigger (PostgreSQL planned each check again for every
 -- statement). Each rule still refuses a row that breaks it, with 23514 and the name the
 -- constraint had; a null passes as it did; settling still forgets the agent's reason and

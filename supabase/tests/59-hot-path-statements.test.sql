@@ -1,4 +1,4 @@
--- Fewer statements on a locate's path (issue 43): a batch runs in one subtransaction and,
+-- Fewer statements on a locate's path (docs/benchmarks.md): a batch runs in one subtransaction and,
 -- only when an element fails, each element again in one of its own — the good elements
 -- are made once, the bad one is refused alone; the hot functions plan once per session.
 begin;

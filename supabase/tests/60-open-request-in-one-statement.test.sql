@@ -1,4 +1,4 @@
--- relay.open_request's common request in one statement (issue 43): the ping it builds in
+-- relay.open_request's common request in one statement (docs/benchmarks.md): the ping it builds in
 -- place is private.locate_ping of the row it stored, field for field — for the owner's own
 -- agent with and without an always-allow (an expired one gives none), a reason and a name
 -- to be cleaned — and the requests it leaves to the longer path (on someone else's behalf,

@@ -1,4 +1,4 @@
--- relay.settle_many settles its common answers in one statement (issue 43): an unsealed
+-- relay.settle_many settles its common answers in one statement (docs/architecture.md, "One instance"): an unsealed
 -- answer to a call waiting on the caller's instance, from a device of the owner, with no
 -- other instance holding the owner's sockets and no always-allowed agent to note. Every
 -- other answer still goes through relay.settle, so that what it would notify, keep, note

@@ -1,4 +1,4 @@
--- Notifications in the person's language (README.md, "Push"): a subscription and an APNs
+-- Notifications in the person's language (docs/protocol.md, "What a notification says"): a subscription and an APNs
 -- token keep the language their device registered in (two lowercase letters, English by
 -- default), relay.save_web_push_subscription stores it (again on a new subscribe), and the
 -- push claims hand it to the relay with each target.

@@ -1,6 +1,6 @@
 -- Quiet hours' zone check reads private.time_zone_names, a copy of pg_timezone_names that
 -- relay.refresh_time_zone_names renews at most daily — not the time-zone database itself,
--- which costs ~30 ms a query (README.md, "Security model").
+-- which costs ~30 ms a query (docs/security.md, "Under floods").
 begin;
 select plan(9);
 
