@@ -31,6 +31,8 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["CSystem", "COpenSSL", "Loop"]),
         // base64url, SHA-256, HMAC, HKDF, AES-GCM, X25519 and P-256 over OpenSSL, for everyone.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // One bounded GET with libcurl (a JWKS, an OAuth client's metadata document).
+        .target(name: "Fetch", dependencies: ["CCurl", "CSystem"]),
         // The strict JSON parser and writer every peer, database and log payload goes through.
         .target(name: "JSON"),
         // APNs and Web Push over one libcurl multi handle; knows nothing of locations.
@@ -38,7 +40,7 @@ let package = Package(
         // The instance's values and the domain's messages, statuses and texts: decisions with
         // no I/O, no clock and no database (InstanceDriver in Relay performs them).
         .target(name: "RelayCore", dependencies: ["JSON"]),
-        .target(name: "Relay", dependencies: ["RelayCore", "Loop", "PGBus", "HTTPServer", "Crypto", "JSON", "Push", "CSystem", "COpenSSL"],
+        .target(name: "Relay", dependencies: ["RelayCore", "Loop", "PGBus", "HTTPServer", "Crypto", "Fetch", "JSON", "Push", "CSystem"],
                 resources: [.copy("Resources/app")]),
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "JSON", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.
@@ -57,7 +59,7 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "JSON"]),
-        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "Fetch", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
         .testTarget(name: "WhereabotTests", dependencies: ["TestSupport", "whereabot"]),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@
 // credentials and Cache-Control lines. The first byte picks the decoder. Any crash, hang or
 // sanitizer report is a bug; so is a form that repeats a name, or a matched redirect URI
 // that could not have been registered.
+import Fetch
 import Foundation
 import HTTPServer
 import JSON
@@ -41,7 +42,7 @@ public func fuzzOAuthRequest(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt 
     case 3:
         _ = PKCE.challenge(ofVerifier: text)
         _ = PKCE.isChallenge(text)
-        _ = CurlBody.maxAge(text)
+        _ = HTTPGet.maxAge(text)
     default:
         if let form = FormFields(Substring(text)) { _ = form["client_id"] }
     }

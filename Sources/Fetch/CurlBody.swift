@@ -3,9 +3,8 @@ import CSystem
 import Foundation
 
 /// A response body libcurl writes into, at most `limit` bytes: past it the transfer stops
-/// (`tooLarge`), and the `Cache-Control` header's `max-age`. One per transfer; the
-/// transfer's caller keeps it alive while it runs (the JWKS fetch, a client metadata
-/// document's fetch).
+/// (`tooLarge`), and the `Cache-Control` header's `max-age`. One per `HTTPGet` transfer,
+/// which keeps it alive while it runs.
 final class CurlBody {
     /// The most bytes kept.
     let limit: Int

@@ -1,4 +1,5 @@
 import Crypto
+import Fetch
 import Foundation
 import HTTPServer
 import JSON
@@ -134,10 +135,10 @@ import Testing
     }
 
     @Test func cacheControlGivesTheDocumentsLife() {
-        #expect(CurlBody.maxAge("Cache-Control: public, max-age=3600\r\n") == 3600)
-        #expect(CurlBody.maxAge("cache-control: no-store\r\n") == 0)
-        #expect(CurlBody.maxAge("Cache-Control: private\r\n") == nil)
-        #expect(CurlBody.maxAge("Cache-Control: max-age=-5\r\n") == nil)
+        #expect(HTTPGet.maxAge("Cache-Control: public, max-age=3600\r\n") == 3600)
+        #expect(HTTPGet.maxAge("cache-control: no-store\r\n") == 0)
+        #expect(HTTPGet.maxAge("Cache-Control: private\r\n") == nil)
+        #expect(HTTPGet.maxAge("Cache-Control: max-age=-5\r\n") == nil)
     }
 
     @Test func accessTokensAreBoundToTheRelayAndItsResource() throws {

@@ -1,5 +1,4 @@
-import CCurl
-import CSystem
+import Fetch
 import Foundation
 
 /// Where the JWKS comes from: SUPABASE_JWKS_FILE or SUPABASE_JWKS_URL (fetched with
@@ -82,35 +81,30 @@ public enum JWKSSource: Sendable, Equatable {
     private func failure(_ reason: String) -> LoadError { LoadError(source: displayName, reason: reason) }
 
     private func fetch(_ url: String) throws(LoadError) -> (data: Data, maxAge: Int?) {
-        guard let curl = curl_easy_init() else { throw failure("out of memory") }
-        defer { curl_easy_cleanup(curl) }
-        let body = CurlBody(limit: JWKSSource.maximumBytes)
-        _ = wb_curl_setopt_string(curl, CURLOPT_URL, url)
-        _ = wb_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, 5000)
-        _ = wb_curl_setopt_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-        _ = wb_curl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
-        body.receive(from: curl)
-        let result = curl_easy_perform(curl)
-        if body.tooLarge { throw failure("larger than 256 KiB") }
-        guard result == CURLE_OK else { throw failure(Self.reason(result)) }
-        var status = 0
-        _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
+        let response: HTTPGet.Response
+        do {
+            response = try HTTPGet(maximumBytes: Self.maximumBytes, timeoutMilliseconds: 5000).get(url)
+        } catch {
+            throw failure(Self.reason(error))
+        }
         // file:// answers 0; anything HTTP must be 200.
-        guard status == 0 || status == 200 else { throw failure("HTTP \(status)") }
-        return (body.data, body.maxAge)
+        guard response.status == 0 || response.status == 200 else { throw failure("HTTP \(response.status)") }
+        return (response.body, response.maxAge)
     }
 
-    /// libcurl's result as a short reason.
-    private static func reason(_ code: CURLcode) -> String {
-        switch code {
-        case CURLE_OPERATION_TIMEDOUT: "timeout"
-        case CURLE_COULDNT_CONNECT: "connection refused"
-        case CURLE_COULDNT_RESOLVE_HOST: "unknown host"
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION: "TLS failed"
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: "not an http(s) URL"
-        case CURLE_FILE_COULDNT_READ_FILE: "cannot read the file"
-        case CURLE_GOT_NOTHING, CURLE_RECV_ERROR, CURLE_SEND_ERROR: "connection lost"
-        default: String(cString: curl_easy_strerror(code)).lowercased()
+    /// A failed fetch as a short reason.
+    private static func reason(_ failure: HTTPGet.Failure) -> String {
+        switch failure {
+        case .timeout: "timeout"
+        case .refused: "connection refused"
+        case .unknownHost: "unknown host"
+        case .tls: "TLS failed"
+        case .unsupportedScheme: "not an http(s) URL"
+        case .cannotReadFile: "cannot read the file"
+        case .connectionLost: "connection lost"
+        case .tooLarge: "larger than 256 KiB"
+        case .outOfMemory: "out of memory"
+        case .other(let words): words
         }
     }
 }

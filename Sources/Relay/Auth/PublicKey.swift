@@ -1,18 +1,18 @@
-import COpenSSL
 import Crypto
 import JSON
 
-/// A public key from a JWKS (RSA or EC P-256), ready for signature checks with OpenSSL.
-final class PublicKey: @unchecked Sendable {
+/// A public key from a JWKS (RSA or EC P-256), ready for signature checks (Crypto's
+/// `RSAPublicKey` and `P256Key`).
+final class PublicKey: Sendable {
     /// What the key is; a token's `alg` must match it (RS256 ↔ RSA, ES256 ↔ EC P-256).
     enum Kind: Sendable, Equatable {
         case rsa
         case p256
     }
 
-    /// The key itself: an RSA EVP_PKEY (immutable, safe to share) or a P-256 key.
+    /// The key itself.
     private enum Material {
-        case rsa(OpaquePointer)
+        case rsa(RSAPublicKey)
         case p256(P256Key)
     }
 
@@ -22,10 +22,6 @@ final class PublicKey: @unchecked Sendable {
     private init(kid: String?, material: Material) {
         self.kid = kid
         self.material = material
-    }
-
-    deinit {
-        if case .rsa(let key) = material { EVP_PKEY_free(key) }
     }
 
     var kind: Kind {
@@ -43,12 +39,7 @@ final class PublicKey: @unchecked Sendable {
         case "RSA":
             guard let n = jwk["n"]?.string.flatMap(Base64URL.decode), let e = jwk["e"]?.string.flatMap(Base64URL.decode),
                   n.count >= 256 else { throw AuthError.badKey }
-            let der = DER.rsaPublicKey(modulus: n, exponent: e)
-            let key = der.withUnsafeBufferPointer { buffer -> OpaquePointer? in
-                var pointer: UnsafePointer<UInt8>? = buffer.baseAddress
-                return d2i_PUBKEY(nil, &pointer, buffer.count)
-            }
-            guard let key else { throw AuthError.badKey }
+            guard let key = RSAPublicKey(modulus: n, exponent: e) else { throw AuthError.badKey }
             return PublicKey(kid: kid, material: .rsa(key))
         case "EC":
             guard jwk["crv"]?.string == "P-256" else { return nil }
@@ -66,10 +57,7 @@ final class PublicKey: @unchecked Sendable {
         case .p256(let key):
             return key.verifyES256(signature, message: message)
         case .rsa(let key):
-            guard let context = EVP_MD_CTX_new() else { return false }
-            defer { EVP_MD_CTX_free(context) }
-            return EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1
-                && EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
+            return key.verifyRS256(signature, message: message)
         }
     }
 }

@@ -1,5 +1,4 @@
-import CCurl
-import CSystem
+import Fetch
 import Foundation
 
 /// One GET of a client metadata document (CIMD) with every bound the relay owes the
@@ -37,49 +36,28 @@ struct DocumentFetch: Sendable {
         guard let address = FetchAddress.resolve(bareHost, allowLoopback: allowLoopback) else {
             throw Failure(reason: "its host is unknown or not on the public internet")
         }
-        guard let curl = curl_easy_init() else { throw Failure(reason: "out of memory") }
-        defer { curl_easy_cleanup(curl) }
-        var pins: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "\(host):\(url.port ?? 443):\(address)")
-        var headers: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Accept: application/json")
-        defer {
-            curl_slist_free_all(pins)
-            curl_slist_free_all(headers)
-            pins = nil
-            headers = nil
+        var get = HTTPGet(maximumBytes: Self.maximumBytes, timeoutMilliseconds: Self.timeoutMilliseconds)
+        get.httpsOnly = true
+        get.pins = ["\(host):\(url.port ?? 443):\(address)"]
+        get.headers = ["Accept: application/json"]
+        get.caBundle = caBundle
+        let response: HTTPGet.Response
+        do {
+            response = try get.get(url.absoluteString)
+        } catch {
+            throw Failure(reason: Self.reason(error))
         }
-        let body = CurlBody(limit: Self.maximumBytes)
-        _ = wb_curl_setopt_string(curl, CURLOPT_URL, url.absoluteString)
-        _ = wb_curl_setopt_string(curl, CURLOPT_PROTOCOLS_STR, "https")
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_RESOLVE, pins)
-        _ = wb_curl_setopt_pointer(curl, CURLOPT_HTTPHEADER, headers)
-        _ = wb_curl_setopt_long(curl, CURLOPT_TIMEOUT_MS, Self.timeoutMilliseconds)
-        _ = wb_curl_setopt_long(curl, CURLOPT_FOLLOWLOCATION, 0)
-        _ = wb_curl_setopt_long(curl, CURLOPT_NOSIGNAL, 1)
-        _ = wb_curl_setopt_long(curl, CURLOPT_MAXFILESIZE, Self.maximumBytes)
-        var blob = curl_blob()
-        if let caBundle {
-            caBundle.withUnsafeBytes { bytes in
-                blob = curl_blob(data: UnsafeMutableRawPointer(mutating: bytes.baseAddress), len: bytes.count,
-                                 flags: UInt32(CURL_BLOB_COPY))
-                _ = withUnsafeMutablePointer(to: &blob) { wb_curl_setopt_pointer(curl, CURLOPT_CAINFO_BLOB, $0) }
-            }
-        }
-        body.receive(from: curl)
-        let result = curl_easy_perform(curl)
-        if body.tooLarge || result == CURLE_FILESIZE_EXCEEDED { throw Failure(reason: "it is larger than 5 KB") }
-        guard result == CURLE_OK else { throw Failure(reason: Self.reason(result)) }
-        var status = 0
-        _ = wb_curl_getinfo_long(curl, CURLINFO_RESPONSE_CODE, &status)
-        guard status == 200 else { throw Failure(reason: "it answered HTTP \(status)") }
-        return Fetched(body: body.data, maxAge: body.maxAge)
+        guard response.status == 200 else { throw Failure(reason: "it answered HTTP \(response.status)") }
+        return Fetched(body: response.body, maxAge: response.maxAge)
     }
 
-    private static func reason(_ code: CURLcode) -> String {
-        switch code {
-        case CURLE_OPERATION_TIMEDOUT: "it did not answer within 5 s"
-        case CURLE_COULDNT_CONNECT: "the connection was refused"
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION: "its TLS certificate did not verify"
-        case CURLE_UNSUPPORTED_PROTOCOL: "it is not https"
+    private static func reason(_ failure: HTTPGet.Failure) -> String {
+        switch failure {
+        case .timeout: "it did not answer within 5 s"
+        case .refused: "the connection was refused"
+        case .tls: "its TLS certificate did not verify"
+        case .unsupportedScheme: "it is not https"
+        case .tooLarge: "it is larger than 5 KB"
         default: "the fetch failed"
         }
     }
