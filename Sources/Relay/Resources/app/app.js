@@ -15,7 +15,7 @@ import { showGrants, clearGrants } from "./grants.js";
 import { bindStopAll, stoppedAll } from "./stop.js";
 import { showReminder, renderReminders, answerReminder, forgetReminders } from "./reminders.js";
 import { deviceID, deviceName, claimDevice, hello } from "./device.js";
-import { startAsking, onLocate, onCancel, renderPromptMenu, stopAsking } from "./asking.js";
+import { startAsking, onLocate, onCancel, renderPromptMenu, renderPromptQuiet, stopAsking } from "./asking.js";
 import { storedAlways, renderAlways, markUsed, renderDevices, clearDevices, renderHistory } from "./lists.js";
 import { setReach, renderHome } from "./home.js";
 import { startRouter, showViews } from "./router.js";
@@ -250,7 +250,7 @@ function bindForms() {
     $("rename-done").hidden = false;
   };
   bindKeys(send);
-  bindQuiet(send, () => { renderHome(); renderPromptMenu(); });
+  bindQuiet(send, () => { renderHome(); renderPromptQuiet(); });
   bindPlaces();
   bindStopAll(() => ({ always: storedAlways().length,
                        keys: document.querySelectorAll("#agent-keys li").length,

@@ -41,28 +41,35 @@ function showPrompt(message) {
     $("prompt-reason").textContent = reason ? t("prompt.reason", { reason, agent: message.agent_name || t("prompt.the_agent") }) : "";
     $("prompt-reason").hidden = !reason;
     $("approximately").checked = false;
-    $("prompt-menu").open = false;
+    $("prompt-menu").open = Boolean(quietNow());  // why this prompt came in quiet hours
     if (!typing()) {
       scrollTo(0, 0);
       $("prompt-text").focus({ preventScroll: true });
     }
+    renderPromptMenu();
   }
-  renderPromptMenu();
   renderCountdown();
 }
 
 /**
  * The prompt's agent menu (README "Living with it": quiet hours): whether quiet hours hold
- * now (then only an agent the person lets wake them gets here) and "May wake me" for it.
+ * now (then only an agent the person lets wake them gets here) and "May wake me" for it
+ * (drawn again when the relay's may_wake list changes).
  */
 export function renderPromptMenu() {
+  if (!shown) return;
+  renderPromptQuiet();
+  const name = shown.agent_name || t("prompt.this_agent");
+  $("prompt-wake").replaceChildren(mayWakeToggle(agentOf(shown), hooks.send, t("prompt.wake", { agent: name })));
+}
+
+/** Whether quiet hours hold now, in the prompt's menu (the clock moves it). */
+export function renderPromptQuiet() {
   if (!shown) return;
   const quiet = quietNow();
   const name = shown.agent_name || t("prompt.this_agent");
   $("prompt-quiet").textContent = quiet ? t("prompt.quiet", { end: quiet.end, zone: quiet.zone, agent: name }) : "";
   $("prompt-quiet").hidden = !quiet;
-  if (quiet) $("prompt-menu").open = true;  // why this prompt came in quiet hours
-  $("prompt-wake").replaceChildren(mayWakeToggle(agentOf(shown), hooks.send, t("prompt.wake", { agent: name })));
 }
 
 function renderCountdown() {
