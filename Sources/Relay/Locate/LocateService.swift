@@ -74,9 +74,7 @@ struct LocateService: Sendable {
         let result = try await locateOnce(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds, mode: mode,
                                           announce: announce)
         if case .waiting = result { return result }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.record(outcome: result.metricName, seconds: seconds)
+        metrics.record(outcome: result.metricName, seconds: (ContinuousClock.now - started).seconds)
         return result
     }
 

@@ -58,7 +58,7 @@ public final class LogWriter: @unchecked Sendable {
 
     /// Waits until every queued line is written, or `timeout` passed (at exit).
     public func flush(timeout: Duration = .seconds(2)) {
-        let deadline = Date().addingTimeInterval(Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(timeout.seconds)
         condition.lock()
         defer { condition.unlock() }
         while !pending.isEmpty || writing {

@@ -124,7 +124,7 @@ final class PushDispatcher: Sendable {
         let elapsed = ContinuousClock.now - started
         let delivery = sent.flatMap { $0 } ?? PushDelivery(result: .disabled)
         let seconds = sent.flatMap { $0 } == nil || delivery.result == .limited
-            ? nil : Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            ? nil : elapsed.seconds
         metrics.push(service: service, kind: kind, delivery: delivery, seconds: seconds)
         var fields = subject.merging(["service": service, "kind": kind,
                                       "result": delivery.result.rawValue, "target": pushTargetFingerprint(target)]) { $1 }

@@ -84,8 +84,6 @@ final class RelayHealth: Sendable {
         recreated.add(count, ordering: .relaxed)
     }
 
-    func isReady() async -> Bool { readiness().missing.isEmpty }
-
     /// What /readyz says: nothing missing (ready), or one line per thing that is —
     /// `draining`; `database HOST:PORT: REASON` (not reached, or no beat answered within the
     /// heartbeat interval); `database listener HOST:PORT: REASON` (the database answers but

@@ -269,8 +269,7 @@ public final class RelayService: Sendable {
 
     /// Registers the instance, retrying until the database answers; false when cancelled.
     private func register() async -> Bool {
-        var attempt = 0
-        while !Task.isCancelled {
+        await retrying {
             do {
                 let left = try await database.registerInstance(configuration.instanceID)
                 health.beatCompleted()
@@ -282,11 +281,21 @@ public final class RelayService: Sendable {
                 return true
             } catch {
                 health.beatFailed(error)
-                do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: attempt, random: .random(in: 0...1))) } catch {
-                    return false
-                }
-                attempt += 1
+                return false
             }
+        }
+    }
+
+    /// Runs `attempt` until it succeeds, waiting `retryBackoff` after each failure; false
+    /// when the task is cancelled first.
+    private func retrying(_ attempt: () async -> Bool) async -> Bool {
+        var failures = 0
+        while !Task.isCancelled {
+            if await attempt() { return true }
+            do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: failures, random: .random(in: 0...1))) } catch {
+                return false
+            }
+            failures += 1
         }
         return false
     }
@@ -295,13 +304,12 @@ public final class RelayService: Sendable {
     /// (`Authenticator.refreshKeys()`: a withdrawn key is refused within one refresh).
     /// Keys already read keep working if it goes away later.
     private func keepSigningKeys() async {
-        var attempt = 0
-        while !Task.isCancelled, await authenticator.needsKeys {
-            guard let failure = await authenticator.loadKeys() else { break }
+        let loaded = await retrying {
+            guard let failure = await authenticator.loadKeys() else { return true }
             health.signingKeys.failed(failure.reason)
-            do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: attempt, random: .random(in: 0...1))) } catch { return }
-            attempt += 1
+            return false
         }
+        guard loaded else { return }
         health.signingKeys.reached()
         guard configuration.jwks != .none else { return }
         var delay = await authenticator.keysRefreshAfter
