@@ -160,6 +160,10 @@ case "${1:-all}" in
     build_log=$(mktemp)
     swift build --build-tests "${SWIFT_DEBUG_FLAGS[@]}" >"$build_log" 2>&1 &
     build=$!
+    # The agent frameworks' venvs (pip, three at a time) beside the build, not in a test.
+    frameworks_log=$(mktemp)
+    python3 Tests/Acceptance/framework_kit.py >"$frameworks_log" 2>&1 &
+    frameworks=$!
     make --no-print-directory venv
     state=$(scripts/db.sh start)
     if [ "$state" = started ]; then trap 'scripts/db.sh stop' EXIT; fi
@@ -171,6 +175,9 @@ case "${1:-all}" in
     wait "$build" || { grep -E "error:" "$build_log" || tail -20 "$build_log"; die "the build failed"; }
     rm -f "$build_log"
     echo "build: $((SECONDS - started)) s (set-up, pgTAP and the schema check beside it)"
+    wait "$frameworks" || { tail -20 "$frameworks_log"; die "making the agent frameworks' venvs failed"; }
+    rm -f "$frameworks_log"
+    echo "framework venvs: ready after $((SECONDS - started)) s"
     # Four acceptance workers; beside them the fault tests, which restart and crash
     # clusters of their own, swift test, and the fuzz smoke at the lowest priority (it takes
     # the cores the tests leave idle: at normal priority its instrumented build slowed the

@@ -1,11 +1,16 @@
 """What the framework tests share (test_frameworks.py, test_frameworks_in_the_field.py): each
 framework's venv, made once with its pinned versions (Tests/Acceptance/frameworks/<name>.txt)
-under a lock, so that test files on different workers never build the same venv at once."""
+under a lock, so that test files on different workers never build the same venv at once.
+
+Run as a script (`python3 Tests/Acceptance/framework_kit.py`), it makes every venv, three at
+a time: `make test` does so beside its build, so that no test waits for pip."""
+import concurrent.futures
 import fcntl
+import pathlib
 import subprocess
 import sys
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 FRAMEWORKS = ROOT / "Tests" / "Acceptance" / "frameworks"
 VENVS = ROOT / ".venv-frameworks"
@@ -31,3 +36,9 @@ def framework_python(script):
                             "-r", str(FRAMEWORKS / f"{name}.txt")], check=True, timeout=900)
             marker.write_text(pins)
     return venv / "bin" / "python"
+
+
+if __name__ == "__main__":
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        for python in pool.map(framework_python, SCRIPTS):
+            print(f"framework venv: {python.parent.parent.name}")

@@ -117,6 +117,7 @@ class Scenario:
         return wrong
 
 
+@pytest.mark.timeout(600)  # two minutes when the venvs are there (make test makes them beside its build)
 def test_nine_frameworks_at_their_defaults_answered_after_20_50_and_90_s(admin, make_user, push, relay):
     scenarios = [Scenario(admin, make_user, push, script, after) for after in ANSWERS_AFTER for script in SCRIPTS]
 
