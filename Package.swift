@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
-// The Whereabot relay: see README.md for the layout and ../shared/SPEC.md for the design.
+// The Whereabot relay: see docs/architecture.md for the modules and what each may import,
+// and README.md for the rest of the documentation.
 import PackageDescription
 
 let package = Package(

@@ -3,7 +3,7 @@ import Foundation
 @testable import Relay
 import Testing
 
-/// What issue 43 added for a relay's own memory and ids: request ids from OpenSSL's
+/// A relay's own memory and ids: request ids from OpenSSL's
 /// generator (version 4, unique), and the allocator's free memory given back when enough
 /// sits free — and left alone when not.
 @Suite(.serialized) struct ProcessMemoryTests {
