@@ -61,11 +61,10 @@ struct PhoneAccount: Sendable {
                 logger.info("stopped_all_sharing", ["device": device.uuidString.lowercased()])
                 return reply.object
             }
-        } catch let error as PGError where error.isRefusal && request.isAboutQuietHours {
+        } catch let refusal as RelayDatabase.Refusal where request.isAboutQuietHours {
             // Nothing stored: the database's sentence names the bad window (the phone's own input).
-            let message = error.sqlState == "22023" ? error.primaryMessage ?? Self.quietRefused : Self.quietRefused
-            return #"{"type":"error","message":\#(JSONText.quoted(message))}"#
-        } catch let error as PGError where error.isRefusal {
+            return #"{"type":"error","message":\#(JSONText.quoted(refusal.sentence ?? Self.quietRefused))}"#
+        } catch is RelayDatabase.Refusal {
             // Refused, list unchanged: the list as it is now, marked refused (no name, the
             // 25-key limit, a key of someone else; a generic agent id, a requester without a
             // share). A list that cannot be read now is "try again", never an empty list.
@@ -101,7 +100,7 @@ struct PhoneAccount: Sendable {
                                                         allowed: false)
             }
             return true
-        } catch let error as PGError where error.isRefusal {
+        } catch is RelayDatabase.Refusal {
             return false
         }
     }
@@ -128,12 +127,6 @@ struct PhoneAccount: Sendable {
     private func wakers(_ list: PGJSON) -> String { #"{"type":"may_wake","agents":\#(list.text)}"# }
     private func devices(_ list: PGJSON) -> String { #"{"type":"devices","devices":\#(list.text)}"# }
     private func keys(_ list: PGJSON) -> String { #"{"type":"agent_keys","keys":\#(list.text)}"# }
-}
-
-private extension PGError {
-    /// The database refused the change (no share, a generic agent id, a limit, a bad
-    /// argument): the phone asked for something it may not have, not a failure.
-    var isRefusal: Bool { ["42501", "23514", "54000", "22023", "22004", "23502", "P0002"].contains(sqlState ?? "") }
 }
 
 private extension PhoneAccountRequest {
