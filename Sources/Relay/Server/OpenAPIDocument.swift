@@ -20,7 +20,7 @@ public enum OpenAPIDocument {
                     Ask where a person's phone is, with their consent every time. An agent calls POST /v1/locate \
                     (or the MCP tool get_phone_location at /mcp); the person's phone asks them; the first answer \
                     comes back. Every non-200 answer of /v1/locate is text/plain, written for the agent to relay \
-                    to its user. The phone side (GET /v1/device) is a WebSocket, described in SPEC §5.
+                    to its user. The phone side (GET /v1/device) is a WebSocket, described in docs/protocol.md (The device protocol).
                     """)),
                 ("license", .map([("name", .string("See the repository"))])),
             ])),
@@ -104,7 +104,7 @@ public enum OpenAPIDocument {
             ("summary", .string("A phone answers one request, or a reminder, without its socket (from a notification action)")),
             ("description", .string("""
                 Needs the phone's own credential (no client_id). The first answer wins. A reminder of a standing \
-                grant (SPEC §14) is answered here too: Keep or Remove.
+                grant (docs/protocol.md, Reminders) is answered here too: Keep or Remove.
                 """)),
             ("requestBody", .map([("required", .bool(true)),
                                   ("content", .map([("application/json", .map([("schema", .map([
@@ -245,7 +245,7 @@ public enum OpenAPIDocument {
                     ])),
                 ])),
                 ("Place", .map([
-                    ("description", .string("A place answer (SPEC §14): the name of a place the person defined on their phone, and no position")),
+                    ("description", .string("A place answer (docs/protocol.md, Places): the name of a place the person defined on their phone, and no position")),
                     ("type", .string("object")),
                     ("required", .list(["place", "captured_at", "age_s", "device", "precision"].map { .string($0) })),
                     ("properties", .map([
@@ -265,7 +265,7 @@ public enum OpenAPIDocument {
                                                       ("email", .map([("type", .string("string"))]))]))])),
                 ("PhoneAnswer", .map([
                     ("description", .string("""
-                        An answer to a locate, as a phone sends it on its socket (SPEC §5). Only type and id decide \
+                        An answer to a locate, as a phone sends it on its socket (docs/protocol.md, Messages). Only type and id decide \
                         whether it is an answer; the other fields are read leniently, as on the socket: a location \
                         answer with a field that is missing, not a number or out of range is a bad answer and settles \
                         the request as unavailable (error), and an unknown reason counts as user (denied) or error \
@@ -290,7 +290,7 @@ public enum OpenAPIDocument {
                 ])),
                 ("ReminderAnswer", .map([
                     ("description", .string("""
-                        Keep or Remove on a reminder of a standing grant (SPEC §14), as the phone sends it on its \
+                        Keep or Remove on a reminder of a standing grant (docs/protocol.md, Reminders), as the phone sends it on its \
                         socket: Keep starts the reminder's interval again, Remove ends the always-allow.
                         """)),
                     ("type", .string("object")),
