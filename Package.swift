@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(name: "http-echo-server", dependencies: ["HTTPServer"], path: "Benchmarks/HTTPEchoServer"),
 
         // What the test targets share: waiting for a condition or an answer, with a limit.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["COpenSSL"], path: "Tests/TestSupport"),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
         .testTarget(name: "PGBusTests", dependencies: ["TestSupport", "PGBus", "Loop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer", "CSystem", "Loop"]),
@@ -60,7 +60,10 @@ let package = Package(
         .testTarget(name: "JSONTests", dependencies: ["JSON"]),
         .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "JSON"]),
+        // Relay's pure parts: no database, no sockets of their own.
         .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "Fetch", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
+        // Relay against the test database (WHEREABOT_TEST_*_URL): drivers, harnesses, end to end.
+        .testTarget(name: "RelayIntegrationTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Loop", "Crypto", "JSON", "Push", "COpenSSL"]),
         .testTarget(name: "WhereabotTests", dependencies: ["TestSupport", "whereabot"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@ import Foundation
 @testable import Relay
 @testable import RelayCore
 import Synchronization
+import TestSupport
 import Testing
 
 /// The pure parts of the hostile-input rules: tokens must carry a session, failed

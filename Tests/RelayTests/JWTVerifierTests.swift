@@ -1,6 +1,7 @@
 import Foundation
 @testable import Relay
 @testable import RelayCore
+import TestSupport
 import Testing
 
 /// Supabase access tokens: the algorithm bound to the key, and every claim checked.

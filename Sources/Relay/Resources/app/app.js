@@ -1,7 +1,7 @@
-// The browser phone (APP.md; README "Try it in a browser"): the wiring. It holds the phone
-// socket and hands each message to the module that owns it: the prompt (asking.js over the
-// consent queue, queue.js), the lists (lists.js, keys.js, grants.js, quiet.js, places.js),
-// home (home.js), sign-in and sign-out (signin.js); the views are routes (router.js).
+// The browser phone (docs/protocol.md "The browser phone"; README "Try it in a browser"): the
+// wiring. It holds the phone socket and hands each message to the module that owns it: the prompt
+// (asking.js over the consent queue, queue.js), the lists (lists.js, keys.js, grants.js, quiet.js,
+// places.js), home (home.js), sign-in and sign-out (signin.js); the views are routes (router.js).
 // Names from agents and people are only ever inserted as text (textContent), never HTML.
 import * as session from "./session.js";
 import { PhoneSocket } from "./socket.js";

@@ -1,4 +1,4 @@
-// The prompt (APP.md "A.4 Answering a request"; README "Try it in a browser"): the wiring
+// The prompt (docs/protocol.md "Answering"; README "Try it in a browser"): the wiring
 // between the consent queue (queue.js, the rules), the page and the position. It shows the
 // waiting request above every view with the agent's own words and the five answers, counts
 // down with one timer set for the next second or deadline, and answers with the position.

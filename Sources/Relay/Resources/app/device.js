@@ -1,6 +1,6 @@
-// This browser as a device of the account (APP.md "A.3 The WebSocket": hello): its id kept
-// in localStorage, its name (the person's, or e.g. "Chrome on Linux" in the page's language),
-// and the rule that a device belongs to one account.
+// This browser as a device of the account (docs/protocol.md "The socket from a browser": hello):
+// its id kept in localStorage, its name (the person's, or e.g. "Chrome on Linux" in the page's
+// language), and the rule that a device belongs to one account.
 import { t } from "./i18n.js";
 import { forgetPlaces } from "./places.js";
 import { forgetReminders } from "./reminders.js";

@@ -1,5 +1,5 @@
-// Connected agents (docs/agents.md, "Signing in"): the OAuth clients this account approved, from two sources
-// merged in one list, each with a Revoke button:
+// Connected agents (docs/agents.md, "Signing in"): the OAuth clients this account approved,
+// from two sources merged in one list, each with a Revoke button:
 // - the relay's own authorization server (Sources/Relay/OAuth): GET /oauth/grants and
 //   DELETE /oauth/grants/{id}, with the person's access token. Always asked: its grants
 //   exist whatever sign-in service the relay names.

@@ -1,4 +1,4 @@
-// The request history on this device (APP.md "A.4 Answering a request"): newest first, at most 200 entries,
+// The request history on this device (docs/protocol.md "Answering"): newest first, at most 200 entries,
 // and never a coordinate or an accuracy — only who asked, why they said they asked, when,
 // and what happened. Shown in Requests, its newest entry on home.
 import { t, dateTime } from "./i18n.js";

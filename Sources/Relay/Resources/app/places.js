@@ -1,8 +1,8 @@
-// Places (README "Living with it": places): defined and matched on this phone only. A place is a name (at most 40
-// characters), a centre (the current position or typed) and a radius of 100 m to 5 km, kept
-// in this browser's storage and never sent anywhere: no name, centre or radius reaches the
-// relay. Only when the person shares while inside a place set to "name only" does the
-// answer carry the place's name — and then no position at all.
+// Places (README "Living with it": places): defined and matched on this phone only. A place is a
+// name (at most 40 characters), a centre (the current position or typed) and a radius of 100 m to 5
+// km, kept in this browser's storage and never sent anywhere: no name, centre or radius reaches the
+// relay. Only when the person shares while inside a place set to "name only" does the answer carry
+// the place's name — and then no position at all.
 import { approximate, locateOnce } from "./position.js";
 import { t } from "./i18n.js";
 

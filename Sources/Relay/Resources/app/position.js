@@ -1,5 +1,5 @@
-// One location read (APP.md "A.4 Answering a request"): watchPosition with high accuracy, keep the most accurate
-// position, stop at ≤ 30 m, after 10 s, or 500 ms before the request's deadline.
+// One location read (docs/protocol.md "Answering"): watchPosition with high accuracy, keep the most
+// accurate position, stop at ≤ 30 m, after 10 s, or 500 ms before the request's deadline.
 
 export function locateOnce(expiresMs) {
   return new Promise((resolve) => {

@@ -1,7 +1,7 @@
-// Web Push on the page side (APP.md "A.5 Web Push subscription"): subscribe after a user gesture with the relay's
-// VAPID key, raced against 15 s (a profile that cannot reach its push service never
-// settles), keep the subscription to send on every connect, close a request's notifications,
-// and forget the subscription at sign-out.
+// Web Push on the page side (docs/protocol.md "Notifications and the service worker"): subscribe
+// after a user gesture with the relay's VAPID key, raced against 15 s (a profile that cannot reach
+// its push service never settles), keep the subscription to send on every connect, close a
+// request's notifications, and forget the subscription at sign-out.
 
 import { t, language } from "./i18n.js";
 
@@ -66,8 +66,9 @@ export async function hasSubscription() {
 }
 
 /**
- * Sign-out (APP.md "A.2 Signing in"): forgets the stored subscription and unsubscribes it at the push
- * service, so even a relay that never heard the delete gets 404/410 and drops its row.
+ * Sign-out (docs/protocol.md "Signing in the browser"): forgets the stored subscription and
+ * unsubscribes it at the push service, so even a relay that never heard the delete gets 404/410 and
+ * drops its row.
  */
 export async function unsubscribe() {
   localStorage.removeItem(KEY);

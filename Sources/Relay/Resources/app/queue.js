@@ -1,4 +1,4 @@
-// The consent queue (APP.md "A.4 Answering a request"): which locate is asked now, which
+// The consent queue (docs/protocol.md "Answering"): which locate is asked now, which
 // wait behind it, when each runs out, and what every answer sends. No DOM, no clock: the
 // caller passes `now` (ms) and applies the effects each call returns, in order:
 //   {type: "close", id}                      close the request's notifications

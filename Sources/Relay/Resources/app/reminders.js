@@ -1,10 +1,9 @@
-// Reminders of standing grants (README "Living with it": reminders): when an agent this account always allows for good
-// has been allowed GRANT_REMINDER_DAYS since it was chosen or kept, the relay follows its
-// next automatic answer with `{"type":"reminder",...}`. The page shows it as a card above
-// the history, kept (at most 20) until answered, and as a notification with Keep and Remove
-// when notifications are on; either answer goes over the phone socket (`always_allow_keep`,
-// `always_allow_remove`), from the card or, through the service worker, from the
-// notification.
+// Reminders of standing grants (README "Living with it": reminders): when an agent this account
+// always allows for good has been allowed GRANT_REMINDER_DAYS since it was chosen or kept, the
+// relay follows its next automatic answer with `{"type":"reminder",...}`. The page shows it as a
+// card above the history, kept (at most 20) until answered, and as a notification with Keep and
+// Remove when notifications are on; either answer goes over the phone socket (`always_allow_keep`,
+// `always_allow_remove`), from the card or, through the service worker, from the notification.
 
 import { t } from "./i18n.js";
 

@@ -1,7 +1,7 @@
-// The signed-in session (APP.md "A.2 Signing in"; README "Try it in a browser"): read from the implicit-flow fragment that
-// Supabase Auth (or `whereabot token --app-link`) puts after /app/#, kept in localStorage,
-// refreshed 60 s before it expires when a refresh token exists. The fragment never reaches a
-// server.
+// The signed-in session (docs/protocol.md "Signing in the browser"; README "Try it in a
+// browser"): read from the implicit-flow fragment that Supabase Auth (or `whereabot token
+// --app-link`) puts after /app/#, kept in localStorage, refreshed 60 s before it expires when a
+// refresh token exists. The fragment never reaches a server.
 //
 // A token in the URL is taken only for a sign-in this page started (login CSRF): before it
 // sends the person to Supabase it stores a random `state` and puts it in redirect_to
@@ -115,8 +115,9 @@ export const WORKER_SESSION = "/app/worker-session";
 
 /**
  * Gives the service worker the session's access token (never the refresh token), so that a
- * notification's Reject answers without opening a window (README "Try it in a browser"); null forgets it. The
- * worker serves nothing from this cache, and an expired token makes Reject open the app.
+ * notification's Reject answers without opening a window (README "Try it in a browser"); null
+ * forgets it. The worker serves nothing from this cache, and an expired token makes Reject open the
+ * app.
  */
 export async function shareWithWorker(session) {
   try {

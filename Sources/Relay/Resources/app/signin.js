@@ -1,7 +1,7 @@
-// Signing in and out (APP.md "A.2 Signing in"; README "Try it in a browser"). The signed-in account's
-// email is always in the header (and in Account); a token from a URL is taken only for a
-// sign-in this page started, or after a confirmation naming the account (and, when another
-// account is signed in, naming both). Signing out deletes this browser's Web Push
+// Signing in and out (docs/protocol.md "Signing in the browser"; README "Try it in a browser"). The
+// signed-in account's email is always in the header (and in Account); a token from a URL is taken
+// only for a sign-in this page started, or after a confirmation naming the account (and, when
+// another account is signed in, naming both). Signing out deletes this browser's Web Push
 // subscription at the relay before the socket closes, then unsubscribes it.
 import * as session from "./session.js";
 import { sendOnce } from "./socket.js";
@@ -56,8 +56,9 @@ async function forgetPush(phone, signedIn, tellRelay) {
 }
 
 /**
- * Signs out (APP.md "A.2 Signing in"): the push subscription deleted (before the socket closes), the
- * socket closed with 1000, the session cleared. `tellRelay` false: the device is gone already.
+ * Signs out (docs/protocol.md "Signing in the browser"): the push subscription deleted (before the
+ * socket closes), the socket closed with 1000, the session cleared. `tellRelay` false: the device
+ * is gone already.
  */
 export function signOut(text, tellRelay = true) {
   if (!leaving) {

@@ -1,10 +1,10 @@
-// The phone socket (APP.md "A.3 The WebSocket"): /v1/device with the token in the subprotocol
-// `whereabot.bearer.<JWT>` beside `whereabot.v1`, hello with platform "web", reconnect with
-// backoff (1 s → 30 s, jitter), at once on 1012, when online and when the page is shown;
-// never after 4000 (replaced or revoked); after 1013 "retry after N" (a relay that is busy
-// or not ready yet: a browser cannot read the status of a refused upgrade, so the relay
-// says it on the socket) in N seconds, as the relay asks. `request` sends a message and waits for its reply;
-// `sendOnce` does the same on a socket of its own when the phone socket is down (sign-out).
+// The phone socket (docs/protocol.md "The socket from a browser"): /v1/device with the token in the
+// subprotocol `whereabot.bearer.<JWT>` beside `whereabot.v1`, hello with platform "web", reconnect
+// with backoff (1 s → 30 s, jitter), at once on 1012, when online and when the page is shown; never
+// after 4000 (replaced or revoked); after 1013 "retry after N" (a relay that is busy or not ready
+// yet: a browser cannot read the status of a refused upgrade, so the relay says it on the socket)
+// in N seconds, as the relay asks. `request` sends a message and waits for its reply; `sendOnce`
+// does the same on a socket of its own when the phone socket is down (sign-out).
 
 function deviceURL() {
   return location.origin.replace(/^http/, "ws") + "/v1/device";

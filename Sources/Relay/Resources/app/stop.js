@@ -1,8 +1,8 @@
-// Stop all sharing (README "Living with it": stop all sharing): one control, after one confirmation naming what ends, ends
-// every standing permission of the account: the relay ends every always-allow, share,
-// invitation, agent key and agent connected through its own OAuth server, and answers every
-// waiting request as declined (one message on the phone socket, answered with the counts),
-// then this page revokes every OAuth grant Supabase Auth's own server keeps, through its
+// Stop all sharing (README "Living with it": stop all sharing): one control, after one confirmation
+// naming what ends, ends every standing permission of the account: the relay ends every
+// always-allow, share, invitation, agent key and agent connected through its own OAuth server, and
+// answers every waiting request as declined (one message on the phone socket, answered with the
+// counts), then this page revokes every OAuth grant Supabase Auth's own server keeps, through its
 // grants API.
 import { revokeAllGrants } from "./grants.js";
 import { t } from "./i18n.js";

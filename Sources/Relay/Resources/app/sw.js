@@ -1,13 +1,13 @@
-// The service worker (APP.md "A.6 The service worker"). It cannot read the location, so a push only brings the
-// person to the page: every push shows a notification (tag = request id); a tap, or its
-// Allow action, opens /app/?request=<id>, where the relay resends the waiting request and the
-// prompt appears. Its Reject action answers "denied" here, through POST /v1/device/answer
-// with the session the page left in WORKER_CACHE, and opens no window (README "Try it in a
-// browser"); the page adds the entry to its history when it next opens. A reminder's push
-// (README "Living with it": reminders) shows Keep and Remove, which answer the same way: from
-// an open page, or from here with no window. The worker's own texts (the fallback body, the
-// action titles) come from strings.json in the browser's language, as the page's do; the
-// relay writes the title and body of every other push.
+// The service worker (docs/protocol.md "Notifications and the service worker"). It cannot read the
+// location, so a push only brings the person to the page: every push shows a notification (tag =
+// request id); a tap, or its Allow action, opens /app/?request=<id>, where the relay resends the
+// waiting request and the prompt appears. Its Reject action answers "denied" here, through POST
+// /v1/device/answer with the session the page left in WORKER_CACHE, and opens no window (README
+// "Try it in a browser"); the page adds the entry to its history when it next opens. A reminder's
+// push (README "Living with it": reminders) shows Keep and Remove, which answer the same way: from
+// an open page, or from here with no window. The worker's own texts (the fallback body, the action
+// titles) come from strings.json in the browser's language, as the page's do; the relay writes the
+// title and body of every other push.
 
 const SHELL = "whereabot-shell-v1";
 const WORKER_CACHE = "whereabot-worker";  // session.js's: the access token, and history entries for the page
@@ -21,20 +21,22 @@ const FILES = ["/app/", ...MODULES.map((name) => `/app/${name}.js`), "/app/strin
 
 let texts = null;
 /** The catalog's texts in the browser's language (catalog.js's rule: the first of
- *  navigator.languages the catalog holds, else English), fetched once per worker life. */
+ *  navigator.languages the catalog holds, else English), read once per worker life from the
+ *  shell's copy (the page's own loads keep it fresh), else from the network within 3 s. */
 async function strings() {
   if (texts) return texts;
   let catalog = {};
   try {
-    // A network that never answers must not hold the notification back: 3 s, then the cached copy.
-    catalog = await fetch("/app/strings.json", { signal: AbortSignal.timeout(3000) }).then((response) => response.json());
+    const cached = await caches.open(SHELL).then((cache) => cache.match("/app/strings.json"));
+    catalog = await (cached || await fetch("/app/strings.json", { signal: AbortSignal.timeout(3000) })).json();
   } catch {
-    catalog = await caches.match("/app/strings.json").then((response) => (response ? response.json() : {})).catch(() => ({}));
+    catalog = {};  // the keys themselves: a notification still shows
   }
   const preferences = (self.navigator && self.navigator.languages) || [];
   const language = preferences.map((tag) => String(tag).toLowerCase().split(/[-_]/)[0]).find((primary) => primary in catalog) || "en";
-  texts = { ...(catalog.en || {}), ...(catalog[language] || {}) };
-  return texts;
+  const found = { ...(catalog.en || {}), ...(catalog[language] || {}) };
+  if (Object.keys(found).length) texts = found;  // a failed read is tried again at the next push
+  return found;
 }
 
 /** The text of `key` (sw.*), the key itself when the catalog cannot be read. */
@@ -88,7 +90,8 @@ self.addEventListener("push", (event) => {
         request_id: data.request_id, expires_ms: data.expires_ms, agent: typeof data.agent_name === "string" ? data.agent_name : null,
         client_id: typeof data.client_id === "string" ? data.client_id : null, reason: typeof data.reason === "string" ? data.reason : null },
         requireInteraction: data.kind === "alert", timestamp: Date.now(),
-        // Where the browser shows actions: Reject answers from here, Allow opens the page (only it can read the location).
+        // Where the browser shows actions: Reject answers from here, Allow opens the page (only it
+        // can read the location).
         actions: data.kind === "alert" ? [{ action: "reject", title: await text("sw.reject") },
                                           { action: "allow", title: await text("sw.allow") }] : [] }
       : { body: await text("sw.fallback"), tag: "whereabot", data: { url: "/app/" } };

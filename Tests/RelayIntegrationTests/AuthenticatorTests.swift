@@ -2,6 +2,7 @@ import Foundation
 import PGBus
 @testable import Relay
 import Synchronization
+import TestSupport
 import Testing
 
 /// Credentials end to end: JWTs with the session check, agent keys with their cache, the

@@ -2,14 +2,14 @@ import COpenSSL
 import Foundation
 
 /// Real keys for JWT tests: generated with OpenSSL, exported as JWKs, used to sign tokens.
-final class TestKey: @unchecked Sendable {
-    enum Kind { case rsa, p256 }
+public final class TestKey: @unchecked Sendable {
+    public enum Kind: Sendable { case rsa, p256 }
 
-    let kind: Kind
-    let kid: String
+    public let kind: Kind
+    public let kid: String
     private let key: OpaquePointer
 
-    init(_ kind: Kind, kid: String) {
+    public init(_ kind: Kind, kid: String) {
         self.kind = kind
         self.kid = kid
         let context = EVP_PKEY_CTX_new_from_name(nil, kind == .rsa ? "RSA" : "EC", nil)!
@@ -27,7 +27,7 @@ final class TestKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     /// The public key as a JWK.
-    var jwk: [String: String] {
+    public var jwk: [String: String] {
         switch kind {
         case .rsa:
             return ["kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
@@ -42,7 +42,7 @@ final class TestKey: @unchecked Sendable {
     }
 
     /// The public key's DER (what an attacker would use as an HMAC secret).
-    var publicDER: [UInt8] {
+    public var publicDER: [UInt8] {
         var pointer: UnsafeMutablePointer<UInt8>?
         let length = i2d_PUBKEY(key, &pointer)
         defer { CRYPTO_free(pointer, #file, #line) }
@@ -50,7 +50,7 @@ final class TestKey: @unchecked Sendable {
     }
 
     /// A JWS signature over `message` in JWT form (r||s for ES256).
-    func sign(_ message: [UInt8]) -> [UInt8] {
+    public func sign(_ message: [UInt8]) -> [UInt8] {
         let context = EVP_MD_CTX_new()!
         defer { EVP_MD_CTX_free(context) }
         precondition(EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1)
@@ -82,21 +82,21 @@ final class TestKey: @unchecked Sendable {
     }
 }
 
-func base64url(_ bytes: [UInt8]) -> String {
+public func base64url(_ bytes: [UInt8]) -> String {
     Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
         .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
 }
 
 /// Builds compact JWS tokens for tests.
-enum TestToken {
-    static func make(header: [String: Any], claims: [String: Any], sign: ([UInt8]) -> [UInt8]) -> String {
+public enum TestToken {
+    public static func make(header: [String: Any], claims: [String: Any], sign: ([UInt8]) -> [UInt8]) -> String {
         let head = base64url(Array(try! JSONSerialization.data(withJSONObject: header, options: .sortedKeys)))
         let body = base64url(Array(try! JSONSerialization.data(withJSONObject: claims, options: .sortedKeys)))
         let signingInput = head + "." + body
         return signingInput + "." + base64url(sign(Array(signingInput.utf8)))
     }
 
-    static func hmac(_ secret: [UInt8], _ message: [UInt8]) -> [UInt8] {
+    public static func hmac(_ secret: [UInt8], _ message: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         _ = HMAC(EVP_sha256(), secret, Int32(secret.count), message, message.count, &digest, &length)
@@ -104,7 +104,7 @@ enum TestToken {
     }
 
     /// Claims of a Supabase session token at `now`, optionally an agent's (client_id).
-    static func claims(user: UUID = UUID(), clientID: String? = nil, now: Date = Date()) -> [String: Any] {
+    public static func claims(user: UUID = UUID(), clientID: String? = nil, now: Date = Date()) -> [String: Any] {
         var claims: [String: Any] = [
             "sub": user.uuidString.lowercased(), "aud": "authenticated", "role": "authenticated",
             "email": "ada@example.com", "session_id": UUID().uuidString.lowercased(),
