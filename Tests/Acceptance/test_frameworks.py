@@ -32,8 +32,9 @@ def bounded():
 
 
 def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=None):
-    """Runs `script` (the framework's client) while a phone answers its first prompt after
-    `answer_after` seconds: (the client's JSON line, the prompts the phone got)."""
+    """Runs `script` (the framework's client) while a phone answers its first prompt
+    `answer_after` seconds after it appeared (however long the client took to start):
+    (the client's JSON line, the prompts the phone got)."""
     user, session, email = make_user("Framework", with_session=True)
     agent = token(user, session, email, client_id=str(uuid.uuid4()))
     python = framework_python(script)
@@ -49,7 +50,7 @@ def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=N
                 json.dumps(arguments or {"timeout_secs": 60}), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                 cwd=str(FRAMEWORKS))
             answered = False
-            started = time.monotonic()
+            shown = None  # the person answers `answer_after` s after the prompt appeared
             while True:
                 try:
                     message = json.loads(await asyncio.wait_for(ws.recv(), 0.2))
@@ -57,11 +58,12 @@ def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=N
                     message = None
                 if message and message["type"] == "locate":
                     prompts.append(message)
-                if prompts and not answered and time.monotonic() - started >= answer_after:
+                    shown = shown or time.monotonic()
+                if prompts and not answered and time.monotonic() - shown >= answer_after:
                     await ws.send(json.dumps({"type": "location", "id": prompts[0]["id"], "latitude": LAT, "longitude": LON,
                                               "accuracy_m": 10, "timestamp_ms": int(time.time() * 1000)}))
                     answered = True
-                if client.returncode is not None or (answered and time.monotonic() - started > answer_after + 30):
+                if client.returncode is not None or (answered and time.monotonic() - shown > answer_after + 30):
                     break
                 try:
                     await asyncio.wait_for(client.wait(), 0.01)

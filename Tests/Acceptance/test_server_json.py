@@ -50,7 +50,7 @@ def remote():
 
 def mcp_route():
     """The path the relay's route table registers for MCP (`case mcp = "/mcp"`)."""
-    source = (ROOT / "Sources" / "Relay" / "Server" / "RelayRoutes+Route.swift").read_text()
+    source = (ROOT / "Sources" / "Relay" / "Routes" / "RelayRoutes+Route.swift").read_text()
     return re.search(r'case mcp = "([^"]+)"', source).group(1)
 
 
