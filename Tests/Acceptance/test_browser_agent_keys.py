@@ -1,5 +1,5 @@
-"""Agent keys in the browser phone (issue 26; SPEC §12; seeds: "create in the app, shown
-once", revoke in the app), in Debian's real Chromium driven by Playwright, against a real
+"""Agent keys in the browser phone (docs/agents.md "Signing in": created in the
+app and shown once, revoked in the app), in Debian's real Chromium driven by Playwright, against a real
 `whereabot serve`: create with a name, the key shown once works with curl, the list shows
 name, creation and last use, revoke → 401; a name with HTML stays text."""
 import subprocess

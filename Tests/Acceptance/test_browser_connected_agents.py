@@ -1,4 +1,4 @@
-"""Connected agents in the browser phone (issue 26, SPEC §12), in Debian's real Chromium
+"""Connected agents in the browser phone (docs/agents.md "Signing in"), in Debian's real Chromium
 driven by Playwright, against a real `whereabot serve` and the local Supabase Auth stand-in
 (auth/standin): an agent that went through an OAuth flow — the stand-in's (Supabase Auth's
 OAuth server) or the relay's own authorization server — is listed by its registered name;
@@ -224,7 +224,7 @@ def test_the_browser_phone_signs_in_by_magic_link_from_the_mailbox(browser, stan
 
 
 def test_stop_all_sharing_disconnects_every_connected_agent(browser, standin, relays, make_user):
-    """SPEC §14's Stop all sharing ends the OAuth grants too, through Supabase Auth's grants
+    """Stop all sharing (docs/protocol.md "Stop all sharing") ends the OAuth grants too, through Supabase Auth's grants
     API (here the stand-in): both approved agents are named in the confirmation and refused
     on both instances within 5 s of the result."""
     user, session, email = make_user(with_session=True)

@@ -1,4 +1,4 @@
-"""The OAuth consent page of the browser phone (issue 26, SPEC §12) at /app/oauth/consent,
+"""The OAuth consent page of the browser phone (docs/agents.md "Signing in") at /app/oauth/consent,
 in Debian's real Chromium driven by Playwright against a real `whereabot serve`, for both
 flows: the relay's own authorization server (`?request=<uuid>`, at the end of this file:
 the relay's real consent API) and Supabase Auth's (`?authorization_id=…`). For the latter,

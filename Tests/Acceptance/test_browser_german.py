@@ -194,18 +194,20 @@ def test_the_push_subscription_and_the_service_workers_texts_are_german(browser,
                     {"kind": "alert", "garbage": True},
                     {"kind": "reminder", "client_id": person.client_id, "requester_id": None, "title": "Whereabot",
                      "body": "Claude kann deinen Standort weiterhin ohne Nachfrage abrufen."}]
-        for payload in payloads:
-            cdp.send("ServiceWorker.deliverPushMessage", {"origin": relay.base, "registrationId": registration,
-                                                          "data": json.dumps(payload)})
         worker = next(w for w in context.service_workers if w.url.endswith("/app/sw.js"))
-        shown = None
-        for _ in range(100):
-            shown = worker.evaluate("""async () => (await self.registration.getNotifications())
-                .map((n) => [n.tag, n.body, ...n.actions.map((a) => a.title)])""")
-            if len(shown) >= 3:
-                break
-            page.wait_for_timeout(100)
-        by_tag = {entry[0]: entry[1:] for entry in shown}
+        by_tag = {}
+        # One push at a time, each until its notification shows: a push is delivered at best
+        # effort (a busy machine has dropped one of three sent at once), the texts are the point.
+        for payload, tag in zip(payloads, [payloads[0]["request_id"], "whereabot", f"reminder:{person.client_id}:"]):
+            for _ in range(200):  # a bound against a hang, no timing asserted
+                if _ % 50 == 0:
+                    cdp.send("ServiceWorker.deliverPushMessage", {"origin": relay.base, "registrationId": registration,
+                                                                  "data": json.dumps(payload)})
+                by_tag = {entry[0]: entry[1:] for entry in worker.evaluate("""async () => (await self.registration
+                    .getNotifications()).map((n) => [n.tag, n.body, ...n.actions.map((a) => a.title)])""")}
+                if tag in by_tag:
+                    break
+                page.wait_for_timeout(100)
         assert by_tag[payloads[0]["request_id"]] == [payloads[0]["body"], "Ablehnen", "Erlauben"]
         assert by_tag["whereabot"] == ["Eine Standortanfrage ist eingegangen"]
         assert by_tag[f"reminder:{person.client_id}:"] == [payloads[2]["body"], "Behalten", "Entfernen"]

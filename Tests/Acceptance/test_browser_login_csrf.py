@@ -1,5 +1,5 @@
-"""Login CSRF on the browser phone (issue 22, finding 3; SPEC §8) and the browser phone
-deleting its Web Push subscription at sign-out (finding 6), in Debian's real Chromium driven
+"""Login CSRF on the browser phone (docs/protocol.md "Signing in the browser") and the browser phone
+deleting its Web Push subscription at sign-out, in Debian's real Chromium driven
 by Playwright (never `playwright install`), against real `whereabot serve` processes.
 
 The page takes a token from a URL only for a sign-in it started itself (a random `state` it
@@ -32,7 +32,7 @@ REFUSED = "A sign-in link this page did not ask for was ignored."
 
 
 class FakeAuth:
-    """Supabase Auth's redirects, as the page uses them (APP.md §A.2): GET /auth/v1/authorize
+    """Supabase Auth's redirects, as the page uses them (docs/protocol.md "Signing in the browser"): GET /auth/v1/authorize
     (Google) and GET /auth/v1/verify (the emailed link) redirect to redirect_to with
     `#access_token=…&refresh_token=…`; POST /auth/v1/otp records the email and redirect_to.
     Tokens are signed like Supabase's (HS256, iss SUPABASE_URL/auth/v1) for `self.user`."""

@@ -1,4 +1,4 @@
-"""The browser phone at /app/ (APP.md §A.7, A1-A14) in Debian's real Chromium, driven by
+"""The browser phone at /app/ (docs/protocol.md "The browser phone", A1-A14) in Debian's real Chromium, driven by
 Playwright for Python (never `playwright install`), against real `whereabot serve`
 processes; agents are curl, the second phone is `whereabot phone`, Web Push goes through
 the fake push service and CDP `ServiceWorker.deliverPushMessage`."""
@@ -79,7 +79,8 @@ def new_page(browser, geolocation=True, init_script=None):
 
 
 def confirm_sign_in(page, email):
-    """An --app-link link signs in only after the confirmation that names the account (SPEC §8)."""
+    """An --app-link link signs in only after the confirmation that names the account
+    (docs/protocol.md "Signing in the browser")."""
     expect(page.locator("#confirm-text")).to_have_text(f"Sign in as {email} on this browser?", timeout=10000)
     page.click("#confirm-signin")
 
@@ -387,8 +388,8 @@ def test_a12_web_push_end_to_end(browser, admin, make_user, relay, push):
         call = Locate(relay.base, person.agent, 30).begin()
         path = endpoint[len(push.web.origin):]
         # The bounds below guard against a hang; they assert no timing: a push's trip and a
-        # stopped service worker's start take as long as the machine is busy (clean-clone
-        # run 10, four workers beside the fuzz build, saw no notification within 5 s).
+        # stopped service worker's start take as long as the machine is busy (four test
+        # workers beside a fuzz build have kept a notification back for more than 5 s).
         pushed = wait_for(lambda: push.web_for([path]), 60)
         assert pushed and pushed[0]["status"] == 201
         payload = pushed[0]["payload"]
@@ -397,8 +398,8 @@ def test_a12_web_push_end_to_end(browser, admin, make_user, relay, push):
                                                       "data": json.dumps(payload)})
         # Read from a page of the scope that is not the app: the app, once its socket has the
         # waiting request, shows the prompt and closes the request's notification, so read
-        # there the notification was gone whenever the socket came first (clean-clone run 9
-        # of issue 40, under load).
+        # there the notification was gone whenever the socket came first (as it does under
+        # load).
         page.goto(f"{relay.base}/app/offline-check-does-not-exist")  # any /app/ page can read the registration
         shown = wait_for(lambda: page.evaluate(
             "navigator.serviceWorker.getRegistration('/app/').then(r => r.getNotifications())"
@@ -442,7 +443,7 @@ def asked(page, relay, person, **locate):
 
 # ----------------------------------------------------------------------------------------- A15
 def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, admin, make_user, relay):
-    """SPEC §13: the prompt shows the agent's reason as its own words, in quotes and
+    """docs/protocol.md "Consent": the prompt shows the agent's reason as its own words, in quotes and
     attributed, as inert text (markup and a right-to-left override from a hostile agent);
     the history keeps it; a request without one shows no quote."""
     person = Person(admin, make_user, relay)
@@ -470,7 +471,7 @@ def test_a15_the_agents_reason_is_quoted_text_and_kept_in_the_history(browser, a
 
 # ----------------------------------------------------------------------------------------- A16
 def test_a16_share_approximate_sends_the_grid_cell_centre(browser, admin, make_user, relay):
-    """SPEC §13: "Share approximate" sends the centre of the 0.025° cell holding the fix, at
+    """docs/protocol.md "Consent": "Share approximate" sends the centre of the 0.025° cell holding the fix, at
     least 3 km accurate; the agent's 200 says `precision`; the history says how and from where."""
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
@@ -496,7 +497,7 @@ def test_a16_share_approximate_sends_the_grid_cell_centre(browser, admin, make_u
 
 # ----------------------------------------------------------------------------------------- A17
 def test_a17_allow_for_a_while_answers_silently_until_it_ends(browser, admin, make_user, relay):
-    """SPEC §13: "Allow for 1 hour" answers this request and always-allows the agent until
+    """docs/protocol.md "Consent": "Allow for 1 hour" answers this request and always-allows the agent until
     then (ALLOW_FOR_SECONDS here); the list shows precision and the end with Remove; a
     request after the end asks again. The row's expiry is the database's."""
     person = Person(admin, make_user, relay)
@@ -525,7 +526,7 @@ def test_a17_allow_for_a_while_answers_silently_until_it_ends(browser, admin, ma
 
 # ----------------------------------------------------------------------------------------- A19
 def test_a19_an_approximate_always_allow_is_answered_approximately(browser, admin, make_user, relay):
-    """SPEC §13: an always-allow can be approximate; the phone then answers that agent with
+    """docs/protocol.md "Consent": an always-allow can be approximate; the phone then answers that agent with
     the grid cell's centre, without asking and never precisely."""
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)
@@ -550,7 +551,7 @@ def test_a19_an_approximate_always_allow_is_answered_approximately(browser, admi
 
 # ----------------------------------------------------------------------------------------- A20
 def test_a20_a_removed_always_allow_is_removed_on_every_device(browser, admin, make_user, relay):
-    """Hostile input round 3 (issue 38, finding 2): the person always allows Claude on one
+    """A removal holds on every device (docs/security.md "Sharing"): the person always allows Claude on one
     browser phone, opens a second (which holds the list with Claude), then removes Claude on
     the first. The second must ask — not answer Claude silently with the precise fix, as it
     did when it answered by the list it got at hello. A narrowing to approximate elsewhere
@@ -594,7 +595,7 @@ def test_a20_a_removed_always_allow_is_removed_on_every_device(browser, admin, m
 
 # ----------------------------------------------------------------------------------------- A18
 def test_a18_reject_from_the_notification_answers_without_a_window(browser, admin, make_user, relay, push):
-    """SPEC §13: a Web Push notification carries Reject and Allow; Reject answers `denied`
+    """docs/protocol.md "Notifications and the service worker": a Web Push notification carries Reject and Allow; Reject answers `denied`
     from the service worker (POST /v1/device/answer with the stored session), so the agent
     gets 403 and no window opens; the page's history records it when it next opens. The
     push arrives by CDP's ServiceWorker.deliverPushMessage; the action's click is the event
@@ -612,8 +613,8 @@ def test_a18_reject_from_the_notification_answers_without_a_window(browser, admi
         call = Locate(relay.base, person.agent, 30, reason="Running late?").begin()
         path = endpoint[len(push.web.origin):]
         # The bounds below guard against a hang; they assert no timing: a push's trip and a
-        # stopped service worker's start take as long as the machine is busy (clean-clone
-        # run 10, four workers beside the fuzz build, saw no notification within 5 s).
+        # stopped service worker's start take as long as the machine is busy (four test
+        # workers beside a fuzz build have kept a notification back for more than 5 s).
         pushed = wait_for(lambda: push.web_for([path]), 60)
         assert pushed and pushed[0]["status"] == 201
         payload = pushed[0]["payload"]
@@ -662,7 +663,7 @@ def test_a14_endpoint_outside_the_allow_list_is_refused(browser, admin, make_use
 
 
 def test_a20_a_busy_relay_is_obeyed_not_hammered(browser, admin, make_user, relay):
-    """Issue 37: a browser cannot read a refused upgrade's status, so the relay refuses a
+    """docs/protocol.md "The socket from a browser": a browser cannot read a refused upgrade's status, so the relay refuses a
     phone that speaks whereabot.v1 on the socket, with 1013 "retry after N"; the page waits
     those N seconds (not its 1 s back-off) and then connects."""
     person = Person(admin, make_user, relay)
@@ -672,7 +673,7 @@ def test_a20_a_busy_relay_is_obeyed_not_hammered(browser, admin, make_user, rela
     # The page's own clock times the wait: its sockets' opens and closes as the page saw them
     # (the close listener added first, so the app's reconnect timer starts no earlier). The
     # times at which Playwright hands the events to this process lag by as much as the
-    # machine is busy (clean-clone run 21 of issue 40 saw 4.99 s between two of them).
+    # machine is busy (a busy machine has shown 4.99 s between two of them).
     timing = """
       (() => {
         const Native = window.WebSocket, log = (window.__sockets = []);

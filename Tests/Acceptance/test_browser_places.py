@@ -1,4 +1,4 @@
-"""Places in the browser phone (SPEC §14, issue 42 part 2), in Debian's real Chromium driven by
+"""Places in the browser phone (docs/protocol.md "Places"), in Debian's real Chromium driven by
 Playwright, against a real `whereabot serve`; the agent is curl. A place made from the
 browser's position and set to "name only": an Allow from inside it answers the agent with
 the place's name and no position; from outside, the fix as usual. The place lives in the

@@ -1,5 +1,5 @@
-"""Quiet hours and Stop all sharing in the browser phone (SPEC §14, issue 42 parts 1 and 3), in
-Debian's real Chromium driven by Playwright, against a real `whereabot serve`; the agent is
+"""Quiet hours and Stop all sharing in the browser phone (docs/protocol.md "Quiet hours",
+"Stop all sharing"), in Debian's real Chromium driven by Playwright, against a real `whereabot serve`; the agent is
 curl. The person sets a window through the page; during it the agent gets 503 with the
 window's end and no prompt appears; a bad window is refused with the relay's sentence and
 nothing changes; "May wake me" on an always-allowed agent, or from the prompt's agent menu,
@@ -119,7 +119,7 @@ def test_may_wake_me_from_the_prompts_agent_menu_lets_the_agent_ask_in_quiet_hou
 
 
 def test_stop_all_sharing_names_what_ends_then_ends_it(browser, admin, make_user, relay):
-    """SPEC §14's Stop all sharing in the page: the confirmation names what ends, with the
+    """Stop all sharing in the page: the confirmation names what ends, with the
     counts the page shows; after it the lists are empty and the relay refuses the key."""
     person = Person(admin, make_user, relay)
     context, page = signed_in(browser, person)

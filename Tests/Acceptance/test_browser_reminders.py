@@ -1,4 +1,4 @@
-"""Reminders of standing grants in the browser phone (SPEC §14, issue 42 part 4), in Debian's
+"""Reminders of standing grants in the browser phone (docs/protocol.md "Reminders"), in Debian's
 real Chromium driven by Playwright, against a real `whereabot serve` with
 GRANT_REMINDER_SECONDS=2; the agent is curl. An agent always allowed answers automatically;
 the list shows its last use; once the grant has stood the interval, the next automatic

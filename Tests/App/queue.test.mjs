@@ -1,5 +1,5 @@
-// The consent queue (Sources/Relay/Resources/app/queue.js) without a browser: APP.md §A.4
-// "Answering a request" — deadlines, cancel, answered elsewhere, several requests at once,
+// The consent queue (Sources/Relay/Resources/app/queue.js) without a browser: docs/protocol.md
+// "Answering" — deadlines, cancel, answered elsewhere, several requests at once,
 // always-allow and the five answers of README "Try it in a browser".
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -26,7 +26,7 @@ test("a request is shown, counted down and answered no_answer 500 ms before its 
   assert.equal(queue.secondsLeft(T0), 10);
   assert.equal(queue.secondsLeft(T0 + 1), 10);
   assert.equal(queue.secondsLeft(T0 + 1000), 9);
-  assert.equal(GRACE_MS, 500, "APP.md §A.4: no tap by expires_ms − 500 ms");
+  assert.equal(GRACE_MS, 500, 'docs/protocol.md "Answering": no tap by expires_ms − 500 ms');
   assert.deepEqual(queue.expire(T0 + 9499), [], "still time to answer");
   const over = queue.expire(T0 + 9500);
   assert.deepEqual(sent(over), [{ type: "denied", id: request.id, reason: "no_answer" }]);

@@ -1,5 +1,6 @@
-// The service worker's app shell (APP.md "A.6 The service worker": the shell is cached so the
-// history opens offline): every module the page loads, the catalog, the style and the icons.
+// The service worker's app shell (docs/protocol.md "Notifications and the service worker": the
+// shell is cached so the history opens offline): every module the page loads, the catalog, the
+// style and the icons.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
