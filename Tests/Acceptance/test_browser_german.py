@@ -148,6 +148,9 @@ def test_every_view_the_prompt_and_the_consent_page_are_german(browser, relay, p
         expect(page.locator("#signin")).to_be_visible(timeout=10000)
         expect(page.locator("#status")).to_have_text("Abgemeldet")
         all_german(page, "sign-in")
+        page.goto(person.link)
+        expect(page.locator("#confirm-text")).to_have_text(f"In diesem Browser als {person.email} anmelden?", timeout=10000)
+        all_german(page, "sign-in confirmation")
     finally:
         context.close()
 

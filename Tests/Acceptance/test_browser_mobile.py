@@ -189,6 +189,10 @@ def test_every_view_fits_a_phone_with_44_px_targets_and_no_axe_violation(browser
         page.goto(relay.base + "/app/")
         expect(page.locator("#signin")).to_be_visible(timeout=10000)
         check_layout(page, f"{where} sign-in")
+        page.goto(person.link)
+        expect(page.locator("#confirm")).to_be_visible(timeout=10000)
+        expect(page.locator("#tabs")).to_be_hidden()
+        check_layout(page, f"{where} sign-in confirmation")
     finally:
         context.close()
 
