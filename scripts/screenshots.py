@@ -4,7 +4,7 @@ it") at phone size, light and dark, English and German: a relay on the test data
 this checkout's Sources/Relay/Resources/app (APP_DIR), Debian's Chromium driven by Playwright
 (never `playwright install`), agents asking with curl. Writes docs/app-*.png.
 
-    eval "$(make -s env)"   # or the WHEREABOT_TEST_*_URL of a test database
+    scripts/db.sh reset-test   # the test database (or WHEREABOT_TEST_ADMIN_URL / _RELAY_URL of another)
     .venv/bin/python scripts/screenshots.py [NAME …]   # only the named shots, e.g. app-prompt-de
 """
 import os
@@ -17,6 +17,8 @@ import uuid
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Tests" / "Acceptance"))
 os.environ.setdefault("APP_DIR", str(ROOT / "Sources" / "Relay" / "Resources" / "app"))
+for name in ("SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWKS_URL", "DATABASE_URL"):
+    os.environ.pop(name, None)  # the relay here checks the tests' own tokens (`make env` sets these for `make run`)
 
 import psycopg  # noqa: E402
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
@@ -140,7 +142,6 @@ def living(browser, relay, person, wanted):
         shoot(page, "app-places", wanted)
 
         page.click("#tabs a[data-tab=quiet]")
-        now = time.gmtime()
         page.fill("#quiet-start", time.strftime("%H:00", time.gmtime(time.time() - 3600)))
         page.fill("#quiet-end", time.strftime("%H:00", time.gmtime(time.time() + 7200)))
         page.fill("#quiet-zone", "UTC")
@@ -148,7 +149,6 @@ def living(browser, relay, person, wanted):
         expect(page.locator("#quiet-now")).to_be_visible(timeout=10000)
         page.evaluate("scrollTo(0, 0)")
         shoot(page, "app-quiet-hours", wanted)
-        del now
 
         page.click("#tabs a[data-tab=agents]")
         page.check("#always-list li input[type=checkbox]")
