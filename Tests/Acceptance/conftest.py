@@ -14,16 +14,6 @@ import psycopg
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-# The docs' screenshots (README.md, docs/protocol.md): the browser tests take them every run,
-# and write them to docs/ only with WHEREABOT_SCREENSHOTS=1, so that a test run leaves the
-# working tree as it was.
-SCREENSHOTS = ROOT / "docs" if os.environ.get("WHEREABOT_SCREENSHOTS") else pathlib.Path("/tmp/whereabot-screenshots")
-
-
-def screenshot_path(name):
-    """Where the screenshot `name` (docs/NAME) is written."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    return str(SCREENSHOTS / name)
 
 
 def _own_database_per_worker():
