@@ -63,6 +63,18 @@ import Testing
         #expect(SettingsBudget.refusal(retryAfter: 3).contains(#""reason":"too_many","retry_after_s":3"#))
     }
 
+    /// Both budgets stay bounded however many sockets, accounts and addresses come and go.
+    @Test func theBudgetsAreBounded() {
+        var settings = SettingsBudget(capacity: 100)
+        var failures = FailureBudget(capacity: 100)
+        for n in 0..<1_000 {
+            _ = settings.take(connection: UUID(), user: UUID(), now: Double(n) / 1000)
+            failures.record("2001:db8:\(String(n, radix: 16)):\(String(n % 7, radix: 16))::1", now: Double(n) / 1000)
+        }
+        #expect(settings.count <= 200, "100 sockets and 100 accounts at most")
+        #expect(failures.count <= 300, "100 keys at each of the three prefix lengths at most")
+    }
+
     /// The limiter tracks a bounded number of addresses, however many fail.
     @Test func theLimiterIsBounded() {
         var limiter = TokenBuckets(capacity: 100)

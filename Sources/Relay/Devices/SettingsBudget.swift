@@ -15,8 +15,18 @@ struct SettingsBudget: Sendable {
     /// Requests one account may make at once over all its sockets here, and per second.
     static let accountBurst: Double = 20, accountPerSecond: Double = 2
 
-    private var sockets = TokenBuckets(burst: SettingsBudget.socketBurst, perSecond: SettingsBudget.socketPerSecond)
-    private var accounts = TokenBuckets(burst: SettingsBudget.accountBurst, perSecond: SettingsBudget.accountPerSecond)
+    private var sockets: TokenBuckets
+    private var accounts: TokenBuckets
+
+    /// A budget tracking at most `capacity` sockets and `capacity` accounts (a closed
+    /// socket's bucket stays until it is full again and the table needs room).
+    init(capacity: Int = TokenBuckets.defaultCapacity) {
+        sockets = TokenBuckets(burst: Self.socketBurst, perSecond: Self.socketPerSecond, capacity: capacity)
+        accounts = TokenBuckets(burst: Self.accountBurst, perSecond: Self.accountPerSecond, capacity: capacity)
+    }
+
+    /// Sockets and accounts tracked now.
+    var count: Int { sockets.count + accounts.count }
 
     /// Takes one request of socket `connection` of account `user` at `now`: 0 when it may go
     /// ahead, else the seconds to wait (nothing is taken then).
