@@ -80,7 +80,7 @@ def run_with_phone(relay, make_user, script, answer_after, attempts, arguments=N
 def test_openai_agents_at_its_5_s_default_gets_the_fix_and_the_person_one_prompt(relay, make_user, answer_after):
     """Its ClientSession times out after 5 s (and sends a courtesy cancel that says so): the
     relay keeps the prompt, and the model's retry joins the same request."""
-    result, prompts = run_with_phone(relay, make_user, "openai_agents_client", answer_after, attempts=10)
+    result, prompts = run_with_phone(relay, make_user, "openai_agents_client", answer_after, attempts=20)
     assert result["is_error"] is False, result
     assert json.loads(result["text"])["latitude"] == LAT
     assert len(prompts) == 1, f"one prompt, not {len(prompts)}"
