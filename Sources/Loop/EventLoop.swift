@@ -127,6 +127,11 @@ public final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// against (any thread).
     public var now: ContinuousClock.Instant { clock.now }
 
+    /// The wall-clock time on the loop's clock (any thread): the system's, or on a manual
+    /// clock the time it started at moved on with it, so a time that leaves the process
+    /// (JSON, SQL) agrees with the loop's timers.
+    public var date: Date { clock.date }
+
     /// Moves a manual clock forward by `duration` and runs, on the loop thread, every timer
     /// and deadline that is then due (in deadline order, with the jobs they queue), before
     /// it returns. Only for a loop made with `LoopClock.manual`.

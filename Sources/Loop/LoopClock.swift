@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// Where an event loop reads the time. Everything on a loop that waits — its timers, its
@@ -18,6 +19,8 @@ final class LoopClockReading: Sendable {
     let isManual: Bool
     /// The manual clock's now (unused on the continuous clock).
     private let manualNow = Mutex(ContinuousClock.now)
+    /// Where a manual clock started, on both clocks: its wall time moves with it.
+    private let start = (instant: ContinuousClock.now, date: Date())
 
     init(_ clock: LoopClock) {
         switch clock {
@@ -28,6 +31,14 @@ final class LoopClockReading: Sendable {
 
     /// Now, on this clock.
     var now: ContinuousClock.Instant { isManual ? manualNow.withLock { $0 } : ContinuousClock.now }
+
+    /// The wall-clock time now, on this clock: the system's on the continuous clock; on a
+    /// manual one, the wall time it started at moved on as far as the clock was.
+    var date: Date {
+        guard isManual else { return Date() }
+        let elapsed = (manualNow.withLock { $0 } - start.instant).components
+        return start.date.addingTimeInterval(Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18)
+    }
 
     /// Moves a manual clock forward; returns the new now.
     func advance(by duration: Duration) -> ContinuousClock.Instant {
