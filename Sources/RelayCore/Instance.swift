@@ -31,8 +31,8 @@ package struct Instance {
     /// The pushes' delays; nil when the instance sends no pushes.
     private let pushTiming: PushTiming?
     /// Reused buffers for the parts' actions (no array is made per event).
-    private var phoneActions: [InstanceState.Action] = []
-    private var waiterActions: [WaiterState.Action] = []
+    var phoneActions: [InstanceState.Action] = []
+    var waiterActions: [WaiterState.Action] = []
 
     /// What happened.
     package enum Event {
@@ -40,28 +40,42 @@ package struct Instance {
         case phones(InstanceState.Event)
         /// A call, its database results, its timers, its hang-up, or an answer for it.
         case waiters(WaiterState.Event)
-        /// A phone here answered request `id` with `fix` and its settle is about to run.
-        case settling(UUID, LocationFix)
-        /// That settle did not win (another answer did): the kept fix is dropped.
-        case settledElsewhere(UUID)
-        /// This instance settled `answer` (with the fix it carries when answered here):
-        /// the call waiting here takes it, and with `cancelPings` (an answer without a
-        /// socket, `POST /v1/device/answer`) the phones here that got the ping are told it
-        /// ended — a socket's settle does that in the phones' own `settled` event.
-        case settledHere(AnswerNotification, fix: LocationFix?, cancelPings: Bool)
-        /// A request opened here that nobody waits for here (a task, an async request):
-        /// its push plan starts with `connections` sockets of its owner live.
-        case pushesOpened(UUID, connections: Int, expires: Date)
-        /// A push timer fired, or a push claim came back.
-        case push(UUID, PushPlan.Event)
+        /// A task or an async request was asked for (nobody waits here): open it.
+        case durableCalled(UUID, WaiterState.Waiter)
+        /// Its open came back: its phones here are pinged and its pushes start, or it is
+        /// refused; either way its call completes (`waiters(.complete)`).
+        case durableOpened(UUID, WaiterState.Waiter, Result<RelayRows.Opened, any Error>)
+        /// An answer without a socket (`POST /v1/device/answer`) is to be settled.
+        case answered(Settlement)
+        /// The reply key a fix is sealed to came back (nil: not a waiting request of the user).
+        case replyKey(Settlement, LocationFix, Result<[UInt8]?, any Error>)
+        /// A settle came back (`answer` is what was settled; nil when sealing failed first).
+        case settled(Settlement, PhoneAnswer?, Result<RelayStatus.Settle, any Error>)
+        /// A push timer fired.
+        case pushTimerFired(UUID, PushPlan.Stage)
+        /// A push claim came back.
+        case pushClaimed(UUID, PushPlan.Stage, PushPlan.ClaimResult)
     }
 
     /// What to do, in order.
     package enum Action {
-        /// A phones' action (send, close, call the database, arm a window).
+        /// A phones' action (send, close, call the database, arm a window); never `settle`,
+        /// which becomes a settlement's actions.
         case phones(InstanceState.Action)
         /// A waiters' action (open, arm a wait, finish, complete a call).
         case waiters(WaiterState.Action)
+        /// Open a durable request, then report `durableOpened`.
+        indirect case openDurable(UUID, WaiterState.Waiter)
+        /// Ask for the reply key of the settlement's request, then report `replyKey`.
+        case fetchReplyKey(Settlement, LocationFix)
+        /// Seal `fix` to `key` and settle it; report `settled`.
+        indirect case seal(Settlement, LocationFix, key: [UInt8])
+        /// Settle `answer`, then report `settled`.
+        case settle(Settlement, PhoneAnswer)
+        /// Keep a sealed fix settled here for a waiter elsewhere that missed it (a replay).
+        case rememberSealed(UUID, String)
+        /// The settle of the caller waiting for `ticket` ended so.
+        case settleDone(ticket: UUID, Result<RelayStatus.Settle, any Error>)
         /// A push plan's action: arm its timer, claim a stage, or forget the request's
         /// pushes (`done`); never `send`, which comes as `pushSend`.
         case push(UUID, PushPlan.Action)
@@ -77,46 +91,71 @@ package struct Instance {
         self.pushTiming = pushTiming
     }
 
-    /// Handles one event at `now` (`instant` on the continuous clock), appending the
-    /// actions to perform, in order, to `actions`.
-    package mutating func handle(_ event: Event, now: Date, instant: ContinuousClock.Instant, into actions: inout [Action]) {
+    /// Handles one event at `now` (one reading of the loop's clock), appending the actions
+    /// to perform, in order, to `actions`.
+    package mutating func handle(_ event: Event, at now: Moment, into actions: inout [Action]) {
         switch event {
         case .phones(let event):
             phonesHandle(event, now: now, into: &actions)
         case .waiters(let event):
-            waitersHandle(event, now: now, instant: instant, into: &actions)
-        case .settling(let id, let fix):
-            waitersHandle(.settling(id, fix), now: now, instant: instant, into: &actions)
-        case .settledElsewhere(let id):
-            waitersHandle(.settledElsewhere(id), now: now, instant: instant, into: &actions)
-        case .settledHere(let answer, let fix, let cancelPings):
-            waitersHandle(.answer(answer, fix: fix), now: now, instant: instant, into: &actions)
-            if cancelPings { phonesHandle(.cancel(answer.id), now: now, into: &actions) }
-        case .pushesOpened(let id, let connections, let expires):
-            pushesOpened(id, connections: connections, expires: expires, now: now, into: &actions)
-        case .push(let id, let event):
-            pushHandle(id, event, into: &actions)
+            waitersHandle(event, now: now, into: &actions)
+        case .durableCalled(let id, let waiter):
+            actions.append(.openDurable(id, waiter))
+        case .durableOpened(let id, let waiter, let result):
+            durableOpened(id, waiter, result, now: now, into: &actions)
+        case .answered(let settlement):
+            settling(settlement, now: now, into: &actions)
+        case .replyKey(let settlement, let fix, let result):
+            switch result {
+            case .success(let key?): actions.append(.seal(settlement, fix, key: key))
+            // Not a waiting request of this user: the settle says which (gone or forbidden),
+            // and changes nothing in either case.
+            case .success(nil): actions.append(.settle(settlement, .unavailable(reason: .error)))
+            case .failure(let error): settled(settlement, nil, .failure(error), now: now, into: &actions)
+            }
+        case .settled(let settlement, let answer, let result):
+            settled(settlement, answer, result, now: now, into: &actions)
+        case .pushTimerFired(let id, let stage):
+            pushHandle(id, .timerFired(stage, now: now.date), into: &actions)
+        case .pushClaimed(let id, let stage, let result):
+            pushHandle(id, .claimResult(stage, result, now: now.date), into: &actions)
         }
     }
 
-    /// Handles one event and returns its actions (for a caller that performs some of them
-    /// itself — a call's first steps, a resync — and for tests).
-    package mutating func handle(_ event: Event, now: Date = Date(), instant: ContinuousClock.Instant = .now) -> [Action] {
+    /// Handles one event and returns its actions (for tests).
+    package mutating func handle(_ event: Event, at now: Moment) -> [Action] {
         var actions: [Action] = []
-        handle(event, now: now, instant: instant, into: &actions)
+        handle(event, at: now, into: &actions)
         return actions
     }
 
-    private mutating func phonesHandle(_ event: InstanceState.Event, now: Date, into actions: inout [Action]) {
-        phones.handle(event, now: now, into: &phoneActions)
-        for action in phoneActions { actions.append(.phones(action)) }
-        clear(&phoneActions)
+    mutating func phonesHandle(_ event: InstanceState.Event, now: Moment, into actions: inout [Action]) {
+        phones.handle(event, now: now.date, into: &phoneActions)
+        // The buffer is taken while its actions are read (a settlement's decision handles
+        // events of the phones too), and given back, emptied, after.
+        var taken: [InstanceState.Action] = []
+        swap(&taken, &phoneActions)
+        for action in taken {
+            // A socket's answer (or a resync's held one) becomes its settlement's actions.
+            if case .settle(let answer) = action {
+                settling(Settlement(answer), now: now, into: &actions)
+            } else {
+                actions.append(.phones(action))
+            }
+        }
+        clear(&taken)
+        phoneActions = taken
     }
 
-    private mutating func waitersHandle(_ event: WaiterState.Event, now: Date, instant: ContinuousClock.Instant,
-                                        into actions: inout [Action]) {
-        waiters.handle(event, now: instant, into: &waiterActions)
-        for action in waiterActions {
+    mutating func waitersHandle(_ event: WaiterState.Event, now: Moment, into actions: inout [Action]) {
+        waiters.handle(event, now: now.instant, into: &waiterActions)
+        var taken: [WaiterState.Action] = []
+        swap(&taken, &waiterActions)
+        defer {
+            clear(&taken)
+            waiterActions = taken
+        }
+        for action in taken {
             switch action {
             case .ping(let id, let ping, let owner):
                 // The phones here, in place. A call that ended in this same event (its answer
@@ -127,19 +166,20 @@ package struct Instance {
                 pushesOpened(id, connections: connections, expires: expires, now: now, into: &actions)
             case .pushesSettled(let id):
                 pushHandle(id, .answered, into: &actions)
+            case .keptHere:
+                preconditionFailure("read by the settlement that asked")
             default:
                 actions.append(.waiters(action))
             }
         }
-        clear(&waiterActions)
     }
 
     /// A request opened here starts its push plan (once).
-    private mutating func pushesOpened(_ id: UUID, connections: Int, expires: Date, now: Date,
+    mutating func pushesOpened(_ id: UUID, connections: Int, expires: Date, now: Moment,
                                        into actions: inout [Action]) {
         guard let pushTiming, pushes[id] == nil else { return }
         pushes[id] = PushPlan(expires: expires, timing: pushTiming)
-        pushHandle(id, .opened(connections: connections, now: now), into: &actions)
+        pushHandle(id, .opened(connections: connections, now: now.date), into: &actions)
     }
 
     /// One event of a request's push plan; a plan that is done is forgotten.
@@ -162,7 +202,7 @@ package struct Instance {
     }
 
     /// Empties a reused buffer, keeping its storage unless a burst (a resync, a drain) grew it.
-    private func clear<T>(_ buffer: inout [T]) {
+    func clear<T>(_ buffer: inout [T]) {
         if buffer.capacity > 64 { buffer = [] } else { buffer.removeAll(keepingCapacity: true) }
     }
 }

@@ -94,8 +94,19 @@ extension WaiterState {
                 break
             }
             finished(id, waiter, result, into: &actions)
-        case .states(let states, let asked, let now):
-            resynced(states, asked: asked, at: now, into: &actions, clock: clockNow)
+        case .states(let states, let asked):
+            resynced(states, asked: asked, into: &actions, now: clockNow)
+        case .reopened(let id, let result):
+            switch result {
+            case .failure(let error):
+                actions.append(.reopenFailed(id, error))
+            case .success(let opened) where opened.status == .opened:
+                actions.append(.recreated(id))
+                // Pinged only while its call still waits (it may have ended during the open).
+                if let ping = opened.ping, let waiter = waiters[id] { actions.append(.ping(id, ping, owner: waiter.request.owner)) }
+            case .success:
+                break
+            }
         case .settling(let id, let fix):
             guard let waiter = waiters[id], waiter.answer == nil, !waiter.resumable else { break }
             waiters[id]!.settlingFix = fix
@@ -197,8 +208,8 @@ extension WaiterState {
     /// A resync read the rows: answers whose notification was lost are delivered (a sealed
     /// fix is asked for again from the instance that sealed it), requests reaped meanwhile
     /// end their wait, and rows lost in a Postgres crash are opened again.
-    private mutating func resynced(_ states: [RelayRows.RequestState], asked: [UUID], at now: Date,
-                                   into actions: inout [Action], clock: ContinuousClock.Instant) {
+    private mutating func resynced(_ states: [RelayRows.RequestState], asked: [UUID], into actions: inout [Action],
+                                   now clock: ContinuousClock.Instant) {
         var replay: [UUID] = []
         for state in states where state.settled {
             switch state.outcome {
@@ -218,7 +229,8 @@ extension WaiterState {
         if !replay.isEmpty { actions.append(.requestReplay(replay)) }
         let present = Set(states.map(\.id))
         for id in asked where !present.contains(id) {
-            guard let waiter = waiters[id], waiter.answer == nil, waiter.expiresAt > now else { continue }
+            // Still due: its phone's deadline (`expiresAt`, timeout after the call began) is ahead.
+            guard let waiter = waiters[id], waiter.answer == nil, waiter.calledAt + waiter.request.timeout > clock else { continue }
             actions.append(.open(id, again: true))
         }
     }

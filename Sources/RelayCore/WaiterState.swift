@@ -138,7 +138,9 @@ package struct WaiterState {
         case finished(UUID, Result<RelayRows.Finished, any Error>)
         /// A resync read these rows of the requests it asked for (`asked`); rows missing
         /// were lost in a Postgres crash.
-        case states([RelayRows.RequestState], asked: [UUID], now: Date)
+        case states([RelayRows.RequestState], asked: [UUID])
+        /// The open of a row lost in a crash (`open(_, again: true)`) came back.
+        case reopened(UUID, Result<RelayRows.Opened, any Error>)
         /// A phone on this instance answered request `id` with `fix`, and the settle is about
         /// to run: a call waiting here for it keeps the fix (`keptHere`), which then never
         /// needs sealing (it does not cross Postgres); otherwise nothing happens and the fix
@@ -151,8 +153,13 @@ package struct WaiterState {
     /// What to do.
     package enum Action {
         /// Open request `id` (first, or again after a crash with `again`); its waiter is
-        /// `waiters[id]` (actions stay small: they are built and queued per event).
+        /// `waiters[id]` (actions stay small: they are built and queued per event). Then
+        /// report `opened` (or `reopened`).
         case open(UUID, again: Bool)
+        /// A row lost in a crash was re-created (the resync counts them).
+        case recreated(UUID)
+        /// Re-creating it failed (the resync reports it; the next one tries again).
+        case reopenFailed(UUID, any Error)
         /// Ping the owner's phones connected here.
         case ping(UUID, LocateMessage, owner: UUID)
         /// Start the request's pushes.

@@ -112,13 +112,13 @@ import Testing
         }
         #expect(state.unanswered == [id])
         let row = RelayRows.RequestState(id: id, settled: true, outcome: .location, reason: nil, delivered: true)
-        let actions = state.handle(.states([row], asked: [id], now: Date()), now: start)
+        let actions = state.handle(.states([row], asked: [id]), now: start)
         let delivered = actions.compactMap { action -> LocationFix? in
             if case .complete(id, .answered(_, let fix?)) = action { fix } else { nil }
         }
         #expect(delivered == [fix], "\(actions.labels)")
         var (sealed, _) = openedCall(waiter())
-        guard case .requestReplay([id])? = sealed.handle(.states([row], asked: [id], now: Date()), now: start).last else {
+        guard case .requestReplay([id])? = sealed.handle(.states([row], asked: [id]), now: start).last else {
             Issue.record("a fix sealed elsewhere is replayed"); return
         }
     }
@@ -128,13 +128,13 @@ import Testing
     @Test func theResyncEndsReapedWaitsAndReopensLostRows() throws {
         var (state, _) = openedCall(waiter())
         let reaped = RelayRows.RequestState(id: id, settled: true, outcome: .expired, reason: nil, delivered: false)
-        #expect(state.handled(.states([reaped], asked: [id], now: Date()), now: start).labels
+        #expect(state.handled(.states([reaped], asked: [id]), now: start).labels
                 == ["cancelTimer", "pushesSettled", "finish"])
         var (lost, _) = openedCall(waiter())
-        guard case .open(id, again: true)? = lost.handle(.states([], asked: [id], now: Date()), now: start).first else {
+        guard case .open(id, again: true)? = lost.handle(.states([], asked: [id]), now: start).first else {
             Issue.record("re-opened"); return
         }
-        #expect(lost.handled(.states([], asked: [id], now: Date().addingTimeInterval(60)), now: start).isEmpty,
+        #expect(lost.handled(.states([], asked: [id]), now: start + .seconds(60)).isEmpty,
                 "not past its expiry")
     }
 
@@ -254,6 +254,8 @@ extension Array where Element == WaiterState.Action {
             case .complete: "complete"
             case .unexpected: "unexpected"
             case .keptHere: "keptHere"
+            case .recreated: "recreated"
+            case .reopenFailed: "reopenFailed"
             }
         }
     }

@@ -204,28 +204,6 @@ import TestSupport
         #expect(try outcomes.rows.map { try $0.decode(0, as: String.self) } == ["abandoned"])
     }
 
-    /// A phone on the waiter's own instance answered, the settle committed but its result
-    /// never came back (the connection broke): the next resync hands the fix over, since
-    /// it was never sealed for a replay.
-    @Test func aFixSettledHereIsDeliveredByResyncWhenItsResultWasLost() async throws {
-        let owner = try await user()
-        let db = TestDatabase.relay()
-        try await db.registerInstance(instance)
-        let driver = try makeDriver(db)
-        let task = Task { try await driver.locate(.init(owner: owner.user, clientID: "agent-key", timeout: .seconds(5))) }
-        let admin = try await TestDatabase.admin()
-        defer { Task { await admin.close() } }
-        let request = try await pendingRequest(of: owner.user)
-        let fix = LocationFix(latitude: 1, longitude: 2, accuracyM: 3, timestampMs: Int64(Date().timeIntervalSince1970 * 1000),
-                              deviceName: "Here", platform: "ios")
-        #expect(await driver.keptHere(request, fix))
-        #expect(try await db.settle(id: request, user: owner.user, device: nil, answer: .localLocation, instance: instance) == .settled)
-        let sealed = try await admin.query("select outcome from relay.pending_requests where id = $1", [request])
-        #expect(try sealed.scalar(String.self) == "location")
-        try await driver.resyncWaiters()
-        #expect(try await task.value == .fix(fix))
-    }
-
     @Test func agentJSONHasTheDocumentedFields() throws {
         let fix = LocationFix(latitude: 52.52, longitude: 13.405, accuracyM: 12, timestampMs: 1_796_000_000_120,
                               speedMps: 1.5, deviceName: "Ada's iPhone", platform: "ios")

@@ -23,7 +23,7 @@ extension InstanceDriver {
     /// - Parameter email: the credential's email, for the 503 text of a request no phone got.
     /// - Throws: database errors (503 for the caller).
     func poll(_ token: RequestToken, binding: RelayDatabase.Binding, wait: Duration, email: String?) async throws -> Poll {
-        let until = ContinuousClock.now + wait
+        let until = clock.instant + wait
         let id = token.id
         // An answer that arrives while the row is being read must not be missed: it marks
         // the request woken, and the poll reads again instead of sleeping.
@@ -33,7 +33,7 @@ extension InstanceDriver {
             if polling[id] == 0 { polling[id] = nil; woken.remove(id) }
         }
         while true {
-            let remaining = until - .now
+            let remaining = until - clock.instant
             woken.remove(id)
             guard let state = try await database.durableState(id: id, binding: binding, instance: instance,
                                                               watch: remaining > .zero) else { return .unknown }
@@ -41,7 +41,7 @@ extension InstanceDriver {
             guard remaining > .zero, !Task.isCancelled else { return .waiting(state) }
             if woken.contains(id) { continue }
             // Past the deadline and its grace the next read settles it as expired.
-            let dueIn = Duration.milliseconds(Int(state.expiresAt.timeIntervalSinceNow * 1000)) + grace + .milliseconds(50)
+            let dueIn = Duration.milliseconds(Int(state.expiresAt.timeIntervalSince(clock.date) * 1000)) + grace + .milliseconds(50)
             await watch(id, for: min(remaining, Self.pollBackstop, max(dueIn, .milliseconds(50))))
         }
     }

@@ -48,7 +48,7 @@ extension InstanceDriver {
     /// Withdraws the call waiting here for request `id` (an explicit cancel): abandoned, its
     /// phones get `cancel`. False when no call waits here for it.
     func withdraw(_ id: UUID) async -> Bool {
-        guard calls[id] != nil else { return false }
+        guard state.waiters.waiters[id] != nil else { return false }
         await handle(.waiters(.withdrawn(id)))
         return true
     }
@@ -58,43 +58,21 @@ extension InstanceDriver {
     func locate(_ request: LocateRequest) async throws -> LocateOutcome {
         let id = request.resumable?.token.id ?? RandomUUID.make()
         let replyKey = try request.resumable?.token.replyKey() ?? ReplyKey()
-        let expiresAt = Date().addingTimeInterval(TimeInterval(request.timeout.components.seconds))
-        let waiter = WaiterState.Waiter(request: request, publicKey: replyKey.publicKey, expiresAt: expiresAt,
-                                        calledAt: .now)
+        let now = clock.now
+        var waiter = WaiterState.Waiter(request: request, publicKey: replyKey.publicKey,
+                                        expiresAt: now.date.addingTimeInterval(TimeInterval(request.timeout.components.seconds)),
+                                        calledAt: now.instant)
+        // The call's own task performs its first steps (the open, then the ping, the pushes
+        // and the wait's timer, each an action of the event before): a locate makes no task
+        // of its own. It then waits for the value to complete it.
+        calls[id] = Call(request: request, replyKey: replyKey)
         if let resumable = request.resumable, resumable.callBound == nil {
             // A task or an async HTTP request: opened, and nobody waits here.
-            let opened = try await open(id, request, waiter, durable: true)
-            if opened.status == .tooMany || opened.status == .full { return .failure(.tooManyWaiting) }
-            if opened.status == .quiet, let quiet = opened.quiet {
-                return .failure(.quietHours(name: quiet.name, until: quiet.until, local: quiet.local))  // answered at once
-            }
-            if let ping = opened.ping { await handle(.phones(.locate(ping, owner: request.owner))) }
-            await handle(.pushesOpened(id, connections: opened.connections ?? 0, expires: expiresAt))
-            return .waiting(expiresAt: expiresAt)
-        }
-        // The call's own task performs its first steps (the open, then the ping, the pushes
-        // and the wait's timer): a locate makes no task of its own. It then waits for the
-        // state to complete it.
-        calls[id] = Call(request: request, replyKey: replyKey)
-        var first = waiter
-        // Gone before it began: the person is still asked (a hang-up is not a refusal).
-        first.callerGone = Task.isCancelled
-        // `called` asks for nothing but the open, which this task performs itself.
-        let opens = decides(.waiters(.called(id, first))) {
-            if case .waiters(.open(id, again: false)) = $0 { true } else { false }
-        }
-        if opens, let waiter = state.waiters.waiters[id] {
-            let result: Result<RelayDatabase.Opened, any Error>
-            if request.resumable != nil || waiter.callerGone {
-                // A request is asked even when its caller leaves before (or, resumable,
-                // during) the open: a hang-up is not a refusal, so the open runs in a task the
-                // hang-up does not cancel. Owner: this call, which awaits it.
-                let open = Task(executorPreference: executor) { try await self.open(id, request, waiter) }
-                do { result = .success(try await open.value) } catch { result = .failure(error) }
-            } else {
-                do { result = .success(try await open(id, request, waiter)) } catch { result = .failure(error) }
-            }
-            await handle(.waiters(.opened(id, result)))
+            await handle(.durableCalled(id, waiter))
+        } else {
+            // Gone before it began: the person is still asked (a hang-up is not a refusal).
+            waiter.callerGone = Task.isCancelled
+            await handle(.waiters(.called(id, waiter)))
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -111,6 +89,23 @@ extension InstanceDriver {
         }
     }
 
+    /// Opens the row of the call waiting for request `id` (`again`: re-creates it after a
+    /// crash) and reports the result as the waiters' event. A request is asked even when its
+    /// caller leaves before (or, resumable, during) the open: a hang-up is not a refusal, so
+    /// then the open runs in a task the hang-up does not cancel (owner: this step, which
+    /// awaits it).
+    func open(_ id: UUID, again: Bool) async {
+        guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { return }
+        let result: Result<RelayDatabase.Opened, any Error>
+        if request.resumable != nil || waiter.callerGone {
+            let open = Task(executorPreference: executor) { try await self.open(id, request, waiter) }
+            result = await catching { try await open.value }
+        } else {
+            result = await catching { try await self.open(id, request, waiter) }
+        }
+        await handle(.waiters(again ? .reopened(id, result) : .opened(id, result)))
+    }
+
     func resume(_ continuation: CheckedContinuation<LocateOutcome, any Error>, with completion: WaiterState.Completion,
                 replyKey: ReplyKey) {
         switch completion {
@@ -124,35 +119,20 @@ extension InstanceDriver {
     /// as a slow backstop poll): answers whose notification was lost are delivered (a
     /// sealed fix is asked for again from the instance that sealed it), requests reaped
     /// meanwhile wake their waiters, and rows lost in a Postgres crash are re-created (and
-    /// their pings go to the phones here).
+    /// their pings go to the phones here) — all as the one event `states`, whose re-opens
+    /// this task performs.
     /// - Returns: how many rows were re-created.
+    /// - Throws: the first failure to read or re-create a row (the next resync tries again).
     @discardableResult
     func resyncWaiters() async throws -> Int {
         let ids = state.waiters.unanswered
         guard !ids.isEmpty else { return 0 }
         var states: [RelayDatabase.RequestState] = []
         for batch in ids.chunks(of: RelayDatabase.maxRequestStates) { states += try await database.requestStates(batch) }
-        // The re-opens and replays are this call's own steps (their errors are the resync's);
-        // the rest of the event's actions go where every action goes.
-        var recreated = 0
-        for action in state.handle(.waiters(.states(states, asked: ids, now: Date()))) {
-            switch action {
-            case .waiters(.open(let id, again: true)):
-                guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { continue }
-                let opened = try await open(id, request, waiter)
-                guard opened.status == .opened else { continue }
-                recreated += 1
-                // Pinged only while its call still waits (it may have ended during the open).
-                if let ping = opened.ping, state.waiters.waiters[id] != nil {
-                    await handle(.phones(.locate(ping, owner: waiter.request.owner)))
-                }
-            case .waiters(.requestReplay(let batch)):
-                for ids in batch.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(ids, instance: instance) }
-            default:
-                await perform(CollectionOfOne(action))
-            }
-        }
-        return recreated
+        resyncTally = ResyncTally()
+        await handle(.waiters(.states(states, asked: ids)))
+        if let failure = resyncTally.failure { throw failure }
+        return resyncTally.recreated
     }
 
     // MARK: What the actions need
@@ -164,7 +144,7 @@ extension InstanceDriver {
         if let resumable = request.resumable {
             let latest = waiter.expiresAt.addingTimeInterval(600)
             let keepUntil = resumable.ttl.map { ttl in
-                min(latest, max(waiter.expiresAt, Date().addingTimeInterval(Double(ttl.components.seconds))))
+                min(latest, max(waiter.expiresAt, clock.date.addingTimeInterval(Double(ttl.components.seconds))))
             } ?? latest
             return try await database.openDurableRequest(
                 id: id, owner: request.owner, requester: request.requester, binding: resumable.binding,

@@ -19,7 +19,7 @@ extension InstanceDriver {
     /// events have only such) are performed from `scratch` in place; from the first that is
     /// awaited on, the rest are taken out and performed by `perform`.
     func handle(_ event: Value.Event) async {
-        state.handle(event, now: Date(), instant: .now, into: &scratch)
+        state.handle(event, at: clock.now, into: &scratch)
         var next = 0
         while next < scratch.count, performNow(scratch[next]) { next += 1 }
         let rest = next < scratch.count ? Array(scratch[next...]) : []
@@ -40,19 +40,9 @@ extension InstanceDriver {
         }
     }
 
-    /// Handles an event whose only action is a decision its caller performs itself (a call's
-    /// open, a fix kept here): whether an action of it matches. Read from the reused buffer
-    /// (no array per event), which is empty between events.
-    func decides(_ event: Value.Event, _ matches: (Value.Action) -> Bool) -> Bool {
-        state.handle(event, now: Date(), instant: .now, into: &scratch)
-        defer { scratch.removeAll(keepingCapacity: true) }
-        return scratch.contains(where: matches)
-    }
-
-    /// Performs actions in order: the rest of an event's, or those a caller took from the
-    /// value itself (a resync's, which performs some of its steps in its own task). The
-    /// drain's wait ends with the last waiting call.
-    func perform(_ actions: some Sequence<Value.Action>) async {
+    /// Performs the rest of an event's actions in order. The drain's wait ends with the
+    /// last waiting call.
+    private func perform(_ actions: [Value.Action]) async {
         for action in actions where !performNow(action) { await perform(action) }
         endIdleWaitsIfIdle()
     }
@@ -68,27 +58,55 @@ extension InstanceDriver {
         switch action {
         case .phones(let action):
             return performNow(action)
+        case .waiters(.open):
+            return false
         case .waiters(let action):
             performNow(action)
         case .push(let id, let action):
             performNow(action, of: id)
         case .pushSend(let id, let kind, let stage):
             send(kind, stage: stage, of: id)
+        case .rememberSealed(let id, let sealed):
+            sealedAnswers.remember(sealed, for: id)
+        case .settleDone(let ticket, let result):
+            settlements[ticket] = result
+        case .openDurable, .fetchReplyKey, .seal, .settle:
+            return false
         }
         return true
     }
 
     /// Performs an action that must be awaited. What a socket asked for (an account request,
-    /// a token check, a settle) is awaited, so the socket's next message comes after it.
+    /// a token check, a settle) is awaited, so the socket's next message comes after it; so
+    /// are the steps a call's own task or a resync performs (an open, a re-registration).
     private func perform(_ action: Value.Action) async {
         switch action {
-        case .phones(.settle(let answer)):
-            await handle(.phones(.settled(answer, await settle(answer))))
+        case .waiters(.open(let id, let again)):
+            await open(id, again: again)
+        case .openDurable(let id, let waiter):
+            guard let request = calls[id]?.request else { return }
+            await handle(.durableOpened(id, waiter, await catching { try await self.open(id, request, waiter, durable: true) }))
+        case .fetchReplyKey(let settlement, let fix):
+            let database = self.database
+            await handle(.replyKey(settlement, fix, await catching {
+                try await database.replyKey(request: settlement.id, user: settlement.user)
+            }))
+        case .seal(let settlement, let fix, let key):
+            do {
+                let sealed = try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: settlement.id)
+                await settle(settlement, .location(sealed: sealed))
+            } catch {
+                await handle(.settled(settlement, nil, .failure(error)))
+            }
+        case .settle(let settlement, let answer):
+            await settle(settlement, answer)
+        case .phones(.registerHellos(let batch, batched: false)):
+            await reregister(batch)
         case .phones(.checkToken(let handle, let token)):
             await self.handle(.phones(.tokenChecked(handle, await check(token, of: handle.session))))
         case .phones(.account(let handle, let device, let request)):
             let wait = settingsBudget.take(connection: handle.connection, user: handle.user,
-                                           now: Date().timeIntervalSince1970)
+                                           now: clock.date.timeIntervalSince1970)
             guard wait == 0 else { return handle.session.send(SettingsBudget.refusal(retryAfter: wait)) }
             handle.session.send(await account.handle(request, user: handle.user, device: device))
         case .phones(.forgetSession(let id)):
@@ -106,6 +124,8 @@ extension InstanceDriver {
             handle.session.send(text)
         case .close(let handle, let code, let reason):
             handle.session.close(code: code, reason: reason)
+        case .registerHellos(_, batched: false):
+            return false  // a resync's, one call after the other
         case .registerHellos(let batch, let batched):
             guard callStarting() else { break }
             // Owner: the driver (`finish()` waits for it); the result comes back as the event
@@ -139,7 +159,9 @@ extension InstanceDriver {
             logger.info(event, ["connection": connection.uuidString])
         case .warn(let event, let connection):
             logger.warning(event, ["connection": connection.uuidString])
-        case .settle, .checkToken, .account, .forgetSession:
+        case .settle:
+            preconditionFailure("the value turns a socket's answer into its settlement")
+        case .checkToken, .account, .forgetSession:
             return false
         }
         return true
@@ -166,11 +188,15 @@ extension InstanceDriver {
     private func performNow(_ action: WaiterState.Action) {
         let database = self.database, instance = self.instance
         switch action {
-        case .open(let id, _):
-            guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { break }
-            databaseCall { try await self.open(id, request, waiter) } then: { .opened(id, $0) }
-        case .ping, .pushesOpened, .pushesSettled:
-            preconditionFailure("the value turns them into events of its phones and its pushes")
+        case .open:
+            preconditionFailure("awaited by the task that asked (perform)")
+        case .ping, .pushesOpened, .pushesSettled, .keptHere:
+            preconditionFailure("the value turns them into events of its phones, its pushes and its settles")
+        case .recreated:
+            resyncTally.recreated += 1
+        case .reopenFailed(let id, let error):
+            logger.failure("reopen_failed", error, ["request": id.uuidString])
+            resyncTally.failure = error
         case .arm(let id, let wait, let delay):
             waitTimers.removeValue(forKey: id)?.cancel()
             waitTimers[id] = timers.after(delay) { [weak self] in await self?.handle(.waiters(.timerFired(id, wait))) }
@@ -187,13 +213,18 @@ extension InstanceDriver {
                 return .finished(id, result)
             }
         case .requestReplay(let ids):
-            databaseCall { try await database.requestReplay(ids, instance: instance) } then: { _ in nil }
+            let logger = self.logger
+            databaseCall {
+                for batch in ids.chunks(of: RelayDatabase.maxReplays) { try await database.requestReplay(batch, instance: instance) }
+            } then: { result in
+                if case .failure(let error) = result { logger.failure("request_replay_failed", error, ["count": String(ids.count)]) }
+                return nil
+            }
         case .wakePolls(let id):
             wakeWatchers(of: id)
         case .unexpected(let id, let event):
+            unexpectedEvents += 1
             logger.warning("waiter_event_unexpected", ["event": event, "request": id.uuidString])
-        case .keptHere:
-            break  // read by the settle that asked (`settling`)
         case .complete(let id, let completion):
             waitTimers.removeValue(forKey: id)?.cancel()
             guard let call = calls[id] else { break }
@@ -214,9 +245,9 @@ extension InstanceDriver {
         switch action {
         case .arm(let stage, let at):
             pushTimers.removeValue(forKey: id)?.cancel()
-            let delay = Duration.milliseconds(Int(max(0, at.timeIntervalSinceNow) * 1000))
+            let delay = Duration.milliseconds(Int(max(0, at.timeIntervalSince(clock.date)) * 1000))
             pushTimers[id] = timers.after(delay) { [weak self] in
-                await self?.handle(.push(id, .timerFired(stage, now: Date())))
+                await self?.handle(.pushTimerFired(id, stage))
             }
         case .claim(let stage):
             guard !pushesFinished, callStarting() else { return }
@@ -241,7 +272,7 @@ extension InstanceDriver {
     private func claimed(_ id: UUID, _ stage: PushPlan.Stage, _ result: PushPlan.ClaimResult, _ claim: PushClaim?) async {
         guard state.pushes[id] != nil else { return }
         pushClaims[id] = claim
-        await handle(.push(id, .claimResult(stage, result, now: Date())))
+        await handle(.pushClaimed(id, stage, result))
     }
 
     /// Sends a claimed push after the request's earlier sends (the checking alert never
@@ -287,7 +318,8 @@ private extension Instance.Action {
     /// The socket whose own message this awaited action answers; nil for the others.
     var socket: UUID? {
         switch self {
-        case .phones(.settle(let answer)): answer.record.handle.connection
+        case .settle(let settlement, _), .seal(let settlement, _, _), .fetchReplyKey(let settlement, _):
+            if case .socket(let answer) = settlement.origin { answer.record.handle.connection } else { nil }
         case .phones(.checkToken(let handle, _)), .phones(.account(let handle, _, _)): handle.connection
         default: nil
         }

@@ -82,27 +82,23 @@ extension InstanceDriver {
     /// `RelayDatabase.maxHellosPerBatch`; sends pings whose notification was missed,
     /// settles held answers, and forgets expired pings.
     func resyncPhones(reregister: Bool) async throws {
-        let actions = state.handle(.phones(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch)))
-        let registrations = actions.compactMap { action -> [State.Hello]? in
-            guard case .phones(.registerHellos(let batch, batched: false)) = action else { return nil }
-            return batch
-        }
-        var reachable = true
-        for batch in registrations {
-            // After a failed call the rest are reported unreachable too (their sockets not
-            // registered yet close "try again"; registered ones are tried at the next beat).
-            let result = reachable ? await helloStatuses(batch) : nil
-            reachable = result != nil
-            await handle(.phones(.hellosRegistered(batch, result, batched: false)))
-        }
-        guard reachable else { throw PhoneResyncError.reregistrationFailed }
+        resyncTally = ResyncTally()
+        await handle(.phones(.resync(reregister: reregister, maximumBatch: RelayDatabase.maxHellosPerBatch)))
+        guard resyncTally.reachable else { throw PhoneResyncError.reregistrationFailed }
         for (owner, ping) in try await database.pendingLocates(on: instance) { await handle(.phones(.locate(ping, owner: owner))) }
-        for case .phones(.settle(let answer)) in actions {
-            // `gone` may mean the waiter has not re-created the row after a crash yet: kept
-            // until the request expires (a cancel drops it sooner).
-            guard let settled = await settle(answer) else { throw PhoneResyncError.settleFailed }
-            await handle(.phones(.settled(answer, settled)))
-        }
+        // `gone` may mean the waiter has not re-created the row after a crash yet: kept
+        // until the request expires (a cancel drops it sooner).
+        guard resyncTally.settleFailures == 0 else { throw PhoneResyncError.settleFailed }
+    }
+
+    /// A resync's re-registration of `batch` (its `registerHellos(_, batched: false)`),
+    /// one call after the other: after a failed call the rest are reported unreachable too
+    /// (their sockets not registered yet close "try again"; registered ones are tried at the
+    /// next beat).
+    func reregister(_ batch: [State.Hello]) async {
+        let result = resyncTally.reachable ? await helloStatuses(batch) : nil
+        if result == nil { resyncTally.reachable = false }
+        await handle(.phones(.hellosRegistered(batch, result, batched: false)))
     }
 
     /// Drain: forgets every socket of this instance in one call, then closes them 1012
@@ -116,19 +112,6 @@ extension InstanceDriver {
     }
 
     // MARK: What the actions need
-
-    /// Seals and settles a phone's answer; nil when the database could not be reached.
-    func settle(_ answer: State.Answer) async -> RelayStatus.Settle? {
-        let record = answer.record
-        do {
-            return try await settle(id: answer.id, user: record.handle.user, device: record.device,
-                                            deviceName: record.name, platform: record.platform.text, reply: answer.reply,
-                                            replyKey: answer.replyKey)
-        } catch {
-            logger.failure("answer_held", error, ["request": answer.id.uuidString])
-            return nil
-        }
-    }
 
     /// A `token` message: a fresh access token for the same user and session, without
     /// client_id, keeps the socket open past the old token's expiry; anything else closes

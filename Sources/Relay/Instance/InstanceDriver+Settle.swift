@@ -1,83 +1,42 @@
+import Crypto
 import Foundation
 import RelayCore
 
-/// A phone's answer, from its socket (the phones' `settle` action) or from
-/// `POST /v1/device/answer`: a fix is sealed to the waiter's reply key first, so it crosses
-/// Postgres only as ciphertext. Sealed fixes settled here are remembered for a replay.
+/// A phone's answer, from its socket (the value's settlement of the phones' `settle`) or
+/// from `POST /v1/device/answer` (the event `answered`): the value decides whether a fix is
+/// kept by a call waiting here or sealed to the request's reply key, and what the result
+/// means (`Instance+Settle.swift`); the driver performs the reply key's lookup, the sealing
+/// and the settle, and reports each result as an event.
 ///
 /// The database notifies the waiter's instance of an answer, never this one: an answer
-/// settled here is the instance's event `settledHere`, which hands it to the call waiting
-/// here — and a fix for a call waiting here is not sealed at all (it never crosses
-/// Postgres): the call keeps it while the settle runs (the event `settling`).
+/// settled here reaches the call waiting here in the settle's own result event.
 extension InstanceDriver {
-    /// Seals (for a fix) and settles; returns what the database decided.
-    /// - Parameters:
-    ///   - replyKey: the waiter's key when the ping carried it; else it is asked for.
-    ///   - cancelPings: tell the phones here that got the ping it ended (an answer without a
-    ///     socket; a socket's settle does that in the phones' own `settled` event).
-    func settle(id: UUID, user: UUID, device: UUID?, deviceName: String, platform: String,
-                reply: PhoneMessage.PhoneReply, replyKey: [UInt8]? = nil, cancelPings: Bool = false) async throws
-        -> RelayStatus.Settle {
-        let fix: LocationFix
-        switch reply {
-        case .denied(let reason):
-            return try await settle(id: id, user: user, device: device, answer: .denied(reason: reason), fix: nil,
-                                    cancelPings: cancelPings)
-        case .unavailable(let reason):
-            return try await settle(id: id, user: user, device: device, answer: .unavailable(reason: reason), fix: nil,
-                                    cancelPings: cancelPings)
-        case .place(let name, let timestamp):
-            fix = LocationFix(place: name, timestampMs: timestamp, deviceName: deviceName, platform: platform)
-        case .location(let latitude, let longitude, let accuracy, let timestamp, let altitude, let speed, let heading, let precision):
-            fix = LocationFix(latitude: latitude, longitude: longitude, accuracyM: accuracy, timestampMs: timestamp,
-                              altitudeM: altitude, speedMps: speed, headingDeg: heading,
-                              deviceName: deviceName, platform: platform, precision: precision)
-        }
-        if keptHere(id, fix) {
-            return try await settle(id: id, user: user, device: device, answer: .localLocation, fix: fix,
-                                    cancelPings: cancelPings)
-        }
-        var key = replyKey
-        if key == nil { key = try await database.replyKey(request: id, user: user) }
-        guard let key else {
-            // Not a waiting request of this user: let settle say which (gone or forbidden);
-            // it changes nothing in either case.
-            return try await database.settle(id: id, user: user, device: device, answer: .unavailable(reason: .error),
-                                             instance: instance)
-        }
-        return try await settle(id: id, user: user, device: device,
-                                answer: .location(sealed: try Sealing.seal(Array(fix.sealedJSON.utf8), to: key, requestID: id)),
-                                fix: fix, cancelPings: cancelPings)
-    }
-
     /// One answer without a socket (`POST /v1/device/answer`): settled as from a socket,
     /// and the phones here that got the ping are told it ended (the database does not
     /// notify the settling instance).
+    /// - Throws: database errors (the caller answers 503).
     func answer(id: UUID, user: UUID, reply: PhoneMessage.PhoneReply) async throws -> RelayStatus.Settle {
-        try await settle(id: id, user: user, device: nil, deviceName: "", platform: "", reply: reply, cancelPings: true)
+        let ticket = RandomUUID.make()
+        await handle(.answered(Settlement(ticket: ticket, id: id, user: user, reply: reply)))
+        // The settle is awaited within the event (its steps are awaited actions), so its
+        // status is here when `handle` returns.
+        guard let result = settlements.removeValue(forKey: ticket) else { throw SettleError.notSettled }
+        return try result.get()
     }
 
-    /// Whether the call waiting here for request `id` keeps `fix` while a phone's answer on
-    /// this instance is settled (the `settling` event); false when the request does not wait
-    /// here, and then the fix must travel sealed. (The event's only action is `keptHere`.)
-    func keptHere(_ id: UUID, _ fix: LocationFix) -> Bool {
-        decides(.settling(id, fix)) { if case .waiters(.keptHere(id)) = $0 { true } else { false } }
-    }
-
-    /// Settles `answer` (with the fix it carries, if any) and hands a settled one to the
-    /// call waiting here.
-    private func settle(id: UUID, user: UUID, device: UUID?, answer: PhoneAnswer, fix sealedFix: LocationFix?,
-                        cancelPings: Bool) async throws -> RelayStatus.Settle {
-        // A failed call leaves a kept fix in place: whether it committed, the resync reads.
-        let settled = try await database.settle(id: id, user: user, device: device, answer: answer, instance: instance)
-        if settled != .settled, answer == .localLocation { await handle(.settledElsewhere(id)) }
-        if settled == .settled {
-            if let sealed = answer.sealed { sealedAnswers.remember(sealed, for: id) }
-            await handle(.settledHere(AnswerNotification(id: id, waiter: instance, outcome: answer.outcome,
-                                                         reason: answer.reason, sealed: answer.sealed),
-                                      fix: sealedFix, cancelPings: cancelPings))
+    /// Settles `answer` of `settlement` and reports the result as the event `settled`; a
+    /// socket's answer the database could not take is held (and counted for the resync).
+    func settle(_ settlement: Settlement, _ answer: PhoneAnswer) async {
+        let database = self.database, instance = self.instance
+        let result = await catching {
+            try await database.settle(id: settlement.id, user: settlement.user, device: settlement.device, answer: answer,
+                                      instance: instance)
         }
-        return settled
+        if case .failure(let error) = result, case .socket = settlement.origin {
+            logger.failure("answer_held", error, ["request": settlement.id.uuidString])
+            resyncTally.settleFailures += 1
+        }
+        await handle(.settled(settlement, answer, result))
     }
 
     /// A `whereabot_replay` notification: re-send the sealed answer of `id` if this
@@ -90,4 +49,14 @@ extension InstanceDriver {
             logger.failure("replay_failed", error, ["request": id.uuidString])
         }
     }
+}
+
+/// A settle's status did not come back within its event (a defect: its steps are awaited).
+enum SettleError: Error {
+    case notSettled
+}
+
+/// `body`'s result, its error included (run on the caller's actor).
+func catching<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async -> Result<T, any Error> {
+    do { return .success(try await body()) } catch { return .failure(error) }
 }

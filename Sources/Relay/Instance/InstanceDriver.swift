@@ -61,6 +61,8 @@ public actor InstanceDriver {
     let database: RelayDatabase
     let logger: Logger
     let timers: RelayTimers
+    /// The instance's clock (its loop's): every event's moment, and the times it sends.
+    let clock: RelayClock
     /// Where the sockets' events and the database calls' results are handled (the loop
     /// that owns the sockets), if any.
     nonisolated let executor: (any TaskExecutor)?
@@ -121,8 +123,27 @@ public actor InstanceDriver {
     var woken: Set<UUID> = []
     /// How often each socket and account here may ask its account for something.
     var settingsBudget = SettingsBudget()
+    /// The statuses of settles without a socket, until their caller takes them (within the
+    /// event that settled them).
+    var settlements: [UUID: Result<RelayStatus.Settle, any Error>] = [:]
+    /// What the resync under way found: rows re-created, and what failed.
+    var resyncTally = ResyncTally()
+    /// Events the value found impossible in their call's phase (`waiter_event_unexpected`).
+    var unexpectedEvents = 0
     /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
     var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
+
+    /// What a resync found while its event's steps ran.
+    struct ResyncTally {
+        /// Rows lost in a crash and re-created.
+        var recreated = 0
+        /// The first re-creation that failed.
+        var failure: (any Error)?
+        /// Whether the database took the re-registrations so far.
+        var reachable = true
+        /// Settles of phones' answers the database did not take.
+        var settleFailures = 0
+    }
 
     /// A waiting call's request, reply key and continuation.
     struct Call {
@@ -149,6 +170,7 @@ public actor InstanceDriver {
         self.maxWaiting = maxWaiting
         self.executor = executor
         self.timers = timers
+        self.clock = RelayClock(loop: timers.loop)
         self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
         self.state = Value(phones: State(helloBatch: Self.helloBatch, disconnectWindow: Self.disconnectWindow,
                                          maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
