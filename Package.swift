@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "whereabot", targets: ["whereabot"]),
         .library(name: "Loop", targets: ["Loop"]),
+        .library(name: "Lifecycle", targets: ["Lifecycle"]),
         .library(name: "PGBus", targets: ["PGBus"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "Crypto", targets: ["Crypto"]),
@@ -26,6 +27,8 @@ let package = Package(
         // and libcurl's variadic curl_easy_setopt).
         .target(name: "CSystem", dependencies: ["CCurl"]),
 
+        // Services started in order and stopped in reverse, and owned unstructured tasks.
+        .target(name: "Lifecycle"),
         // One epoll thread that HTTPServer and PGBus can share (neither knows the other).
         .target(name: "Loop", dependencies: ["CSystem"]),
         .target(name: "PGBus", dependencies: ["CLibPQ", "Loop"]),
@@ -54,6 +57,7 @@ let package = Package(
         // What the test targets share: waiting for a condition or an answer, with a limit.
         .target(name: "TestSupport", dependencies: ["COpenSSL"], path: "Tests/TestSupport"),
         .testTarget(name: "LoopTests", dependencies: ["Loop"]),
+        .testTarget(name: "LifecycleTests", dependencies: ["TestSupport", "Lifecycle"]),
         .testTarget(name: "PGBusTests", dependencies: ["TestSupport", "PGBus", "Loop"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["TestSupport", "HTTPServer", "CSystem", "Loop"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),

@@ -46,7 +46,7 @@ extension InstanceState {
         /// Send a text frame.
         case send(Handle, String)
         /// Close a socket.
-        case close(Handle, code: UInt16, reason: String)
+        case close(Handle, SocketClose)
         /// Call `relay.device_hellos`, then report `hellosRegistered` (with `batched`).
         case registerHellos([Hello], batched: Bool)
         /// Call `relay.device_disconnects`, then report `batchSent(.disconnects)`.

@@ -11,7 +11,7 @@ extension InstanceState {
             guard case .hello(let device, let name, let platform, let version) = message else { return }  // hello first
             let hello = Hello(handle: handle, device: device, name: name, platform: .init(platform), appVersion: version)
             if draining {
-                actions.append(.close(handle, code: Self.restartCode, reason: "restart"))
+                actions.append(.close(handle, .restart))
                 return
             }
             sockets[connection] = .registering(hello, queued: [])
@@ -20,7 +20,7 @@ extension InstanceState {
         case .registering(let hello, var queued):
             if case .hello = message { return }  // one hello per socket
             guard queued.count < Self.maximumQueuedMessages else {
-                actions.append(.close(handle, code: Self.policyViolationCode, reason: "too many messages"))
+                actions.append(.close(handle, .tooManyMessages))
                 return
             }
             queued.append(message)
@@ -66,14 +66,14 @@ extension InstanceState {
             let wasRegistered: Bool = if case .registered? = socket { true } else { false }
             if result?.failed.contains(connection) == true {
                 // This hello alone was refused (a server error): the phone tries again.
-                refuse(connection, handle, code: Self.internalErrorCode, reason: "try again", into: &actions)
+                refuse(connection, handle, .tryAgain, into: &actions)
                 continue
             }
             guard let result, let status = result.statuses[connection] else {
                 // Unreachable: a socket not registered yet tries again elsewhere; a
                 // registered one stays (the next re-registration retries).
                 if socket != nil, !wasRegistered {
-                    refuse(connection, handle, code: Self.internalErrorCode, reason: "try again", into: &actions)
+                    refuse(connection, handle, .tryAgain, into: &actions)
                 }
                 continue
             }
@@ -100,25 +100,23 @@ extension InstanceState {
                     actions.append(.requestReregistration)
                 }
             case .revoked:
-                refuse(connection, handle, code: Self.replacedCode, reason: "revoked", into: &actions)
+                refuse(connection, handle, .revoked, into: &actions)
             case .replaced:
-                refuse(connection, handle, code: Self.replacedCode, reason: "replaced", into: &actions)
+                refuse(connection, handle, .replaced, into: &actions)
             case .tooMany, .tooManyDevices:
-                refuse(connection, handle, code: Self.tooManyDevicesCode, reason: "too_many_devices", into: &actions)
+                refuse(connection, handle, .tooManyDevices, into: &actions)
             case .invalid:
-                refuse(connection, handle, code: Self.policyViolationCode, reason: "invalid hello", into: &actions)
+                refuse(connection, handle, .invalidHello, into: &actions)
             case .forbidden:
-                refuse(connection, handle, code: Self.policyViolationCode, reason: "device belongs to another user",
-                       into: &actions)
+                refuse(connection, handle, .foreignDevice, into: &actions)
             }
         }
     }
 
     /// A refused socket is closed; a registered one keeps its row until its close removes it.
-    private mutating func refuse(_ connection: UUID, _ handle: Handle, code: UInt16, reason: String,
-                                 into actions: inout [Action]) {
+    private mutating func refuse(_ connection: UUID, _ handle: Handle, _ why: SocketClose, into actions: inout [Action]) {
         if case .registered? = sockets[connection] {} else { sockets[connection] = nil }
-        actions.append(.close(handle, code: code, reason: reason))
+        actions.append(.close(handle, why))
     }
 
     /// A settle came back. Settled: the other phones that got the ping are cancelled (the

@@ -23,12 +23,6 @@ package struct InstanceState {
     package typealias Hello = SocketTable.Hello
     package typealias Record = SocketTable.Record
 
-    /// Close code for a replaced or revoked device (the app must not reconnect by itself).
-    package static var replacedCode: UInt16 { 4000 }
-    /// Close code for an expired or unusable credential (the app signs in again).
-    package static var tokenExpiredCode: UInt16 { 4001 }
-    /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
-    package static var tooManyDevicesCode: UInt16 { 4002 }
     /// Messages a registering socket may send before its hello is answered (docs/protocol.md, "The socket").
     package static var maximumQueuedMessages: Int { 64 }
     /// How long an answer to a ping this instance never sent is held (longer than any request).
@@ -72,7 +66,7 @@ package struct InstanceState {
         switch event {
         case .opened(let handle):
             if draining {
-                actions.append(.close(handle, code: Self.restartCode, reason: "restart"))
+                actions.append(.close(handle, .restart))
             } else {
                 sockets[handle.connection] = .awaitingHello(handle)
             }
@@ -89,8 +83,8 @@ package struct InstanceState {
             guard sockets[handle.connection] != nil else { break }
             switch check {
             case .renewed(let expiry): actions.append(.renewCredential(handle, until: expiry))
-            case .expired: actions.append(.close(handle, code: Self.tokenExpiredCode, reason: "token_expired"))
-            case .revoked: actions.append(.close(handle, code: Self.replacedCode, reason: "revoked"))
+            case .expired: actions.append(.close(handle, .tokenExpired))
+            case .revoked: actions.append(.close(handle, .revoked))
             case .unavailable: actions.append(.warn("token_check_unavailable", connection: handle.connection))
             }
         case .locate(let ping, let owner):
@@ -110,14 +104,14 @@ package struct InstanceState {
             for connection in sockets.connections(ofUser: owner) ?? .many([]) where connection != except {
                 guard let record = sockets.record(connection), record.device == device else { continue }
                 let handle = record.handle
-                actions.append(.close(handle, code: Self.replacedCode, reason: revoked ? "revoked" : "replaced"))
+                actions.append(.close(handle, revoked ? .revoked : .replaced))
                 // A removed device revokes its session: no cached "alive" may outlast that here.
                 if revoked { actions.append(.forgetSession(handle.sessionID)) }
             }
         case .revoked(let connections):
             for connection in connections {
                 guard let handle = sockets.record(connection)?.handle else { continue }
-                actions.append(.close(handle, code: Self.replacedCode, reason: "revoked"))
+                actions.append(.close(handle, .revoked))
                 actions.append(.forgetSession(handle.sessionID))
             }
         case .windowEnded(let call):
@@ -128,15 +122,7 @@ package struct InstanceState {
             resync(reregister: reregister, maximumBatch: maximumBatch, now: now, into: &actions)
         case .drain:
             draining = true
-            for (_, socket) in sockets.all { actions.append(.close(socket.handle, code: Self.restartCode, reason: "restart")) }
+            for (_, socket) in sockets.all { actions.append(.close(socket.handle, .restart)) }
         }
     }
-
-    /// Close code for a socket of a draining instance (the phone reconnects elsewhere).
-    package static var restartCode: UInt16 { 1012 }
-    /// Close code for a socket that broke the protocol (RFC 6455's 1008, as
-    /// `WebSocketCloseCode.policyViolation`: the value needs no server to name it).
-    package static var policyViolationCode: UInt16 { 1008 }
-    /// Close code for a socket whose hello could not be registered now (RFC 6455's 1011).
-    package static var internalErrorCode: UInt16 { 1011 }
 }

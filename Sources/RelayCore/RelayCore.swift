@@ -18,4 +18,4 @@
 // - The statuses and texts: `RelayStatus` (every status a SQL function returns),
 //   `AgentFailure` (what the agent is told: docs/protocol.md, "Answers and agent texts"),
 //   `DisplayText`, `LocateReason`,
-//   `UUIDText`, and the close codes (`InstanceState.replacedCode` and its neighbours).
+//   `UUIDText`, and why a socket is closed (`SocketClose`; Relay maps each to its code).

@@ -271,22 +271,21 @@ import Testing
         _ = fixture.hello(phone)
         for _ in 0..<State.maximumQueuedMessages { #expect(fixture.on(.received(phone, .log)).isEmpty) }
         let overflow = fixture.on(.received(phone, .log))
-        guard case .close(_, 1008, "too many messages")? = overflow.first else { Issue.record("closed: \(overflow)"); return }
+        guard case .close(_, .tooManyMessages)? = overflow.first else { Issue.record("closed: \(overflow)"); return }
     }
 
     /// Hello statuses the database returns close the socket with the codes of docs/protocol.md,
     /// "The socket".
     @Test func refusedHellosCloseWithTheirCodes() {
-        let cases: [(RelayStatus.Hello, UInt16, String)] = [
-            (.revoked, 4000, "revoked"), (.replaced, 4000, "replaced"), (.tooMany, 4002, "too_many_devices"),
-            (.tooManyDevices, 4002, "too_many_devices"), (.invalid, 1008, "invalid hello"),
-            (.forbidden, 1008, "device belongs to another user"),
+        let cases: [(RelayStatus.Hello, SocketClose)] = [
+            (.revoked, .revoked), (.replaced, .replaced), (.tooMany, .tooManyDevices),
+            (.tooManyDevices, .tooManyDevices), (.invalid, .invalidHello), (.forbidden, .foreignDevice),
         ]
-        for (status, code, reason) in cases {
+        for (status, why) in cases {
             var fixture = Fixture()
             let phone = Phone()
             let actions = fixture.result(fixture.hello(phone), [phone.connection: status])
-            guard case .close(let handle, code, reason)? = actions.first else { Issue.record("\(status): \(actions)"); continue }
+            guard case .close(let handle, why)? = actions.first else { Issue.record("\(status): \(actions)"); continue }
             #expect(handle === phone && fixture.state.sockets.count == 0)
         }
     }
@@ -305,9 +304,9 @@ import Testing
         #expect(fixture.on(.device(UUID(), owner: phone.user, revoked: true, except: nil)).isEmpty, "another device of the owner")
         #expect(fixture.on(.device(record.device, owner: UUID(), revoked: true, except: nil)).isEmpty, "another owner")
         let replaced = fixture.on(.device(record.device, owner: phone.user, revoked: false, except: UUID()))
-        guard case .close(_, 4000, "replaced")? = replaced.first, replaced.count == 1 else { Issue.record("\(replaced)"); return }
+        guard case .close(_, .replaced)? = replaced.first, replaced.count == 1 else { Issue.record("\(replaced)"); return }
         let revoked = fixture.on(.revoked([phone.connection, UUID()]))
-        guard case .close(_, 4000, "revoked")? = revoked.first, case .forgetSession(phone.sessionID)? = revoked.last else {
+        guard case .close(_, .revoked)? = revoked.first, case .forgetSession(phone.sessionID)? = revoked.last else {
             Issue.record("\(revoked)"); return
         }
         guard case .checkToken(_, "fresh")? = fixture.on(.received(phone, .token("fresh"))).first else {
@@ -315,7 +314,7 @@ import Testing
         }
         let until = fixture.now + 3600
         guard case .renewCredential(_, until)? = fixture.on(.tokenChecked(phone, .renewed(until))).first,
-              case .close(_, 4001, "token_expired")? = fixture.on(.tokenChecked(phone, .expired)).first,
+              case .close(_, .tokenExpired)? = fixture.on(.tokenChecked(phone, .expired)).first,
               case .warn("token_check_unavailable", _)? = fixture.on(.tokenChecked(phone, .unavailable)).first else {
             Issue.record("token outcomes"); return
         }
@@ -344,6 +343,6 @@ extension Array where Element == InstanceState.Action {
 
     /// The connections closed.
     var closes: [UUID] {
-        compactMap { action in if case .close(let handle, _, _) = action { handle.connection } else { nil } }
+        compactMap { action in if case .close(let handle, _) = action { handle.connection } else { nil } }
     }
 }

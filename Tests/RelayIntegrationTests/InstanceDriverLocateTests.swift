@@ -11,16 +11,6 @@ import TestSupport
 /// (sealed to the key the ping carries), the answer comes back on the waiter's channel, and
 /// every status of the table results.
 @Suite struct InstanceDriverLocateTests {
-    /// The phones' value names its close codes itself (RelayCore imports no server); they
-    /// are the server's and RFC 6455's, and the driver's are the value's.
-    @Test func theValuesCloseCodesAreTheServers() {
-        typealias State = InstanceDriver.State
-        #expect(State.policyViolationCode == WebSocketCloseCode.policyViolation)
-        #expect(State.internalErrorCode == WebSocketCloseCode.internalError)
-        #expect(State.restartCode == WebSocketCloseCode.serviceRestart)
-        #expect(InstanceDriver.replacedCode == 4000 && InstanceDriver.tokenExpiredCode == 4001 && InstanceDriver.tooManyDevicesCode == 4002)
-    }
-
     let instance = "coord-\(UUID().uuidString.prefix(8).lowercased())"
     var holder: String { instance + "-holder" }
 

@@ -79,9 +79,9 @@ final class DeviceSession: PhoneHandle, WebSocketDelegate, @unchecked Sendable {
     /// the leeway.
     private func armCredentialDeadline() {
         let (socket, expiresAt) = state.withLock { ($0.socket, $0.credentialExpiresAt) }
-        let left = expiresAt.timeIntervalSinceNow + JWTVerifier.defaultLeeway
-        socket?.close(after: .milliseconds(Int64(max(0, left) * 1000) + 1), code: InstanceDriver.tokenExpiredCode,
-                      reason: "token_expired")
+        let left = expiresAt.timeIntervalSince(driver.clock.date) + JWTVerifier.defaultLeeway
+        socket?.close(after: .milliseconds(Int64(max(0, left) * 1000) + 1), code: SocketClose.tokenExpired.code,
+                      reason: SocketClose.tokenExpired.reason)
     }
 
     func webSocketDidOpen(_ socket: WebSocket) {

@@ -122,8 +122,8 @@ extension InstanceDriver {
         switch action {
         case .send(let handle, let text):
             handle.session.send(text)
-        case .close(let handle, let code, let reason):
-            handle.session.close(code: code, reason: reason)
+        case .close(let handle, let why):
+            handle.session.close(code: why.code, reason: why.reason)
         case .registerHellos(_, batched: false):
             return false  // a resync's, one call after the other
         case .registerHellos(let batch, let batched):

@@ -24,12 +24,6 @@ public actor InstanceDriver {
 
     // MARK: Phones
 
-    /// Close code for a replaced or revoked device (the app must not reconnect by itself).
-    static let replacedCode = State.replacedCode
-    /// Close code for an expired or unusable credential (the app signs in again).
-    static let tokenExpiredCode = State.tokenExpiredCode
-    /// Close code for a socket past the user's cap (`RelayDatabase.maxSocketsPerUser`).
-    static let tooManyDevicesCode = State.tooManyDevicesCode
     /// How long a socket may stay without saying hello.
     static let helloTimeout: TimeInterval = 10
     /// Hellos per `relay.device_hellos` call from sockets (re-registration sends the most
