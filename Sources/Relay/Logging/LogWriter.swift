@@ -56,9 +56,10 @@ public final class LogWriter: @unchecked Sendable {
         return droppedLines
     }
 
-    /// Waits until every queued line is written, or `timeout` passed (at exit).
+    /// Waits until every queued line is written, or `timeout` passed (at exit): real time,
+    /// the system's clock, as the writer's thread runs in it.
     public func flush(timeout: Duration = .seconds(2)) {
-        let deadline = Date().addingTimeInterval(timeout.seconds)
+        let deadline = RelayClock.system.date.addingTimeInterval(timeout.seconds)
         condition.lock()
         defer { condition.unlock() }
         while !pending.isEmpty || writing {

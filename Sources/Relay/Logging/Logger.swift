@@ -82,7 +82,9 @@ public final class Logger: Sendable {
         guard level >= self.level else { return }
         var object = fields
         if let traceparent = Self.traceparent { object["traceparent"] = traceparent }
-        object["time"] = Date().formatted(.iso8601)
+        // A line's time leaves the process: the system's wall clock, which the lines of
+        // every other process are stamped with too.
+        object["time"] = RelayClock.system.date.formatted(.iso8601)
         object["level"] = level.name
         object["event"] = event
         sink(JSONValue.object(object.mapValues(JSONValue.string)).text)
