@@ -65,7 +65,7 @@ let package = Package(
         .testTarget(name: "PushTests", dependencies: ["TestSupport", "Crypto", "Push", "HTTPServer"]),
         .testTarget(name: "RelayCoreTests", dependencies: ["RelayCore", "JSON"]),
         // Relay's pure parts: no database, no sockets of their own.
-        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Crypto", "Fetch", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
+        .testTarget(name: "RelayTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Loop", "Crypto", "Fetch", "JSON", "Push", "COpenSSL"], exclude: ["Golden"]),
         // Relay against the test database (WHEREABOT_TEST_*_URL): drivers, harnesses, end to end.
         .testTarget(name: "RelayIntegrationTests", dependencies: ["TestSupport", "RelayCore", "Relay", "HTTPServer", "PGBus", "Loop", "Crypto", "JSON", "Push", "COpenSSL"]),
         .testTarget(name: "WhereabotTests", dependencies: ["TestSupport", "whereabot"]),

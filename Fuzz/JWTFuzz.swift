@@ -16,7 +16,7 @@ let fuzzRelayVerifier = JWTVerifier(relayKey: Array(fuzzSecret.utf8), issuer: "h
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzJWT(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    _ = try? fuzzVerifier.verify(String(decoding: bytes, as: UTF8.self))
+    _ = try? fuzzVerifier.verify(String(decoding: bytes, as: UTF8.self), now: Date())
     _ = JWTVerifier.keyID(of: String(decoding: bytes, as: UTF8.self))
     _ = JWTVerifier.issuer(of: String(decoding: bytes, as: UTF8.self))
     let header = Base64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8))

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import JSON
 import RelayCore
@@ -80,9 +81,9 @@ public struct RelayError: Error, Equatable, Sendable, CustomStringConvertible {
     // MARK: - The failures
 
     /// A locate's outcome for the agent (its status and text: docs/protocol.md, "Answers and
-    /// agent texts").
-    public static func locate(_ failure: AgentFailure) -> RelayError {
-        RelayError(.locate, failure.status, failure.agentText, retryAfter: failure.retryAfter())
+    /// agent texts"); `now` is the caller's clock, which a Retry-After until a time counts from.
+    public static func locate(_ failure: AgentFailure, now: Date) -> RelayError {
+        RelayError(.locate, failure.status, failure.agentText, retryAfter: failure.retryAfter(now: now))
     }
 
     /// The database cannot be reached: agents and phones retry in a few seconds.

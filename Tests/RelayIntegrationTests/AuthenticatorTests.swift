@@ -1,7 +1,7 @@
 import Foundation
+import Loop
 import PGBus
 @testable import Relay
-import Synchronization
 import TestSupport
 import Testing
 
@@ -10,11 +10,13 @@ import Testing
 @Suite struct AuthenticatorTests {
     static let secret = "super-secret-jwt-token-with-at-least-32-characters"
 
-    /// A clock the test moves by hand.
+    /// A clock the test moves by hand: an event loop's on `LoopClock.manual`, read as an
+    /// instance's parts read theirs.
     final class Clock: Sendable {
-        let seconds = Mutex<TimeInterval>(Date().timeIntervalSince1970)
-        func now() -> Date { Date(timeIntervalSince1970: seconds.withLock { $0 }) }
-        func advance(_ by: TimeInterval) { seconds.withLock { $0 += by } }
+        private let loop = try! EventLoop.start(name: "test-clock", clock: .manual)
+        var relay: RelayClock { RelayClock(loop: loop) }
+        func advance(_ seconds: TimeInterval) async { await loop.advance(by: .nanoseconds(Int64(seconds * 1e9))) }
+        deinit { loop.stop() }
     }
 
     func token(user: UUID, session: UUID?, clientID: String? = nil, secret: String = AuthenticatorTests.secret) -> String {
@@ -24,13 +26,11 @@ import Testing
     }
 
     /// An authenticator of HS256 tokens signed with `secret`, on the test database, with
-    /// `clock`'s time (the real time without one).
+    /// `clock`'s time (the system's without one).
     func authenticator(clock: Clock? = nil, sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL) throws
         -> Authenticator {
-        let now: @Sendable () -> Date
-        if let clock { now = clock.now } else { now = { Date() } }
-        return try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
-                                 sessionCacheTTL: sessionCacheTTL, now: now)
+        try Authenticator(hmacSecret: Self.secret, jwks: .none, issuer: nil, database: TestDatabase.relay(),
+                          sessionCacheTTL: sessionCacheTTL, clock: clock?.relay ?? .system)
     }
 
     @Test func sessionTokensArePhonesAndClientTokensAreAgents() async throws {
@@ -82,7 +82,7 @@ import Testing
         let count = await auth.verifiedTokenCount
         _ = try await auth.phone("Bearer " + token(user: ada.user, session: ada.session))
         #expect(await auth.verifiedTokenCount == count)
-        clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
+        await clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
         await #expect(throws: AuthError.expired) { try await auth.agent(first) }
     }
 
@@ -123,7 +123,7 @@ import Testing
         try await admin.query("delete from auth.sessions where id = $1", [ada.session])
         _ = try await auth.agent(agent)  // still cached
         await #expect(throws: AuthError.revoked) { try await auth.phone(header) }
-        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        await clock.advance(Authenticator.defaultSessionCacheTTL + 1)
         await #expect(throws: AuthError.revoked) { try await auth.agent(agent) }
         await #expect(throws: AuthError.revoked) {
             try await auth.phone("Bearer " + token(user: ada.user, session: UUID()))
@@ -170,7 +170,7 @@ import Testing
         for header in [nil, "", "Bearer ", "Basic dXNlcjpwYXNz", agent + "x"] {
             #expect(auth.rememberedAgent(header) == nil)
         }
-        clock.advance(Authenticator.defaultSessionCacheTTL + 1)
+        await clock.advance(Authenticator.defaultSessionCacheTTL + 1)
         #expect(auth.rememberedAgent(agent) == nil, "the session's check is stale")
         _ = try await auth.agent(agent)
         #expect(auth.rememberedAgent(agent) == identity, "checked again")
@@ -186,7 +186,7 @@ import Testing
         let bobs = "Bearer " + token(user: bob.user, session: bob.session, clientID: "client-8")
         _ = try await patient.agent(bobs)
         #expect(patient.rememberedAgent(bobs) != nil)
-        clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
+        await clock.advance(3_600 + JWTVerifier.defaultLeeway + 1)
         #expect(patient.rememberedAgent(bobs) == nil, "an expired token")
         await #expect(throws: AuthError.expired) { try await patient.agent(bobs) }
 
@@ -200,7 +200,7 @@ import Testing
         await #expect(throws: AuthError.unknownAgentKey) { try await auth.agent("Bearer wb_" + String(repeating: "1", count: 64)) }
         #expect(auth.rememberedAgent("Bearer wb_" + String(repeating: "1", count: 64)) == nil, "no such key, remembered as none")
         _ = try await auth.agent("Bearer " + key)
-        clock.advance(Authenticator.defaultKeyCacheTTL + 1)
+        await clock.advance(Authenticator.defaultKeyCacheTTL + 1)
         #expect(auth.rememberedAgent("Bearer " + key) == nil, "past the key cache's time")
     }
 
@@ -225,15 +225,15 @@ import Testing
         try publish([old])
         let clock = Clock()
         let auth = try Authenticator(hmacSecret: nil, jwks: .file(file.path), issuer: nil, database: TestDatabase.relay(),
-                                     now: clock.now)
+                                     clock: clock.relay)
         _ = try await auth.phone(signed(old))
         try publish([old, new])
         await #expect(throws: AuthError.unknownKey) { try await auth.phone(signed(new)) }  // fetched less than a minute ago
-        clock.advance(61)
+        await clock.advance(61)
         _ = try await auth.phone(signed(new))
         try publish([old, new, newer])
         await #expect(throws: AuthError.unknownKey) { try await auth.phone(signed(newer)) }
-        clock.advance(61)
+        await clock.advance(61)
         _ = try await auth.phone(signed(newer))
     }
 

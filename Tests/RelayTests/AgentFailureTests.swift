@@ -52,7 +52,7 @@ import Testing
         #expect(failure.retryAfter(now: now) == 600, "whole seconds, rounded up")
         #expect(failure.retryAfter(now: now.addingTimeInterval(700)) == 1, "never 0 or negative")
         #expect(AgentFailure.notConnected(email: nil).retryAfter(now: now) == nil)
-        let error = RelayError.locate(failure)
+        let error = RelayError.locate(failure, now: now)
         #expect(error.status == 503 && error.text == failure.agentText && error.retryAfter != nil)
     }
 }

@@ -79,15 +79,15 @@ import Testing
         for bad in ["", "61", "-1", "+1", "1.5", "100", "x", " 1"] { #expect(DurableParams.waitSeconds(bad) == nil, "\(bad)") }
     }
 
-    @Test func pollsAreLimitedToTwoASecondPerRequestAndCredential() throws {
-        let clock = TestClock()
-        let limiter = PollLimiter(clock: { clock.now })
+    @Test func pollsAreLimitedToTwoASecondPerRequestAndCredential() async throws {
+        let clock = try ManualClock()
+        let limiter = PollLimiter(clock: clock.relay)
         let token = try RequestToken(), other = try RequestToken()
         let agent = RelayDatabase.Binding(AgentIdentity(userID: UUID(), clientID: "c", keyID: nil, keyName: nil, email: nil))
         #expect(limiter.take(token, by: agent) == nil && limiter.take(token, by: agent) == nil)
         #expect(limiter.take(token, by: agent) == 1)
         #expect(limiter.take(other, by: agent) == nil)  // another request has its own budget
-        clock.now += 0.5
+        await clock.advance(0.5)
         #expect(limiter.take(token, by: agent) == nil)  // at the advertised pace it never refuses
         #expect(limiter.take(token, by: agent) == 1)
     }
@@ -109,11 +109,6 @@ import Testing
         #expect(declined.status == "completed" && declined.statusMessage == AgentFailure.declined.agentText)
         #expect(declined.legacy["lastUpdatedAt"] == "1970-01-01T00:03:20.000Z")
     }
-}
-
-/// A settable clock for the limiter.
-private final class TestClock: @unchecked Sendable {
-    var now = Date(timeIntervalSince1970: 1_000)
 }
 
 extension Array where Element == UInt8 {

@@ -145,3 +145,10 @@ import Testing
         #expect(throws: AuthError.badKey) { try JWTVerifier(jwks: Data(#"{"keys":[{"kty":"EC","crv":"P-256","x":"AA","y":"AA"}]}"#.utf8)) }
     }
 }
+
+extension JWTVerifier {
+    /// Verifies `token` at the system's time now (these tests' tokens are fresh).
+    func verify(_ token: String) throws(AuthError) -> JWTClaims {
+        try verify(token, now: Date())
+    }
+}

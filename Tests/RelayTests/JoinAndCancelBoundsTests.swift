@@ -40,9 +40,9 @@ import Testing
         let failed = SyncOutcome()
         let waiting = Task { await failed.outcome() }
         try await Task.sleep(for: .milliseconds(50))
-        failed.fail()
+        failed.fail(now: now)
         #expect(await waiting.value == nil)
-        #expect(!failed.joinable())
+        #expect(!failed.joinable(now: now))
         let left = SyncOutcome()
         let gone = Task { await left.outcome() }
         gone.cancel()

@@ -62,8 +62,8 @@ import TestSupport
     }
 
     @Test func unknownIdsSpendTheCredentialsBudget() async throws {
-        let now = Mutex(Date(timeIntervalSince1970: 1_000_000))
-        let limiter = PollLimiter(clock: { now.withLock { $0 } }), ada = binding(UUID())
+        let clock = try ManualClock()
+        let limiter = PollLimiter(clock: clock.relay), ada = binding(UUID())
         for _ in 0..<Int(PollLimiter.unknownBurst) {
             let token = try RequestToken()
             #expect(limiter.take(token, by: ada) == nil)
@@ -71,7 +71,7 @@ import TestSupport
         }
         #expect(limiter.take(try RequestToken(), by: ada) == 1, "past the budget: Retry-After, before any read")
         #expect(limiter.take(try RequestToken(), by: binding(UUID())) == nil, "another credential's budget is its own")
-        now.withLock { $0 += 1 }
+        await clock.advance(1)
         #expect(limiter.take(try RequestToken(), by: ada) == nil, "one a second comes back")
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPServer
 import JSON
 @testable import Relay
@@ -19,14 +20,14 @@ import Testing
     }
 
     @Test func extraHeadersJoinRetryAfter() {
-        let response = RelayError.locate(.badCredential).response(headers: ["WWW-Authenticate": "Bearer"])
+        let response = RelayError.locate(.badCredential, now: Date()).response(headers: ["WWW-Authenticate": "Bearer"])
         #expect(response.status == 401 && response.headers["WWW-Authenticate"] == "Bearer")
         #expect(String(decoding: response.body, as: UTF8.self) == AgentFailure.badCredential.agentText)
     }
 
     /// The MCP tool result carries the same text as the HTTP body, marked as an error.
     @Test func mcpCarriesTheSameText() {
-        for error in [RelayError.databaseUnreachable, .locate(.tooManyWaiting), .gone(ResumeText.cancelled)] {
+        for error in [RelayError.databaseUnreachable, .locate(.tooManyWaiting, now: Date()), .gone(ResumeText.cancelled)] {
             let result = JSONValue.object(error.toolResult)
             #expect(result["isError"] == .bool(true))
             guard case .array(let content)? = result["content"] else { Issue.record("no content"); continue }
@@ -41,8 +42,8 @@ import Testing
         let failures: [AgentFailure] = [.badCredential, .declined, .noAnswer, .permissionOff, .noFix, .tooManyWaiting,
                                         .notConnected(email: nil), .phoneSilent, .nobodyNamed("Ada"), .personDeclined("Ada")]
         for failure in failures {
-            #expect(RelayError.locate(failure).status == failure.status)
-            #expect(RelayError.locate(failure).code == .locate)
+            #expect(RelayError.locate(failure, now: Date()).status == failure.status)
+            #expect(RelayError.locate(failure, now: Date()).code == .locate)
         }
     }
 

@@ -28,7 +28,7 @@ extension Authenticator {
     /// what `agent(_:client:)` would let in from the same memory, and refuses nothing.
     public nonisolated func rememberedAgent(_ authorization: String?) -> AgentIdentity? {
         guard let token = Self.bearerToken(authorization) else { return nil }
-        let now = self.now(), keyCacheTTL = self.keyCacheTTL, sessionCacheTTL = self.sessionCacheTTL
+        let now = clock.date, keyCacheTTL = self.keyCacheTTL, sessionCacheTTL = self.sessionCacheTTL
         if AgentKey.looksLikeKey(token) {
             let hash = AgentKey.hash(token)
             guard let cached = memory.withLock({ $0.keys[hash] }), let owner = cached.owner,

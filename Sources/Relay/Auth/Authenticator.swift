@@ -54,7 +54,8 @@ public actor Authenticator {
     let jwksRefresh: ClosedRange<TimeInterval>
     /// When the scheduled JWKS read is due next, in seconds after the last read.
     private(set) var keysRefreshAfter: TimeInterval
-    let now: @Sendable () -> Date
+    /// The instance's clock: caches' ages, budgets, the JWKS schedule and tokens' `exp`.
+    let clock: RelayClock
     private var lastJWKSFetch: Date
     /// What is remembered about sessions, agent keys and agents' tokens.
     let memory = Mutex(Memory())
@@ -88,11 +89,12 @@ public actor Authenticator {
     ///   - database: for sessions, agent keys and the agent-key signing secret.
     ///   - logger: where a failed read of the signing secret, or a session check the
     ///     database did not answer, is logged.
-    public init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
-                sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
-                keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
-                now: @escaping @Sendable () -> Date = { Date() }, logger: Logger? = nil, relayIssuer: String? = nil,
-                jwksRefresh: ClosedRange<TimeInterval> = Authenticator.defaultJWKSRefresh) throws {
+    ///   - clock: where the time is read (the instance's clock; the system's by default).
+    package init(hmacSecret: String?, jwks: JWKSSource, issuer: String?, audience: String? = nil, database: RelayDatabase,
+                 sessionCacheTTL: TimeInterval = Authenticator.defaultSessionCacheTTL,
+                 keyCacheTTL: TimeInterval = Authenticator.defaultKeyCacheTTL,
+                 logger: Logger? = nil, relayIssuer: String? = nil,
+                 jwksRefresh: ClosedRange<TimeInterval> = Authenticator.defaultJWKSRefresh, clock: RelayClock = .system) throws {
         self.logger = logger
         self.jwksRefresh = jwksRefresh
         self.keysRefreshAfter = jwksRefresh.upperBound
@@ -105,7 +107,7 @@ public actor Authenticator {
         self.sessionChecker = SessionChecker(database: database, logger: logger)
         self.sessionCacheTTL = sessionCacheTTL
         self.keyCacheTTL = keyCacheTTL
-        self.now = now
+        self.clock = clock
         if case .url = jwks {
             self.verifier = try JWTVerifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
             self.keysLoaded = false
@@ -113,7 +115,7 @@ public actor Authenticator {
             self.verifier = try jwks.verifier(hmacSecret: hmacSecret, issuer: issuer, audience: audience)
             self.keysLoaded = true
         }
-        self.lastJWKSFetch = now()
+        self.lastJWKSFetch = clock.date
     }
 
     /// Whether the signing keys still have to be fetched (a JWKS URL that has not answered).
@@ -147,7 +149,7 @@ public actor Authenticator {
     private func use(_ loaded: JWKSSource.Loaded) {
         verifier = loaded.verifier
         keysLoaded = true
-        lastJWKSFetch = now()
+        lastJWKSFetch = clock.date
         // Without a max-age (a file, or no Cache-Control) the ceiling: read at least hourly.
         keysRefreshAfter = loaded.maxAge.map { min(max(TimeInterval($0), jwksRefresh.lowerBound), jwksRefresh.upperBound) }
             ?? jwksRefresh.upperBound
@@ -157,7 +159,7 @@ public actor Authenticator {
     /// A failure of `client` that no credential shows (a socket that closed without its
     /// hello): it costs the address's budget as a failed credential does.
     public func recordFailure(client: String) {
-        limiter.record(client, now: now().timeIntervalSince1970)
+        limiter.record(client, now: clock.date.timeIntervalSince1970)
     }
 
     /// A verifier over a fresh copy of the JWKS, read off the actor's executor.
@@ -178,7 +180,7 @@ public actor Authenticator {
     /// peer's address; failures are counted per address).
     public func authenticate(_ authorization: String?, client: String = "", checkingSession: Bool = true) async throws(AuthError)
         -> Credential {
-        let limited = limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0
+        let limited = limiter.retryAfter(client, now: clock.date.timeIntervalSince1970) > 0
         do {
             return try await credential(authorization, limited: limited, checkingSession: checkingSession)
         } catch {
@@ -202,7 +204,7 @@ public actor Authenticator {
                 rateLimitedCount += 1
                 throw .rateLimited
             }
-            limiter.record(client, now: now().timeIntervalSince1970)
+            limiter.record(client, now: clock.date.timeIntervalSince1970)
         }
     }
 
@@ -228,14 +230,14 @@ public actor Authenticator {
         do {
             try await checkSession(phone.sessionID, user: phone.userID, cached: false)
         } catch {
-            try countFailure(error, client: client, limited: limiter.retryAfter(client, now: now().timeIntervalSince1970) > 0)
+            try countFailure(error, client: client, limited: limiter.retryAfter(client, now: clock.date.timeIntervalSince1970) > 0)
             throw error
         }
     }
 
     /// Seconds a client over its failure budget should wait (for Retry-After; at least 1).
     public func retryAfter(client: String) -> Int {
-        max(1, limiter.retryAfter(client, now: now().timeIntervalSince1970))
+        max(1, limiter.retryAfter(client, now: clock.date.timeIntervalSince1970))
     }
 
     /// Verified tokens remembered now (bounded by `maximumVerifiedTokens`).
@@ -288,7 +290,7 @@ public actor Authenticator {
         let hash = AgentKey.hash(key)
         let owner: RelayDatabase.AgentKeyOwner?
         if let cached = memory.withLock({ $0.keys[hash] }),
-           now().timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
+           clock.date.timeIntervalSince(cached.at) < (cached.owner == nil ? Self.unknownKeyCacheTTL : keyCacheTTL) {
             owner = cached.owner
         } else {
             // No database round trip for an address over its budget — unless the key's
@@ -299,7 +301,7 @@ public actor Authenticator {
             } catch {
                 throw .unavailable
             }
-            let at = now()
+            let at = clock.date
             memory.withLock { memory in
                 if memory.keys.count >= Self.maximumCacheEntries { memory.keys.removeAll() }
                 memory.keys[hash] = (owner, at)
@@ -318,12 +320,12 @@ public actor Authenticator {
     /// The signing secret, read from the database once (a failed read is logged and tried
     /// again `keySecretRetry` later; nil meanwhile).
     private func loadKeySecret() async -> [UInt8]? {
-        if keySecret == nil, keySecretFailedAt.map({ now().timeIntervalSince($0) >= Self.keySecretRetry }) ?? true {
+        if keySecret == nil, keySecretFailedAt.map({ clock.date.timeIntervalSince($0) >= Self.keySecretRetry }) ?? true {
             do {
                 keySecret = try await database.agentKeySecret()
                 keySecretFailedAt = nil
             } catch {
-                keySecretFailedAt = now()
+                keySecretFailedAt = clock.date
                 logger?.failure("agent_key_secret_failed", error)
             }
         }
@@ -341,23 +343,23 @@ public actor Authenticator {
 
     private func jwt(_ token: String, checkingSession: Bool) async throws(AuthError) -> Credential {
         let claims: JWTClaims
-        if let cached = memory.withLock({ $0.verifiedTokens[token] }), now() < cached.expiresAt {
+        if let cached = memory.withLock({ $0.verifiedTokens[token] }), clock.date < cached.expiresAt {
             claims = cached
         } else if let relayIssuer, JWTVerifier.issuer(of: token) == relayIssuer {
             guard let tokens = await accessTokens() else { throw .unavailable }
-            claims = try tokens.verifier.verify(token, now: now())
+            claims = try tokens.verifier.verify(token, now: clock.date)
             remember(claims, of: token)
         } else {
             do {
-                claims = try verifier.verify(token, now: now())
+                claims = try verifier.verify(token, now: clock.date)
             } catch .unknownKey {
                 guard keysLoaded else { throw .unavailable }  // the JWKS URL has not answered yet
                 try await refetchJWKS(for: token, failed: .unknownKey)
-                claims = try verifier.verify(token, now: now())
+                claims = try verifier.verify(token, now: clock.date)
             } catch .badSignature {
                 // The key may have been replaced under the same id: read the keys again.
                 try await refetchJWKS(for: token, failed: .badSignature)
-                claims = try verifier.verify(token, now: now())
+                claims = try verifier.verify(token, now: clock.date)
             }
             remember(claims, of: token)
         }
@@ -388,8 +390,8 @@ public actor Authenticator {
     private func refetchJWKS(for token: String, failed: AuthError) async throws(AuthError) {
         guard jwksSource != .none, !jwksFetchInFlight, let kid = JWTVerifier.keyID(of: token),
               failed == .badSignature || !verifier.knowsKey(id: kid),
-              now().timeIntervalSince(lastJWKSFetch) >= Self.jwksRefetchInterval else { throw failed }
-        lastJWKSFetch = now()
+              clock.date.timeIntervalSince(lastJWKSFetch) >= Self.jwksRefetchInterval else { throw failed }
+        lastJWKSFetch = clock.date
         jwksFetchInFlight = true
         defer { jwksFetchInFlight = false }
         // A JWKS that has gone away keeps the keys already read.
@@ -406,13 +408,13 @@ public actor Authenticator {
     }
 
     private func sessionState(_ session: UUID, user: UUID, cached useCache: Bool) async throws(AuthError) -> RelayStatus.Session {
-        if useCache, let cached = memory.withLock({ $0.sessions[session] }), now().timeIntervalSince(cached.at) < sessionCacheTTL {
+        if useCache, let cached = memory.withLock({ $0.sessions[session] }), clock.date.timeIntervalSince(cached.at) < sessionCacheTTL {
             return cached.state
         }
         // Checks of many sockets and requests go to the database together (a storm).
         guard let state = await sessionChecker.state(session: session, user: user) else { throw .unavailable }
         guard useCache else { return state }
-        let at = now()
+        let at = clock.date
         memory.withLock { memory in
             if memory.sessions.count >= Self.maximumCacheEntries { memory.sessions.removeAll() }
             memory.sessions[session] = (state, at)

@@ -77,8 +77,8 @@ public struct JWTVerifier: Sendable {
         return json["kid"]?.string
     }
 
-    /// Verifies `token` at time `now`.
-    public func verify(_ token: String, now: Date = Date()) throws(AuthError) -> JWTClaims {
+    /// Verifies `token` at time `now` (the caller's clock: `exp` and `nbf` are compared with it).
+    public func verify(_ token: String, now: Date) throws(AuthError) -> JWTClaims {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
               let signature = Base64URL.decode(parts[2]),

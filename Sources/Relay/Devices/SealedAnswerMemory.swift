@@ -27,15 +27,19 @@ final class SealedAnswerMemory: Sendable {
     private let replays = Atomic<Int>(0)
     private let lifetime: Duration
     private let capacity: Int
+    /// Where an answer's age is read (the instance's clock).
+    private let clock: RelayClock
 
-    init(lifetime: Duration = SealedAnswerMemory.defaultLifetime, capacity: Int = SealedAnswerMemory.defaultCapacity) {
+    init(lifetime: Duration = SealedAnswerMemory.defaultLifetime, capacity: Int = SealedAnswerMemory.defaultCapacity,
+         clock: RelayClock = .system) {
         self.lifetime = lifetime
         self.capacity = capacity
+        self.clock = clock
     }
 
     /// Remembers the sealed answer of request `id`.
     func remember(_ sealed: String, for id: UUID) {
-        let now = ContinuousClock.now
+        let now = clock.instant
         store.withLock { store in
             while store.head < store.order.count {
                 let oldest = store.order[store.head]
@@ -63,7 +67,7 @@ final class SealedAnswerMemory: Sendable {
 
     /// The sealed answer of request `id`, if this instance settled it recently.
     func sealed(for id: UUID) -> String? {
-        let now = ContinuousClock.now
+        let now = clock.instant
         return store.withLock { store in
             store.byID[id].flatMap { now - $0.storedAt <= lifetime ? $0.sealed : nil }
         }

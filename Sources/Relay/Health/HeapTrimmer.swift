@@ -25,6 +25,8 @@ final class HeapTrimmer: Sendable {
     static let lookInterval = Duration.seconds(1)
 
     private let minimumSpacing: Duration
+    /// Where the spacing between trims is timed (the instance's clock).
+    private let clock: RelayClock
 
     private struct Marks {
         var lastInUse = 0
@@ -35,9 +37,10 @@ final class HeapTrimmer: Sendable {
     private let marks = Mutex(Marks())
     private let trimsMade = Atomic<Int>(0)
 
-    /// A trimmer that has not looked yet and trims at most once per `minimumSpacing`.
-    init(minimumSpacing: Duration = .seconds(5)) {
+    /// A trimmer that has not looked yet and trims at most once per `minimumSpacing` of `clock`.
+    init(minimumSpacing: Duration = .seconds(5), clock: RelayClock = .system) {
         self.minimumSpacing = minimumSpacing
+        self.clock = clock
     }
 
     /// Looks every `interval`, trimming when it is worth it, until the task is cancelled.
@@ -51,7 +54,7 @@ final class HeapTrimmer: Sendable {
     @discardableResult
     func trimIfWorthIt() -> Bool {
         let (inUse, free) = look()
-        let now = ContinuousClock.now, spacing = minimumSpacing
+        let now = clock.instant, spacing = minimumSpacing
         let trim = marks.withLock { marks -> Bool in
             defer { marks.lastInUse = inUse }
             let steady = abs(inUse - marks.lastInUse) < Self.slack

@@ -14,11 +14,14 @@ final class RelayHealth: Sendable {
     private let listener: PGListener
     private let driver: InstanceDriver
     private let draining = Atomic<Bool>(false)
-    /// When the last complete beat (heartbeat and resync) ended, in nanoseconds of `clock`.
+    /// When the last complete beat (heartbeat and resync) ended, in nanoseconds after `started`.
     private let lastGoodBeat = Atomic<Int64>(0)
     /// How old the last good beat may be for the instance to be ready.
     private let freshness: Duration
-    private let started = ContinuousClock.now
+    /// The instance's clock, which the beats' freshness is measured on.
+    private let clock: RelayClock
+    /// When the instance was built, on `clock`.
+    private let started: ContinuousClock.Instant
     private let resyncs = Atomic<Int>(0)
     private let recreated = Atomic<Int>(0)
     private let locates: LocateMetrics
@@ -34,12 +37,16 @@ final class RelayHealth: Sendable {
     /// Supabase Auth's signing keys (a JWKS URL that has not answered yet).
     let signingKeys: DependencyStatus
     /// The allocator's memory, trimmed at every maintenance beat that finds enough free.
-    let heap = HeapTrimmer()
+    let heap: HeapTrimmer
 
     init(listener: PGListener, driver: InstanceDriver, locates: LocateMetrics,
          sealedAnswers: SealedAnswerMemory, authenticator: Authenticator, pushes: PushMetrics = PushMetrics(), logger: Logger,
          heartbeatInterval: Duration = RelayMaintenance.defaultInterval, databaseEndpoint: String = "",
-         listenerEndpoint: String = "", signingKeys: String = "", server: HTTPServerCounters = HTTPServerCounters()) {
+         listenerEndpoint: String = "", signingKeys: String = "", server: HTTPServerCounters = HTTPServerCounters(),
+         clock: RelayClock) {
+        self.clock = clock
+        self.started = clock.instant
+        self.heap = HeapTrimmer(clock: clock)
         self.freshness = heartbeatInterval + .seconds(1)
         self.server = server
         self.database = DependencyStatus(name: "database", endpoint: databaseEndpoint, reason: "connecting", logger: logger)
@@ -62,7 +69,7 @@ final class RelayHealth: Sendable {
     /// A beat completed its round trips (heartbeat and resync; the registration at start
     /// counts as one); until `freshness` has passed without another, the database counts as up.
     func beatCompleted() {
-        lastGoodBeat.store(Int64((ContinuousClock.now - started) / .nanoseconds(1)), ordering: .relaxed)
+        lastGoodBeat.store(Int64((clock.instant - started) / .nanoseconds(1)), ordering: .relaxed)
         database.reached()
     }
 
@@ -74,7 +81,7 @@ final class RelayHealth: Sendable {
 
     /// Whether the last good beat is recent enough.
     var isDatabaseUp: Bool {
-        let age = (ContinuousClock.now - started) - .nanoseconds(lastGoodBeat.load(ordering: .relaxed))
+        let age = (clock.instant - started) - .nanoseconds(lastGoodBeat.load(ordering: .relaxed))
         return database.isReachable && age <= freshness
     }
 

@@ -34,9 +34,10 @@ final class PollLimiter: Sendable {
     private let buckets: Mutex<TokenBuckets>
     private let unknown: Mutex<TokenBuckets>
     private let waiting = Mutex(Waiting())
-    private let clock: @Sendable () -> Date
+    /// Where the buckets' refills are timed (the instance's clock).
+    private let clock: RelayClock
 
-    init(capacity: Int = TokenBuckets.defaultCapacity, clock: @escaping @Sendable () -> Date = Date.init) {
+    init(capacity: Int = TokenBuckets.defaultCapacity, clock: RelayClock = .system) {
         buckets = Mutex(TokenBuckets(burst: 2, perSecond: 2, capacity: capacity))
         unknown = Mutex(TokenBuckets(burst: Self.unknownBurst, perSecond: Self.unknownPerSecond, capacity: capacity))
         self.clock = clock
@@ -45,7 +46,7 @@ final class PollLimiter: Sendable {
     /// Takes a poll of request `token` by `binding`: nil when allowed, else the seconds to
     /// wait (Retry-After) — the request's own rate, or the credential's budget of unknown ids.
     func take(_ token: RequestToken, by binding: RelayDatabase.Binding) -> Int? {
-        let now = clock().timeIntervalSince1970
+        let now = clock.date.timeIntervalSince1970
         let spent = unknown.withLock { $0.retryAfter(Self.credential(binding), now: now) }
         if spent > 0 { return spent }
         let key = Self.credential(binding) + "|\(token.id)"
@@ -65,7 +66,7 @@ final class PollLimiter: Sendable {
         defer { if admitted { release(token, by: binding) } }
         let resumed = try await poll(admitted ? wait : .zero)
         if case .unknown = resumed {
-            let now = clock().timeIntervalSince1970
+            let now = clock.date.timeIntervalSince1970
             unknown.withLock { $0.record(Self.credential(binding), now: now) }
         }
         return resumed

@@ -20,9 +20,12 @@ final class ClientNames: Sendable {
     private let lifetime: Duration
     private let capacity: Int
     private let entries = Mutex<[String: Entry]>([:])
+    /// Where a name's age is read (the instance's clock).
+    private let clock: RelayClock
 
     init(database: RelayDatabase, logger: Logger = Logger(level: .error), lifetime: Duration = ClientNames.defaultLifetime,
-         capacity: Int = ClientNames.defaultCapacity) {
+         capacity: Int = ClientNames.defaultCapacity, clock: RelayClock = .system) {
+        self.clock = clock
         self.database = database
         self.logger = logger
         self.lifetime = lifetime
@@ -31,7 +34,7 @@ final class ClientNames: Sendable {
 
     /// The name of `clientID`, or nil when it has none or the database cannot say now.
     func name(of clientID: String) async -> String? {
-        let now = ContinuousClock.now
+        let now = clock.instant
         if let entry = entries.withLock({ $0[clientID] }), now - entry.fetchedAt < lifetime { return entry.name }
         let name: String?
         do {

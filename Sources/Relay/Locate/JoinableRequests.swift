@@ -32,7 +32,7 @@ final class JoinableRequests: Sendable {
 
     /// The synchronous request `key` may join at `now`, if one is open (or settled and not
     /// yet received by anyone).
-    func outcome(for key: Key, now: Date = Date()) -> SyncOutcome? {
+    func outcome(for key: Key, now: Date) -> SyncOutcome? {
         synchronous.withLock { outcomes in
             guard let outcome = outcomes[key] else { return nil }
             guard outcome.joinable(now: now) else {
@@ -43,8 +43,9 @@ final class JoinableRequests: Sendable {
         }
     }
 
-    /// Remembers `outcome` as `key`'s synchronous request.
-    func remember(_ outcome: SyncOutcome, for key: Key, now: Date = Date()) {
+    /// Remembers `outcome` as `key`'s synchronous request (`now`: to drop the unjoinable
+    /// when full).
+    func remember(_ outcome: SyncOutcome, for key: Key, now: Date) {
         synchronous.withLock { outcomes in
             if outcomes.count >= Self.maximumEntries {
                 outcomes = outcomes.filter { $0.value.joinable(now: now) }
@@ -62,7 +63,7 @@ final class JoinableRequests: Sendable {
     }
 
     /// The request `key` may join at `now`, if one is remembered and not past its TTL.
-    func token(for key: Key, now: Date = Date()) -> RequestToken? {
+    func token(for key: Key, now: Date) -> RequestToken? {
         entries.withLock { entries in
             guard let entry = entries[key] else { return nil }
             guard entry.keepUntil > now else {
@@ -73,8 +74,9 @@ final class JoinableRequests: Sendable {
         }
     }
 
-    /// Remembers `token` as `key`'s request until `keepUntil` (its result TTL).
-    func remember(_ token: RequestToken, for key: Key, until keepUntil: Date, now: Date = Date()) {
+    /// Remembers `token` as `key`'s request until `keepUntil` (its result TTL; `now`: to
+    /// drop the expired when full).
+    func remember(_ token: RequestToken, for key: Key, until keepUntil: Date, now: Date) {
         entries.withLock { entries in
             if entries.count >= Self.maximumEntries {
                 entries = entries.filter { $0.value.keepUntil > now }

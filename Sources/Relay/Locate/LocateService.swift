@@ -9,6 +9,8 @@ struct LocateService: Sendable {
     let database: RelayDatabase
     let metrics: LocateMetrics
     let clientNames: ClientNames
+    /// The instance's clock: a locate's duration, the joins' times, a fix's age.
+    let clock: RelayClock
     /// The instances' key for wrapping task secrets (tasks/list), when configured.
     var requestIDKey: [UInt8]? = nil
     /// The requests a repeated ask of the same credential and person joins.
@@ -70,11 +72,11 @@ struct LocateService: Sendable {
     ///   joined), so that an explicit cancel can find it while the call runs.
     func locate(agent: AgentIdentity, person: String?, reason: String? = nil, timeoutSeconds: Int,
                 mode: Mode = .synchronous, announce: @Sendable (RequestToken) -> Void = { _ in }) async throws -> Result {
-        let started = ContinuousClock.now
+        let started = clock.instant
         let result = try await locateOnce(agent: agent, person: person, reason: reason, timeoutSeconds: timeoutSeconds, mode: mode,
                                           announce: announce)
         if case .waiting = result { return result }
-        metrics.record(outcome: result.metricName, seconds: (ContinuousClock.now - started).seconds)
+        metrics.record(outcome: result.metricName, seconds: (clock.instant - started).seconds)
         return result
     }
 
@@ -150,7 +152,7 @@ struct LocateService: Sendable {
         }
         var synchronous: SyncOutcome?
         if case .synchronous = mode {
-            if let open = joins.outcome(for: joinKey) {
+            if let open = joins.outcome(for: joinKey, now: clock.date) {
                 // The same credential's synchronous request for this person waits (its caller
                 // may have hung up): this call waits for that outcome, and nobody is asked twice.
                 guard let result = await open.outcome() else { throw JoinEnded() }
@@ -158,7 +160,7 @@ struct LocateService: Sendable {
                 return result
             }
             synchronous = SyncOutcome()
-            joins.remember(synchronous!, for: joinKey)
+            joins.remember(synchronous!, for: joinKey, now: clock.date)
         }
         let clientName: String? = if let keyName = agent.keyName { keyName } else { await clientNames.name(of: agent.clientID) }
         var resumable: LocateRequest.Resumable?
@@ -171,7 +173,8 @@ struct LocateService: Sendable {
             resumable = .init(token: token, binding: .init(agent), callBound: bound,
                               wrapped: try requestIDKey.map { try token.wrapped(under: $0) })
             // Kept as long as its result may be (the deadline plus 10 minutes: docs/agents.md, "Timeouts").
-            joins.remember(token, for: joinKey, until: Date().addingTimeInterval(Double(timeoutSeconds + 600)))
+            let now = clock.date
+            joins.remember(token, for: joinKey, until: now.addingTimeInterval(Double(timeoutSeconds + 600)), now: now)
             announce(token)
         case .durable(let ttl, let listed):
             let token = try RequestToken()
@@ -186,7 +189,7 @@ struct LocateService: Sendable {
                                                     reason: reason, agentKey: agent.keyID))
         } catch {
             if let synchronous {
-                synchronous.fail()
+                synchronous.fail(now: clock.date)
                 joins.forget(synchronous, for: joinKey)
             }
             throw error
@@ -196,7 +199,7 @@ struct LocateService: Sendable {
         if let synchronous {
             // Handed to the calls that joined it; kept a while for the next ask when its own
             // caller hung up and nobody received it.
-            if synchronous.publish(result) || !Task.isCancelled { joins.forget(synchronous, for: joinKey) }
+            if synchronous.publish(result, now: clock.date) || !Task.isCancelled { joins.forget(synchronous, for: joinKey) }
         }
         return result
     }
@@ -209,7 +212,7 @@ struct LocateService: Sendable {
     /// a REQUEST_ID_KEY) the credential's request for the person still waiting in the
     /// database, whichever instance opened it.
     private func joinable(_ key: JoinableRequests.Key, agent: AgentIdentity) async throws -> RequestToken? {
-        if let token = joins.token(for: key) { return token }
+        if let token = joins.token(for: key, now: clock.date) { return token }
         guard let requestIDKey, let found = try await database.joinableRequest(binding: .init(agent), owner: key.owner) else {
             return nil
         }
@@ -242,7 +245,7 @@ struct LocateService: Sendable {
             guard let token else { return .failure(.noFix) }
             return .waiting(token, expiresAt: expiresAt, person: shared, joined: false)
         case .fix(let fix):
-            let json = fix.agentJSON(now: Date(), person: shared)
+            let json = fix.agentJSON(now: clock.date, person: shared)
             return .fix(json: json, structured: json)
         case .failure(.declined) where shared != nil:
             return .failure(.personDeclined(shared!.name))

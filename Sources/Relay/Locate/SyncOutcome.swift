@@ -20,9 +20,9 @@ final class SyncOutcome: Sendable {
 
     private let state = Mutex(State())
 
-    /// Hands `result` to every call waiting for it; true when one received it.
+    /// Hands `result`, settled at `now`, to every call waiting for it; true when one received it.
     @discardableResult
-    func publish(_ result: LocateService.Result, now: Date = Date()) -> Bool {
+    func publish(_ result: LocateService.Result, now: Date) -> Bool {
         let waiters = state.withLock { state in
             state.result = result
             state.settledAt = now
@@ -34,7 +34,7 @@ final class SyncOutcome: Sendable {
     }
 
     /// The request could not be asked (the database failed): every waiting call gets nil.
-    func fail(now: Date = Date()) {
+    func fail(now: Date) {
         let waiters = state.withLock { state in
             state.settledAt = now.addingTimeInterval(-Self.undeliveredTTL)  // never joinable again
             defer { state.waiters.removeAll() }
@@ -44,7 +44,7 @@ final class SyncOutcome: Sendable {
     }
 
     /// Whether an outcome is (still) there to join at `now`: open, or settled and kept.
-    func joinable(now: Date = Date()) -> Bool {
+    func joinable(now: Date) -> Bool {
         state.withLock { state in state.settledAt.map { now.timeIntervalSince($0) < Self.undeliveredTTL } ?? true }
     }
 

@@ -59,7 +59,7 @@ extension MCPHandler {
         if let requestedTTL { timeout = max(1, min(timeout, requestedTTL / 1000)) }
         let mode: LocateService.Mode = legacyTask != nil
             ? .durable(ttl: requestedTTL.map { .milliseconds($0) }, listed: tasksListed) : .call(bound: waitBound)
-        let opened = Date()
+        let opened = locator.clock.date
         let result: LocateService.Result
         // The call's request is known by its JSON-RPC id while it runs, for an explicit cancel.
         defer { inFlight.end(rpcID, for: agent) }
@@ -81,7 +81,7 @@ extension MCPHandler {
             logger.debug("task_opened", ["request": token.tag])
             return legacyTask != nil ? ["task": .object(task.legacy)] : task.modern.merging(["resultType": "task"]) { $1 }
         }
-        return Self.toolResult(result)
+        return Self.toolResult(result, now: locator.clock.date)
     }
 
     /// A call with `request_id`: waits at most the wait bound for that request's outcome.
@@ -92,8 +92,8 @@ extension MCPHandler {
                 try await locator.resume(agent: agent, token: token, wait: $0, namingWhileWaiting: true)
             }) {
             case .unknown: return RelayError.toolResult(ResumeText.unknownRequestID)
-            case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person))
-            case .settled(_, let result): return Self.toolResult(result)
+            case .waiting(let state, let person): return Self.toolResult(.waiting(token, expiresAt: state.expiresAt, person: person), now: locator.clock.date)
+            case .settled(_, let result): return Self.toolResult(result, now: locator.clock.date)
             }
         } catch {
             logger.failure("resume_failed", error, ["request": token.tag])
@@ -102,8 +102,9 @@ extension MCPHandler {
     }
 
     /// The tool result of a locate's result (docs/protocol.md, "MCP" and "Durable
-    /// requests"): the fix, the waiting shape, or the agent text as an error.
-    static func toolResult(_ result: LocateService.Result) -> [String: JSONValue] {
+    /// requests"): the fix, the waiting shape, or the agent text as an error (`now`: the
+    /// caller's clock).
+    static func toolResult(_ result: LocateService.Result, now: Date) -> [String: JSONValue] {
         switch result {
         case .fix(let json, let structured):
             return ["content": [["type": "text", "text": .string(json)]],
@@ -114,7 +115,7 @@ extension MCPHandler {
             return ["content": [["type": "text", "text": .string(text)]],
                     "structuredContent": ResumeText.waitingObject(token, expiresAt: expiresAt), "isError": false]
         case .failure(let failure):
-            return RelayError.locate(failure).toolResult
+            return RelayError.locate(failure, now: now).toolResult
         case .abandoned:
             return RelayError.gone(ResumeText.cancelled).toolResult
         }

@@ -22,7 +22,7 @@ extension MCPHandler {
             // Blocks until the task ends, at most the wait bound; then the waiting result
             // (the client asks again, or the model calls get_phone_location with request_id).
             let token = try taskToken(params, agent: agent)
-            var result = Self.toolResult(try await task(token, agent: agent, wait: waitBound, naming: true).result)
+            var result = Self.toolResult(try await task(token, agent: agent, wait: waitBound, naming: true).result, now: locator.clock.date)
             result["_meta"] = [MCPRevision.relatedTaskKey: ["taskId": .string(token.text)]]
             return result
         case "tasks/cancel":
@@ -52,7 +52,7 @@ extension MCPHandler {
         case "tasks/get":
             let (task, result) = try await task(token, agent: agent, wait: .zero)
             var object = task.modern
-            if task.status == "completed" { object["result"] = .object(Self.toolResult(result)) }
+            if task.status == "completed" { object["result"] = .object(Self.toolResult(result, now: locator.clock.date)) }
             return object
         case "tasks/cancel":
             if try await locator.cancel(agent: agent, token: token, forget: false) == .unknown { throw Self.taskNotFound }

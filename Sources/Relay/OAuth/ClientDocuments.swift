@@ -19,13 +19,14 @@ actor ClientDocuments {
     static let maximumURLLength = 255
 
     private let fetcher: DocumentFetch
-    private let now: @Sendable () -> Date
+    /// Where a cached document's age is read (the instance's clock).
+    private let clock: RelayClock
     private var cache: [String: (client: OAuthClient, until: Date)] = [:]
     private var inFlight = 0
 
-    init(fetcher: DocumentFetch, now: @escaping @Sendable () -> Date = { Date() }) {
+    init(fetcher: DocumentFetch, clock: RelayClock = .system) {
         self.fetcher = fetcher
-        self.now = now
+        self.clock = clock
     }
 
     /// Whether `clientID` names a metadata document: an https URL with a host and a path
@@ -43,7 +44,7 @@ actor ClientDocuments {
     /// The client the document at `url` describes, fetched or from the cache; the reason it
     /// cannot be used otherwise.
     func client(at url: String) async -> Result<OAuthClient, DocumentFetch.Failure> {
-        if let cached = cache[url], now() < cached.until { return .success(cached.client) }
+        if let cached = cache[url], clock.date < cached.until { return .success(cached.client) }
         guard Self.isDocumentURL(url), let parsed = URL(string: url) else {
             return .failure(DocumentFetch.Failure(reason: "it is not an https URL with a path"))
         }
@@ -62,7 +63,7 @@ actor ClientDocuments {
         }
         let seconds = min(max(fetched.maxAge ?? 0, Self.minimumCacheSeconds), Self.maximumCacheSeconds)
         if cache.count >= Self.maximumEntries { cache.removeAll() }
-        cache[url] = (client, now().addingTimeInterval(TimeInterval(seconds)))
+        cache[url] = (client, clock.date.addingTimeInterval(TimeInterval(seconds)))
         return .success(client)
     }
 

@@ -41,7 +41,7 @@ extension OAuthServer {
         }
         logger.info("oauth_client_registered", ["client_id": client.id, "auth_method": client.authMethod.rawValue])
         var body: [String: JSONValue] = [
-            "client_id": .string(client.id), "client_id_issued_at": .number(Double(Int(Date().timeIntervalSince1970))),
+            "client_id": .string(client.id), "client_id_issued_at": .number(Double(Int(authenticator.clock.date.timeIntervalSince1970))),
             "client_name": .string(client.name), "redirect_uris": .array(client.redirectURIs.map(JSONValue.string)),
             "grant_types": .array(client.grantTypes.map(JSONValue.string)), "response_types": ["code"],
             "token_endpoint_auth_method": .string(client.authMethod.rawValue),

@@ -83,7 +83,7 @@ extension OAuthServer {
         }
         guard let tokens = await authenticator.accessTokens() else { throw OAuthError.temporarilyUnavailable }
         let access = try tokens.sign(family, resource: resource ?? family.resource, lifetime: settings.accessTokenSeconds,
-                                     now: Date())
+                                     now: authenticator.clock.date)
         var body: [String: JSONValue] = ["access_token": .string(access), "token_type": "Bearer",
                                          "expires_in": .number(Double(settings.accessTokenSeconds)), "scope": .string(family.scope)]
         if family.refresh, let refreshToken { body["refresh_token"] = .string(refreshToken) }
@@ -101,7 +101,7 @@ extension OAuthServer {
             guard let token = form["token"], !token.isEmpty else { throw OAuthError.invalidRequest("token is missing.") }
             if token.hasPrefix("wbrt_") {
                 _ = try await database.revokeOAuth(refreshDigest: Self.digest(token), family: nil, clientID: client.id)
-            } else if let tokens = await authenticator.accessTokens(), let claims = try? tokens.verifier.verify(token) {
+            } else if let tokens = await authenticator.accessTokens(), let claims = try? tokens.verifier.verify(token, now: authenticator.clock.date) {
                 _ = try await database.revokeOAuth(refreshDigest: nil, family: claims.sessionID, clientID: client.id)
             }
             return HTTPResponse(status: 200, headers: OAuthError.noStore, body: Array("{}".utf8))

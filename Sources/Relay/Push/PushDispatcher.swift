@@ -17,8 +17,11 @@ final class PushDispatcher: Sendable {
     private let loggedAuthErrors = Mutex<Set<String>>([])
     /// Pushes waiting for a slot, per account (each waiter resumes true to send, false when refused).
     private let queue = Mutex(FairPushQueue<CheckedContinuation<Bool, Never>, UUID>())
+    /// The instance's clock: a reminder's deadline, a send's duration.
+    private let clock: RelayClock
 
-    init(services: PushServices, database: RelayDatabase, metrics: PushMetrics, logger: Logger) {
+    init(services: PushServices, database: RelayDatabase, metrics: PushMetrics, logger: Logger, clock: RelayClock = .system) {
+        self.clock = clock
         self.services = services
         self.database = database
         self.metrics = metrics
@@ -55,7 +58,7 @@ final class PushDispatcher: Sendable {
     /// Pushes a reminder of a standing grant (docs/protocol.md, "Reminders") to the claim's targets: an alert with
     /// Keep and Remove, replacing an older reminder of the same grant on the device.
     func remind(_ reminder: GrantReminder, claim: PushClaim) async {
-        let deadline = Date().addingTimeInterval(GrantReminder.pushLifetime)
+        let deadline = clock.date.addingTimeInterval(GrantReminder.pushLifetime)
         let key = reminder.pushKey
         let apnsBodies = Self.inEach(claim.apns?.map(\.language), reminder.apns)
         let webBodies = Self.inEach(claim.web?.map(\.language), reminder.webPush)
@@ -113,7 +116,7 @@ final class PushDispatcher: Sendable {
     /// counts, logs (`subject` names the request or reminder) and drops dead targets.
     private func deliver(service: String, kind: String, subject: [String: String], target: String, account: UUID,
                          _ push: () async -> PushDelivery?) async {
-        let started = ContinuousClock.now
+        let started = clock.instant
         let sent: PushDelivery??
         if await turn(of: account) {
             sent = await push()
@@ -121,7 +124,7 @@ final class PushDispatcher: Sendable {
         } else {
             sent = .some(PushDelivery(result: .limited, reason: "queue_full"))
         }
-        let elapsed = ContinuousClock.now - started
+        let elapsed = clock.instant - started
         let delivery = sent.flatMap { $0 } ?? PushDelivery(result: .disabled)
         let seconds = sent.flatMap { $0 } == nil || delivery.result == .limited
             ? nil : elapsed.seconds

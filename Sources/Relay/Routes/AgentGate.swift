@@ -18,7 +18,7 @@ struct AgentGate: Sendable {
     func unauthorized(presented: Bool) -> HTTPResponse {
         var challenge = "Bearer resource_metadata=\"\(publicURL)/.well-known/oauth-protected-resource\", scope=\"\(Self.scope)\""
         if presented { challenge += ", error=\"invalid_token\"" }
-        return RelayError.locate(.badCredential).response(headers: ["WWW-Authenticate": challenge])
+        return RelayError.locate(.badCredential, now: authenticator.clock.date).response(headers: ["WWW-Authenticate": challenge])
     }
 
     func agent(_ request: HTTPRequest) async -> Result<AgentIdentity, Refusal> {

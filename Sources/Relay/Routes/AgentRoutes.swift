@@ -66,7 +66,7 @@ struct AgentRoutes: Sendable {
         }
         // Abandoned: the agent hung up, or its key was revoked while it waited (then 401).
         if case .abandoned = result { return await gate.delivering(.text(499, "abandoned"), to: request) }
-        return await gate.delivering(DurableRoutes.response(result), to: request)
+        return await gate.delivering(DurableRoutes.response(result, now: locator.clock.date), to: request)
     }
 
     /// Why a locate's reason was refused (400).

@@ -28,7 +28,7 @@ struct DurableRoutes: Sendable {
             logger.failure("locate_failed", error)
             return RelayError.databaseUnreachable.response
         }
-        guard case .waiting(let token, let expiresAt, _, _) = result else { return Self.response(result) }
+        guard case .waiting(let token, let expiresAt, _, _) = result else { return Self.response(result, now: locator.clock.date) }
         logger.debug("request_opened", ["request": token.tag])
         return Self.json(202, ResumeText.waitingObject(token, expiresAt: expiresAt),
                          headers: ["Location": Self.prefix + token.text, "Retry-After": Self.retryAfter,
@@ -67,7 +67,7 @@ struct DurableRoutes: Sendable {
                 return Self.json(202, ResumeText.waitingObject(token, expiresAt: state.expiresAt),
                                  headers: ["Retry-After": Self.retryAfter])
             case .settled(_, let result):
-                return Self.response(result)
+                return Self.response(result, now: locator.clock.date)
             }
         } catch {
             logger.failure("poll_failed", error, ["request": token.tag])
@@ -75,13 +75,14 @@ struct DurableRoutes: Sendable {
         }
     }
 
-    /// A settled request's response, as POST /v1/locate answers it (docs/protocol.md, "Answers and agent texts").
-    static func response(_ result: LocateService.Result) -> HTTPResponse {
+    /// A settled request's response, as POST /v1/locate answers it (docs/protocol.md, "Answers and agent texts");
+    /// `now`: the caller's clock.
+    static func response(_ result: LocateService.Result, now: Date) -> HTTPResponse {
         switch result {
         case .fix(let json, _):
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
         case .failure(let failure):
-            return RelayError.locate(failure).response
+            return RelayError.locate(failure, now: now).response
         case .abandoned:
             return RelayError.gone(ResumeText.cancelled).response
         case .waiting(let token, let expiresAt, _, _):

@@ -102,6 +102,8 @@ public final class RelayService: Sendable {
     /// The one thread of the hot path: HTTP and WebSocket sockets, the database pool's
     /// connections, request handlers and the actors they call.
     private let loop: EventLoop
+    /// The instance's one clock (its loop's), which every part reads the time on.
+    private let clock: RelayClock
 
     /// Moves the instance's manual clock (`Configuration.clock`) on by `duration`; what falls
     /// due runs before it returns. A statement in flight on the loop's pool then has taken
@@ -145,6 +147,8 @@ public final class RelayService: Sendable {
         let logger = configuration.logger
         let loop = try EventLoop.start(name: "relay-loop", clock: configuration.clock)
         self.loop = loop
+        let clock = RelayClock(loop: loop)
+        self.clock = clock
         let database = RelayDatabase(pool: PGPool(configuration: configuration.database, size: 8, loop: loop,
                                                   sharedConnections: 2),
                                      grantReminderSeconds: configuration.grantReminderSeconds)
@@ -157,24 +161,25 @@ public final class RelayService: Sendable {
         let authenticator = try Authenticator(hmacSecret: configuration.jwtSecret, jwks: configuration.jwks,
                                               issuer: configuration.issuer, audience: configuration.oauthAudience,
                                               database: database, logger: logger, relayIssuer: configuration.publicURL,
-                                              jwksRefresh: configuration.jwksRefresh)
+                                              jwksRefresh: configuration.jwksRefresh, clock: clock)
         let pushMetrics = PushMetrics()
-        let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger)
+        let dispatcher = PushDispatcher(services: configuration.push, database: database, metrics: pushMetrics, logger: logger,
+                                        clock: clock)
         let timers = RelayTimers(loop: loop)
         let pushes = PushSender(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
                                 timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics,
                                 logger: logger)
         self.pushes = pushes
-        let sealedAnswers = SealedAnswerMemory()
+        let sealedAnswers = SealedAnswerMemory(clock: clock)
         let driver = InstanceDriver(instance: configuration.instanceID, database: database, authenticator: authenticator,
                                     logger: logger, pushes: pushes, sealedAnswers: sealedAnswers,
                                     pushOrigins: configuration.push.webPushOrigins, executor: loop, timers: timers)
         self.driver = driver
         let locateMetrics = LocateMetrics()
         let locator = LocateService(driver: driver, database: database, metrics: locateMetrics,
-                                    clientNames: ClientNames(database: database, logger: logger),
+                                    clientNames: ClientNames(database: database, logger: logger, clock: clock), clock: clock,
                                     requestIDKey: configuration.requestIDKey)
-        let polls = PollLimiter()
+        let polls = PollLimiter(clock: clock)
         let publicURL = configuration.publicURL
         let gate = AgentGate(authenticator: authenticator, publicURL: publicURL)
         var mcp = MCPHandler(gate: gate, locator: locator, database: database,
@@ -195,7 +200,7 @@ public final class RelayService: Sendable {
                                  sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger,
                                  heartbeatInterval: configuration.heartbeatInterval,
                                  databaseEndpoint: configuration.database.endpoint, listenerEndpoint: listenDatabase.endpoint,
-                                 signingKeys: configuration.jwks.displayName, server: serverCounters)
+                                 signingKeys: configuration.jwks.displayName, server: serverCounters, clock: clock)
         self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, driver: driver,
                                            health: health, logger: logger, interval: configuration.heartbeatInterval,
@@ -217,7 +222,8 @@ public final class RelayService: Sendable {
                                                         directory: configuration.appDirectory)),
             oauth: OAuthServer(database: database, authenticator: authenticator,
                                documents: ClientDocuments(fetcher: DocumentFetch(allowLoopback: configuration.oauth.documentsFromLoopback,
-                                                                                 caBundle: try configuration.oauth.caBundle())),
+                                                                                 caBundle: try configuration.oauth.caBundle()),
+                                                          clock: clock),
                                settings: configuration.oauth, issuer: publicURL, logger: logger))
         self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
@@ -341,11 +347,11 @@ public final class RelayService: Sendable {
     /// Graceful stop (see the type's overview). Waiting requests get until `drainTimeout`
     /// (by default past the longest possible wait); then the listener stops.
     public func shutdown(drainTimeout: Duration = RelayService.defaultDrainTimeout) async {
-        let deadline = ContinuousClock.now + drainTimeout
+        let deadline = clock.instant + drainTimeout
         health.startDraining()
         await driver.closeAll()
-        await driver.untilIdle(within: deadline - .now)
-        await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - .now)),
+        await driver.untilIdle(within: deadline - clock.instant)
+        await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - clock.instant)),
                               webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
         await driver.finishPushes()  // the requests' pushes under way are sent, and no more start
         await pushes.finishSending()  // and the reminders'
