@@ -6,8 +6,10 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// The instance's timers run on its loop's clock: on a manual clock a call waits until the
-/// test moves time, however long its timeout — no test waits out a deadline in real time.
+/// The instance's timers run on its loop's clock, and its parts read the time there: on a
+/// manual clock a call waits until the test moves time, however long its timeout, and a
+/// token expires once the moved clock passes its `exp` — no test waits out a deadline in
+/// real time.
 @Suite struct RelayClockTests {
     @Test func aCallsDeadlineFallsWhenTheClockIsMoved() async throws {
         let admin = try await TestDatabase.admin()
@@ -34,6 +36,28 @@ import TestSupport
         try await call.value
         let reply = try #require(answer.withLock { $0 })
         #expect(reply.status == 503 && reply.body == AgentFailure.notConnected(email: ada.email).agentText, "\(reply)")
+        await harness.stop()
+    }
+
+    /// The relay reads a credential's expiry on the instance's clock, not the system's: moved
+    /// past an agent token's `exp` and the leeway, the relay refuses the token as expired
+    /// (401 `invalid_token`) though an hour has not passed.
+    @Test func anAgentTokenExpiresWhenTheClockIsMoved() async throws {
+        let admin = try await TestDatabase.admin()
+        defer { Task { await admin.close() } }
+        let ada = try await TestDatabase.makeUser(admin)
+        // No heartbeat within the moved hour: a moved clock must find the database idle.
+        let harness = try await RelayHarness.start(heartbeat: .seconds(7200), clock: .manual)
+        let agent = "Bearer " + RelayHarness.token(user: ada.user, session: ada.session, email: ada.email, clientID: "c")
+        let list = #"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        let fresh = try await harness.exchange("POST", "/mcp", authorization: agent, body: list)
+        #expect(fresh.status == 200, "\(fresh.status) \(fresh.body)")
+        // The token's hour (`TestToken.claims`) and the leeway pass on the instance's clock only.
+        try await eventually("the relay's statements are answered") { await harness.relay.databaseIdle }
+        await harness.relay.advance(by: .seconds(3600 + Int(JWTVerifier.defaultLeeway) + 1))
+        let expired = try await harness.exchange("POST", "/mcp", authorization: agent, body: list)
+        #expect(expired.status == 401 && expired.body == AgentFailure.badCredential.agentText, "\(expired.status)")
+        #expect(expired.headers["www-authenticate"]?.contains(#"error="invalid_token""#) == true, "\(expired.headers)")
         await harness.stop()
     }
 }
