@@ -27,19 +27,16 @@ extension InstanceDriver {
         let id = token.id
         // An answer that arrives while the row is being read must not be missed: it marks
         // the request woken, and the poll reads again instead of sleeping.
-        polling[id, default: 0] += 1
-        defer {
-            polling[id]! -= 1
-            if polling[id] == 0 { polling[id] = nil; woken.remove(id) }
-        }
+        polls.pollStarted(id)
+        defer { polls.pollEnded(id) }
         while true {
             let remaining = until - clock.instant
-            woken.remove(id)
+            polls.reading(id)
             guard let state = try await database.durableState(id: id, binding: binding, instance: instance,
                                                               watch: remaining > .zero) else { return .unknown }
             if !state.waiting { return .settled(state, outcome(of: state, token: token, email: email)) }
             guard remaining > .zero, !Task.isCancelled else { return .waiting(state) }
-            if woken.contains(id) { continue }
+            if polls.wasWoken(id) { continue }
             // Past the deadline and its grace the next read settles it as expired.
             let dueIn = Duration.milliseconds(Int(state.expiresAt.timeIntervalSince(clock.date) * 1000)) + grace + .milliseconds(50)
             await watch(id, for: min(remaining, Self.pollBackstop, max(dueIn, .milliseconds(50))))
@@ -61,7 +58,7 @@ extension InstanceDriver {
         defer { timer.cancel() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                if Task.isCancelled { continuation.resume() } else { watchers[id, default: [:]][key] = continuation }
+                if Task.isCancelled { continuation.resume() } else { polls.sleep(id, key, continuation) }
             }
         } onCancel: {
             // Owner: the driver; it resumes the poll's continuation once, here or at the answer.
@@ -70,17 +67,13 @@ extension InstanceDriver {
     }
 
     private func stopWatching(_ id: UUID, _ key: UUID) {
-        guard let continuation = watchers[id]?.removeValue(forKey: key) else { return }
-        if watchers[id]?.isEmpty == true { watchers[id] = nil }
-        continuation.resume()
+        polls.stop(id, key)?.resume()
     }
 
     /// Wakes every poll waiting here for `id` (its answer or cancel arrived), and marks it
     /// woken for a poll that is reading its row right now.
     func wakeWatchers(of id: UUID) {
-        if polling[id] != nil { woken.insert(id) }
-        guard let waiting = watchers.removeValue(forKey: id) else { return }
-        for continuation in waiting.values { continuation.resume() }
+        for continuation in polls.wake(id) { continuation.resume() }
     }
 
     /// The outcome of an ended durable request, as its first call would have returned it.

@@ -17,7 +17,7 @@ extension InstanceDriver {
     /// Returns once no call waits here for its caller, or after `limit`: a drain's wait,
     /// woken by the last call's end rather than polling.
     func untilIdle(within limit: Duration) async {
-        guard state.waiters.attended > 0, limit > .zero else { return }
+        guard value.waiters.attended > 0, limit > .zero else { return }
         let key = UUID()
         await withCheckedContinuation { continuation in
             idleWaiters[key] = (continuation, timers.after(limit) { await self.endIdleWait(key) })
@@ -48,7 +48,7 @@ extension InstanceDriver {
     /// Withdraws the call waiting here for request `id` (an explicit cancel): abandoned, its
     /// phones get `cancel`. False when no call waits here for it.
     func withdraw(_ id: UUID) async -> Bool {
-        guard state.waiters.waiters[id] != nil else { return false }
+        guard value.waiters.waiters[id] != nil else { return false }
         await handle(.waiters(.withdrawn(id)))
         return true
     }
@@ -95,7 +95,7 @@ extension InstanceDriver {
     /// then the open runs in a task the hang-up does not cancel (owner: this step, which
     /// awaits it).
     func open(_ id: UUID, again: Bool) async {
-        guard let waiter = state.waiters.waiters[id], let request = calls[id]?.request else { return }
+        guard let waiter = value.waiters.waiters[id], let request = calls[id]?.request else { return }
         let result: Result<RelayDatabase.Opened, any Error>
         if request.resumable != nil || waiter.callerGone {
             let open = Task(executorPreference: executor) { try await self.open(id, request, waiter) }
@@ -125,7 +125,7 @@ extension InstanceDriver {
     /// - Throws: the first failure to read or re-create a row (the next resync tries again).
     @discardableResult
     func resyncWaiters() async throws -> Int {
-        let ids = state.waiters.unanswered
+        let ids = value.waiters.unanswered
         guard !ids.isEmpty else { return 0 }
         var states: [RelayDatabase.RequestState] = []
         for batch in ids.chunks(of: RelayDatabase.maxRequestStates) { states += try await database.requestStates(batch) }

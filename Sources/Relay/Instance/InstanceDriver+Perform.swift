@@ -19,7 +19,7 @@ extension InstanceDriver {
     /// events have only such) are performed from `scratch` in place; from the first that is
     /// awaited on, the rest are taken out and performed by `perform`.
     func handle(_ event: Value.Event) async {
-        state.handle(event, at: clock.now, into: &scratch)
+        value.handle(event, at: clock.now, into: &scratch)
         var next = 0
         while next < scratch.count, performNow(scratch[next]) { next += 1 }
         let rest = next < scratch.count ? Array(scratch[next...]) : []
@@ -49,7 +49,7 @@ extension InstanceDriver {
 
     /// Ends the drain's waits once no call waits here.
     private func endIdleWaitsIfIdle() {
-        if !idleWaiters.isEmpty, state.waiters.attended == 0 { idleWaiters.keys.forEach(endIdleWait) }
+        if !idleWaiters.isEmpty, value.waiters.attended == 0 { idleWaiters.keys.forEach(endIdleWait) }
     }
 
     /// Performs `action` when it needs no waiting; false (nothing done) when it must be
@@ -270,7 +270,7 @@ extension InstanceDriver {
 
     /// A push claim came back: what it claimed is kept for the send, and the plan decides.
     private func claimed(_ id: UUID, _ stage: PushPlan.Stage, _ result: PushPlan.ClaimResult, _ claim: PushClaim?) async {
-        guard state.pushes[id] != nil else { return }
+        guard value.pushes[id] != nil else { return }
         pushClaims[id] = claim
         await handle(.pushClaimed(id, stage, result))
     }

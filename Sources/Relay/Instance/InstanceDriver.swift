@@ -74,7 +74,7 @@ public actor InstanceDriver {
     /// The instance: its phones (every socket here, its pings and held answers), the calls
     /// waiting here and the push plans of the requests it opened, and every decision about
     /// them (changed only by `handle(_:)`).
-    var state: Value
+    var value: Value
     /// The actions of the event being handled (reused: see `handle(_:)`).
     var scratch: [Value.Action] = []
     /// Each time a hello found this instance's row gone (reaped, or lost in a crash): whoever
@@ -109,12 +109,8 @@ public actor InstanceDriver {
     var pushSendNumber = 0
     /// Set by `finishPushes()`: the push transport is about to stop, so no claim or send starts.
     var pushesFinished = false
-    /// Polls of durable requests waiting here for an answer, by request and poll.
-    var watchers: [UUID: [UUID: CheckedContinuation<Void, Never>]] = [:]
-    /// Polls in progress here per request, and the requests whose answer arrived while one
-    /// was reading the row (entries live only as long as a poll does).
-    var polling: [UUID: Int] = [:]
-    var woken: Set<UUID> = []
+    /// Polls of durable requests waiting here for an answer, and those reading a row now.
+    var polls = PollWatchers()
     /// How often each socket and account here may ask its account for something.
     var settingsBudget = SettingsBudget()
     /// The statuses of settles without a socket, until their caller takes them (within the
@@ -166,7 +162,7 @@ public actor InstanceDriver {
         self.timers = timers
         self.clock = RelayClock(loop: timers.loop)
         self.account = PhoneAccount(database: database, extraOrigins: pushOrigins, logger: logger)
-        self.state = Value(phones: State(helloBatch: Self.helloBatch, disconnectWindow: Self.disconnectWindow,
+        self.value = Value(phones: State(helloBatch: Self.helloBatch, disconnectWindow: Self.disconnectWindow,
                                          maximumDisconnects: RelayDatabase.maxDisconnectsPerBatch,
                                          deliveredMarkDelay: Self.deliveredMarkDelay, maximumDelivered: RelayDatabase.maxDelivered),
                            waiters: WaiterState(grace: grace), pushTiming: pushes?.timing)
@@ -177,13 +173,13 @@ public actor InstanceDriver {
     nonisolated let waitingRoom = HelloWaitingRoom()
 
     /// Phones connected here (after hello).
-    var connectedCount: Int { state.phones.registeredCount }
+    var connectedCount: Int { value.phones.registeredCount }
 
     /// Answers waiting for the database (for /metrics).
-    var heldCount: Int { state.phones.held.count }
+    var heldCount: Int { value.phones.held.count }
 
     /// Requests waiting here now (for /metrics, resync and drain).
-    var waitingCount: Int { state.waiters.count }
+    var waitingCount: Int { value.waiters.count }
 
     // MARK: Shutdown
 
