@@ -52,9 +52,11 @@ import TestSupport
         let list = #"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
         let fresh = try await harness.exchange("POST", "/mcp", authorization: agent, body: list)
         #expect(fresh.status == 200, "\(fresh.status) \(fresh.body)")
-        // The token's hour (`TestToken.claims`) and the leeway pass on the instance's clock only.
+        // The token's hour (`TestToken.claims`) and the leeway pass on the instance's clock
+        // only. Its `exp` counts from the system's time when it was made, later than the wall
+        // time the manual clock started at (by the start's seconds under load): a minute more.
         try await eventually("the relay's statements are answered") { await harness.relay.databaseIdle }
-        await harness.relay.advance(by: .seconds(3600 + Int(JWTVerifier.defaultLeeway) + 1))
+        await harness.relay.advance(by: .seconds(3600 + Int(JWTVerifier.defaultLeeway) + 60))
         let expired = try await harness.exchange("POST", "/mcp", authorization: agent, body: list)
         #expect(expired.status == 401 && expired.body == AgentFailure.badCredential.agentText, "\(expired.status)")
         #expect(expired.headers["www-authenticate"]?.contains(#"error="invalid_token""#) == true, "\(expired.headers)")
