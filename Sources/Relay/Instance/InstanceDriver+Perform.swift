@@ -244,13 +244,10 @@ extension InstanceDriver {
         guard let pushes else { return }  // without a sender the value plans no pushes
         switch action {
         case .arm(let stage, let at):
-            pushTimers.removeValue(forKey: id)?.cancel()
             let delay = Duration.milliseconds(Int(max(0, at.timeIntervalSince(clock.date)) * 1000))
-            pushTimers[id] = timers.after(delay) { [weak self] in
-                await self?.handle(.pushTimerFired(id, stage))
-            }
+            pushRuns.arm(id, timers.after(delay) { [weak self] in await self?.handle(.pushTimerFired(id, stage)) })
         case .claim(let stage):
-            guard !pushesFinished, callStarting() else { return }
+            guard !pushRuns.finished, callStarting() else { return }
             // Owner: the driver (`finish()` waits for it); the claim's result is the event
             // `push(.claimResult)`.
             Task(executorPreference: executor) {
@@ -263,39 +260,38 @@ extension InstanceDriver {
         case .send:
             preconditionFailure("the value plans a send as pushSend")
         case .done:
-            pushTimers.removeValue(forKey: id)?.cancel()
-            pushClaims[id] = nil
+            pushRuns.done(id)
         }
     }
 
     /// A push claim came back: what it claimed is kept for the send, and the plan decides.
     private func claimed(_ id: UUID, _ stage: PushPlan.Stage, _ result: PushPlan.ClaimResult, _ claim: PushClaim?) async {
         guard value.pushes[id] != nil else { return }
-        pushClaims[id] = claim
+        pushRuns.claimed(id, claim)
         await handle(.pushClaimed(id, stage, result))
     }
 
     /// Sends a claimed push after the request's earlier sends (the checking alert never
     /// overtakes the wake).
     private func send(_ kind: PushPlan.Kind, stage: PushPlan.Stage, of id: UUID) {
-        guard let pushes, let claim = pushClaims[id], !pushesFinished, callStarting() else { return }
-        let previous = pushSends[id]?.task
-        pushSendNumber += 1
-        let number = pushSendNumber
-        // Owner: the driver, which keeps it in `pushSends` until it ends or a newer send of
-        // the request replaces it (that one waits for it), and whose `finish()` waits for it.
-        pushSends[id] = (number, Task(executorPreference: executor) {
-            await Logger.untraced {
-                await previous?.value
-                await pushes.send(kind, stage: stage, request: id, claim: claim)
-                await self.sent(id, number)
-                await self.callEnded()
+        guard let pushes, let claim = pushRuns.claim(of: id), !pushRuns.finished else { return }
+        pushRuns.send(id) { previous, number in
+            guard callStarting() else { return nil }
+            // Owner: the driver, which keeps it in `pushRuns` until it ends or a newer send of
+            // the request replaces it (that one waits for it), and whose `finish()` waits for it.
+            return Task(executorPreference: executor) {
+                await Logger.untraced {
+                    await previous?.value
+                    await pushes.send(kind, stage: stage, request: id, claim: claim)
+                    await self.sent(id, number)
+                    await self.callEnded()
+                }
             }
-        })
+        }
     }
 
     private func sent(_ id: UUID, _ number: Int) {
-        if pushSends[id]?.number == number { pushSends[id] = nil }
+        pushRuns.sent(id, number)
     }
 
     /// Runs a database call in a task of its own; its result (its error included) comes

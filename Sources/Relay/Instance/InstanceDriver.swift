@@ -101,14 +101,8 @@ public actor InstanceDriver {
     var calls: [UUID: Call] = [:]
     /// Each waiting call's one timer (its current wait).
     var waitTimers: [UUID: RelayTimers.Handle] = [:]
-    /// Each request's push timer, its last claim (what a send sends to), and its sends
-    /// under way (a request's sends go one after the other; `finish()` waits for them).
-    var pushTimers: [UUID: RelayTimers.Handle] = [:]
-    var pushClaims: [UUID: PushClaim] = [:]
-    var pushSends: [UUID: (number: Int, task: Task<Void, Never>)] = [:]
-    var pushSendNumber = 0
-    /// Set by `finishPushes()`: the push transport is about to stop, so no claim or send starts.
-    var pushesFinished = false
+    /// The timers, claims and sends of the pushes of the requests opened here.
+    var pushRuns = PushRuns()
     /// Polls of durable requests waiting here for an answer, and those reading a row now.
     var polls = PollWatchers()
     /// How often each socket and account here may ask its account for something.
@@ -195,8 +189,7 @@ public actor InstanceDriver {
     /// and this returns when the sends under way have ended (a claimed stage is sent, not
     /// cut off: it was claimed exactly once, across instances).
     func finishPushes() async {
-        pushesFinished = true
-        for send in pushSends.values { await send.task.value }
+        for send in pushRuns.finish() { await send.value }
     }
 
     /// A call in a task of its own may start (false once finished); counted until `callEnded()`.
