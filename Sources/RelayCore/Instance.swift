@@ -12,15 +12,18 @@ import Foundation
 /// executors:
 /// - a request opened here pings the owner's phones here in the same event (the waiters'
 ///   `ping` becomes the phones' `locate`), unless its call ended in that event;
-/// - a fix a phone here answers for a call waiting here is kept by the call while it is
-///   settled (`settling` → `keptHere`), so it never needs sealing;
-/// - an answer settled here reaches the call waiting here, and the phones that got the
-///   ping are told it ended (`settledHere`);
+/// - a phone's answer becomes its `Settlement` (`Instance+Settle.swift`): a fix for a call
+///   waiting here is kept by the call while it is settled, so it never needs sealing;
+///   another is sealed first; the settle's result (`settled`) reaches the call waiting
+///   here, and the phones that got the ping are told it ended;
+/// - a task's open (`durableCalled` → `durableOpened`) pings the phones here and starts
+///   its pushes, or is refused and asks nobody;
 /// - a call that opened its request starts the request's push plan, and its answer (or its
 ///   end) stops it, in the same event (the waiters' `pushesOpened` / `pushesSettled`).
 ///
 /// Each side stays testable alone (`InstanceStateTests`, `WaiterStateTests` drive the
-/// parts); `InstanceTests` drive what crosses.
+/// parts); `InstanceTests` drive what crosses. No clock is read here: each event comes with
+/// one reading of the loop's (`Moment`).
 package struct Instance {
     /// The phones connected here and every decision about them.
     package internal(set) var phones: InstanceState

@@ -5,14 +5,16 @@ import RelayCore
 /// The one executor of an instance (docs/architecture.md, "One instance"): it holds the
 /// instance's one value, `Instance` (the phones' sockets, pings, held answers and batched calls, and the agents'
 /// calls waiting here), hands it every event and performs the actions it returns, in one
-/// place (`InstanceDriver+Perform.swift`). The driver only does I/O: it sends and closes
-/// sockets, calls the database, arms timers and resumes the agents' calls; it keeps only
-/// what a value cannot hold (continuations, timer handles).
+/// place (`InstanceDriver+Perform.swift`: one `handle` → actions → perform, no other path).
+/// The driver only does I/O: it sends and closes sockets, calls the database, seals, arms
+/// timers and resumes the agents' calls, and reports each result as the next event; it
+/// keeps only what a value cannot hold (continuations, timer handles, tasks), in named
+/// parts (`PushRuns`, `PollWatchers`).
 ///
 /// A request opened here reaches the phones here, and a phone's answer here reaches the
 /// call waiting here, as transitions of that one value: the ping of a new request goes out
 /// in the event that opened it, and a fix answered on this instance is kept by its call and
-/// handed over without being sealed (`InstanceDriver+Settle.swift`).
+/// handed over without being sealed (`Instance+Settle.swift` decides, `+Settle` performs).
 ///
 /// The parts: `+Perform` (events in, actions out), `+Phones` (socket events, notifications
 /// for phones, the phones' resync and drain), `+Locate` (the agents' calls), `+Durable`
