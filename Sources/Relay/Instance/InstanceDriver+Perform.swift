@@ -223,7 +223,7 @@ extension InstanceDriver {
         case .wakePolls(let id):
             wakeWatchers(of: id)
         case .unexpected(let id, let event):
-            unexpectedEvents += 1
+            // Counted with every warning (`whereabot_failures_total{event="waiter_event_unexpected"}`).
             logger.warning("waiter_event_unexpected", ["event": event, "request": id.uuidString])
         case .complete(let id, let completion):
             waitTimers.removeValue(forKey: id)?.cancel()

@@ -114,8 +114,6 @@ public actor InstanceDriver {
     var settlements: [UUID: Result<RelayStatus.Settle, any Error>] = [:]
     /// What the resync under way found: rows re-created, and what failed.
     var resyncTally = ResyncTally()
-    /// Events the value found impossible in their call's phase (`waiter_event_unexpected`).
-    var unexpectedEvents = 0
     /// Who waits for no call to wait here (a drain), each with the timer of its deadline.
     var idleWaiters: [UUID: (continuation: CheckedContinuation<Void, Never>, deadline: RelayTimers.Handle)] = [:]
 
