@@ -125,8 +125,22 @@ public final class PGConnection: @unchecked Sendable {
             return value
         } catch {
             // Roll back even when the task is cancelled: the connection must be clean.
-            _ = try? await Task { try await self.query("rollback") }.value
+            await rollBack()
             throw error
+        }
+    }
+
+    /// Sends `rollback` and waits for its answer, whether or not the calling task is
+    /// cancelled (a cancelled transaction still leaves a clean connection); a failure is
+    /// ignored (a broken connection is discarded by its pool).
+    private func rollBack() async {
+        let statement = PGStatement(sql: "rollback", parameters: [])
+        let loop = self.loop, pipeline = self.pipeline
+        outstandingCount.add(1, ordering: .relaxed)
+        defer { outstandingCount.subtract(1, ordering: .relaxed) }
+        _ = try? await withCheckedThrowingContinuation { continuation in
+            statement.continuation = continuation
+            if loop.inLoop { pipeline.submit(statement) } else { loop.execute { pipeline.submit(statement) } }
         }
     }
 

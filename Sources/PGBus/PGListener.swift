@@ -103,13 +103,16 @@ public final class PGListener: Sendable {
         }
         let driver = PGListenerDriver(listener: self, loop: loop)
         self.driver.withLock { $0 = driver }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                loop.execute { driver.start { done.resume() } }
+        let connecting = await withTaskCancellationHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Task<Void, Never>?, Never>) in
+                loop.execute { driver.start { done.resume(returning: $0) } }
             }
         } onCancel: {
             shutdown()
         }
+        // A connect under way when it stopped: its thread ends within the connect timeout,
+        // and the connection it may bring is closed on the loop (which still runs).
+        await connecting?.value
         self.driver.withLock { $0 = nil }
         if ownLoop { loop.stop() }
     }

@@ -28,7 +28,10 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
     private var backoffTimer: LoopTimer?
     /// Consumers changed while a command was out: reconcile once it is answered.
     private var reconcileWanted = false
-    private var finished: (() -> Void)?
+    /// The last connect's task (its thread's wait), handed to `finished` at the stop, so that
+    /// `PGListener.run()` returns only once it has ended.
+    private var connecting: Task<Void, Never>?
+    private var finished: ((Task<Void, Never>?) -> Void)?
 
     /// What the command in flight is for.
     private enum Command {
@@ -42,8 +45,9 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
         self.machine = ListenerStateMachine(backoff: listener.backoff)
     }
 
-    /// Starts the state machine; `finished` runs once the listener has stopped.
-    func start(finished: @escaping () -> Void) {
+    /// Starts the state machine; `finished` runs once the listener has stopped, with the task
+    /// of a connect still under way (its connection is closed when it arrives).
+    func start(finished: @escaping (Task<Void, Never>?) -> Void) {
         self.finished = finished
         if listener.shared.withLock({ $0.stopRequested }) {
             perform(machine.shutdown())
@@ -73,9 +77,10 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
             listener.publish(.connecting)
             generation += 1
             let attempt = generation, configuration = listener.configuration
-            // Owner: the driver, through `attempt`: a connection that opens after a newer
-            // attempt or a stop is closed in `connected`, never used.
-            Task {
+            // Owner: the driver, in `connecting` (`PGListener.run()` awaits it after the
+            // stop), and through `attempt`: a connection that opens after a newer attempt or
+            // a stop is closed in `connected`, never used.
+            connecting = Task {
                 let result: Result<PGConnect.OwnedHandle, Error>
                 do { result = .success(try await PGConnect.openOffLoop(configuration)) } catch { result = .failure(error) }
                 loop.execute { [self] in connected(result, attempt: attempt) }
@@ -102,8 +107,9 @@ final class PGListenerDriver: EventLoopSource, @unchecked Sendable {
                 return shared.consumers.values.map(\.sink)
             }
             sinks.forEach { $0.finish() }
-            finished?()
+            finished?(connecting)
             finished = nil
+            connecting = nil
         }
     }
 

@@ -54,7 +54,6 @@ public actor PGPool {
     private struct Waiter {
         let id: UInt64
         let continuation: CheckedContinuation<PGConnection, Error>
-        let timeout: Task<Void, Never>
     }
 
     /// Creates a pool; no connection is opened until the first use.
@@ -121,7 +120,7 @@ public actor PGPool {
         }
         if let opening = sharedOpening { return try await opening.value }
         // Owner: the pool, in `sharedOpening`: every caller meanwhile awaits this one opening,
-        // and a connection it opens after shutdown is closed below.
+        // and so does `shutdown()`; a connection it opens after shutdown is closed below.
         let opening = Task { try await self.openConnection() }
         sharedOpening = opening
         defer { sharedOpening = nil }
@@ -163,11 +162,11 @@ public actor PGPool {
                      refusedAfterShutdown: refusedAfterShutdown)
     }
 
-    /// Closes idle connections, fails waiters with `shutDown`, refuses new leases.
+    /// Closes idle connections, fails waiters with `shutDown`, refuses new leases, and
+    /// returns once a shared connection being opened has been closed too.
     public func shutdown() async {
         isShutDown = true
         for waiter in waiters {
-            waiter.timeout.cancel()
             waiter.continuation.resume(throwing: PGError(.shutDown, detail: "pool shut down"))
         }
         waiters.removeAll()
@@ -178,6 +177,9 @@ public actor PGPool {
         idle.removeAll()
         open -= closing.count
         for connection in closing { await connection.close() }
+        // The opening's task ends with its connect; the caller awaiting it closes what it
+        // opened (`sharedConnection`).
+        _ = try? await sharedOpening?.value
     }
 
     /// A statement or lease asked for after `shutdown()`: counted (an owner that stops its
@@ -206,26 +208,24 @@ public actor PGPool {
         nextWaiterID += 1
         let id = nextWaiterID
         let timeout = acquireTimeout
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                // Owner: the waiter, which cancels it when it is served or fails.
-                let timer = Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
-                    if !Task.isCancelled { await self?.failWaiter(id, PGError(.poolTimeout, detail: "no free connection")) }
-                }
-                waiters.append(Waiter(id: id, continuation: continuation, timeout: timer))
+        // The waiter's timer is a child task: it fails the waiter after `acquireTimeout`, or
+        // at once when the caller's task is cancelled, and is cancelled itself (and awaited)
+        // once the waiter has its connection. A waiter already served is not found.
+        return try await withThrowingTaskGroup(of: Void.self) { timer in
+            timer.addTask {
+                let timedOut = (try? await Task.sleep(for: timeout)) != nil
+                await self.failWaiter(id, timedOut ? PGError(.poolTimeout, detail: "no free connection") : CancellationError())
             }
-        } onCancel: {
-            // Owner: the pool actor; a waiter served before it runs is not found, and nothing happens.
-            Task { await self.failWaiter(id, CancellationError()) }
+            defer { timer.cancelAll() }
+            return try await withCheckedThrowingContinuation { continuation in
+                waiters.append(Waiter(id: id, continuation: continuation))
+            }
         }
     }
 
     private func failWaiter(_ id: UInt64, _ error: Error) {
         guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        let waiter = waiters.remove(at: index)
-        waiter.timeout.cancel()
-        waiter.continuation.resume(throwing: error)
+        waiters.remove(at: index).continuation.resume(throwing: error)
     }
 
     private func release(_ connection: PGConnection) async {
@@ -239,9 +239,7 @@ public actor PGPool {
         if waiters.isEmpty {
             idle.append(connection)
         } else {
-            let waiter = waiters.removeFirst()
-            waiter.timeout.cancel()
-            waiter.continuation.resume(returning: connection)
+            waiters.removeFirst().continuation.resume(returning: connection)
         }
     }
 
@@ -254,11 +252,7 @@ public actor PGPool {
             await release(connection)
         } catch {
             open -= 1
-            if !waiters.isEmpty {
-                let waiter = waiters.removeFirst()
-                waiter.timeout.cancel()
-                waiter.continuation.resume(throwing: error)
-            }
+            if !waiters.isEmpty { waiters.removeFirst().continuation.resume(throwing: error) }
         }
     }
 }

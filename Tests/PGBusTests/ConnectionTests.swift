@@ -78,6 +78,29 @@ import TestSupport
         #expect(try await connection.query("select array_agg(n) from pgbus_tx").scalar([Int].self) == [2])
     }
 
+    /// A transaction whose task is cancelled is rolled back all the same: the connection is
+    /// clean for the next statement (not left in an aborted transaction).
+    @Test func aCancelledTransactionIsRolledBack() async throws {
+        let connection = try await TestDatabase.connect()
+        defer { Task { await connection.close() } }
+        try await connection.query("create temp table pgbus_cancelled_tx (n int)")
+        let task = Task {
+            try await connection.withTransaction { c in
+                try await c.query("insert into pgbus_cancelled_tx values (1)")
+                try await c.query("select pg_sleep(29)")
+            }
+        }
+        let observer = try await TestDatabase.connect()
+        defer { Task { await observer.close() } }
+        try await eventually("pg_sleep(29) runs, after the insert") {
+            try await observer.query("select count(*)::int from pg_stat_activity where query = 'select pg_sleep(29)' and state = 'active'")
+                .scalar(Int.self) == 1
+        }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(try await connection.query("select count(*)::int from pgbus_cancelled_tx").scalar(Int.self) == 0)
+    }
+
     /// asUser runs statements as PostgREST would: role authenticated and the JWT claims set.
     @Test func asUserSetsRoleAndClaimsForTheTransactionOnly() async throws {
         let connection = try await TestDatabase.connect()

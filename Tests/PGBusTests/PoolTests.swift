@@ -45,6 +45,25 @@ import TestSupport
         await pool.shutdown()
     }
 
+    /// A caller waiting for a connection whose task is cancelled fails at once, and its place
+    /// in the queue is gone: the pool serves the next caller.
+    @Test func aCancelledWaiterLeavesTheQueue() async throws {
+        let pool = PGPool(configuration: TestDatabase.configuration, size: 1, acquireTimeout: .seconds(60))
+        let holder = Task { try await pool.query("select pg_sleep(0.5)") }
+        try await eventually("the holder leases the one connection") {
+            let health = await pool.health
+            return health.open == 1 && health.idle == 0
+        }
+        let waiter = Task { try await pool.query("select 1") }
+        try await eventually("the second caller waits") { await pool.health.waiting == 1 }
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(await pool.health.waiting == 0)
+        _ = try await holder.value
+        #expect(try await pool.query("select 2").scalar(Int.self) == 2)
+        await pool.shutdown()
+    }
+
     /// A connection whose backend was terminated is discarded; the next caller gets a new one.
     /// Its socket is watched by the loop even while idle, so the loss is noticed before any
     /// caller tries the dead connection.
