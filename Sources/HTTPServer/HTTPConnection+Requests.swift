@@ -68,9 +68,16 @@ extension HTTPConnection {
             let handler = serverCore.handler
             let loop = serverCore.loop
             machine.handlerStarted()
+            let core = serverCore
+            core.handlerStarted()
+            // Owners: the connection, which cancels it when it closes, and the server, which
+            // counts it until it ended (a shutdown waits for it).
             http.inFlight = Task(executorPreference: loop) { [self] in
                 let response = await handler(request)
-                loop.execute { self.complete(request, response) }
+                loop.execute {
+                    self.complete(request, response)
+                    core.handlerEnded()
+                }
             }
         }
     }
@@ -116,9 +123,15 @@ extension HTTPConnection {
             guard let connection = self else { return }
             loop.execute { connection.send(chunk) }
         }
+        let core = serverCore
+        core.handlerStarted()
+        // Owners: as a request's handler (`dispatchNext`).
         http?.inFlight = Task(executorPreference: loop) { [self] in
             await producer(body)
-            loop.execute { self.finishStream(status: response.status, keepAlive: keepAlive) }
+            loop.execute {
+                self.finishStream(status: response.status, keepAlive: keepAlive)
+                core.handlerEnded()
+            }
         }
     }
 

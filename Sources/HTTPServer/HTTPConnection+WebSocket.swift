@@ -12,11 +12,15 @@ extension HTTPConnection {
             let inbox = MessageInbox()
             webSocket?.consumer = .task(inbox)
             let socket = WebSocket(connection: self, inbox: inbox)
-            // Owner: the connection, through the inbox: the handler returns when it finishes
-            // (the socket closed, or the server stopped), and the task ends with it.
+            let core = serverCore
+            core.handlerStarted()
+            // Owners: the connection, through the inbox: the handler returns when it finishes
+            // (the socket closed, or the server stopped); and the server, which counts the
+            // task until then (a shutdown waits for it).
             Task {
                 await handler(socket)
                 socket.close()
+                core.loop.execute { core.handlerEnded() }
             }
         case .delegate(let delegate):
             webSocket?.consumer = .delegate(delegate)

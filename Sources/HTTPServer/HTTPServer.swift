@@ -13,9 +13,11 @@ import Synchronization
 ///
 /// Lifecycle: `start()` binds and starts the loop; `run()` waits until the server has
 /// stopped; `shutdown(...)` stops accepting, closes WebSockets with a chosen code, lets
-/// handlers finish until a drain deadline, then closes the rest. The server runs on a loop
-/// of its own, or on one it is given (shared with a database client, say), which it then
-/// leaves running when it stops.
+/// handlers finish until a drain deadline, then closes the rest; it has stopped once every
+/// handler task has ended too (the server owns them: a connection that closes cancels its
+/// handler, and the server counts each task until its body returns). The server runs on a
+/// loop of its own, or on one it is given (shared with a database client, say), which it
+/// then leaves running when it stops.
 ///
 /// What it refuses (and closes): malformed requests (400), bodies without Content-Length
 /// framing (411), oversized heads (431) and bodies (413), slow heads (408); WebSocket
@@ -110,7 +112,8 @@ public final class HTTPServer: Sendable {
 
     /// Graceful shutdown: stop accepting, send every WebSocket a close frame with `code` and
     /// `reason`, let running handlers finish for up to `drainTimeout`, then close every
-    /// connection; returns when the server has stopped.
+    /// connection (cancelling the handlers left); returns when the server has stopped and
+    /// every handler task has ended.
     public func shutdown(drainTimeout: Duration = .seconds(10),
                          webSocketCloseCode: UInt16 = WebSocketCloseCode.goingAway,
                          reason: String = "") async {

@@ -26,6 +26,9 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     private(set) var webSocketCount = 0
     private var shutdownDeadline: ContinuousClock.Instant?
     private var onStopped: (() -> Void)?
+    /// Handler tasks (a request's, a streamed response's producer, a WebSocket's consumer)
+    /// not yet ended: the server owns them, and a shutdown ends only once they have.
+    private(set) var handlerTasks = 0
     /// While set, accepting is paused (out of descriptors) until this time.
     private var acceptPausedUntil: ContinuousClock.Instant?
     /// The connection cap: the configured one, or less when the open-files limit is lower.
@@ -207,8 +210,20 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
         return all
     }
 
+    /// A handler task starts (loop thread); `handlerEnded()` once its body has returned.
+    func handlerStarted() {
+        handlerTasks += 1
+    }
+
+    /// A handler task's body has returned (loop thread).
+    func handlerEnded() {
+        handlerTasks -= 1
+        stopIfDrained()
+    }
+
     /// Graceful shutdown (loop thread): stop accepting, close WebSockets with `code`, let
-    /// handlers finish until `deadline`, then close everything and stop the loop.
+    /// handlers finish until `deadline`, then close everything (which cancels the handlers
+    /// left) and stop once every handler task has ended.
     func shutdown(deadline: ContinuousClock.Instant, code: UInt16, reason: String, onStopped: @escaping () -> Void) {
         guard shutdownDeadline == nil else { return }
         shutdownDeadline = deadline
@@ -228,7 +243,7 @@ final class HTTPServerCore: EventLoopSource, @unchecked Sendable {
     }
 
     private func stopIfDrained() {
-        guard shutdownDeadline != nil, connections == nil, let onStopped else { return }
+        guard shutdownDeadline != nil, connections == nil, handlerTasks == 0, let onStopped else { return }
         self.onStopped = nil
         shutdownTimer?.cancel()
         shutdownTimer = nil
