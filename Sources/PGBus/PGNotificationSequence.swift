@@ -17,6 +17,16 @@ public struct PGNotificationSequence: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol, Sendable {
         let sink: PGNotificationSink
         public mutating func next() async -> PGListenerEvent? { await sink.next() }
+
+        /// Every event buffered now, up to `maximum` (at least one: it waits for the first);
+        /// nil once the sequence ended. A consumer that hands events on takes them so, one
+        /// hop for a burst rather than one per event.
+        public mutating func nextBatch(maximum: Int) async -> [PGListenerEvent]? {
+            guard let first = await sink.next() else { return nil }
+            var batch = [first]
+            sink.take(upTo: maximum - 1, into: &batch)
+            return batch
+        }
     }
 }
 
@@ -71,6 +81,21 @@ final class PGNotificationSink: Sendable {
             return state.waiter
         }
         waiter?.resume(returning: nil)
+    }
+
+    /// Appends up to `maximum` buffered events to `batch`, without waiting.
+    func take(upTo maximum: Int, into batch: inout [PGListenerEvent]) {
+        guard maximum > 0 else { return }
+        state.withLock { state in
+            let end = min(state.buffer.count, state.head + maximum)
+            guard end > state.head else { return }
+            batch.append(contentsOf: state.buffer[state.head..<end])
+            state.head = end
+            if state.head == state.buffer.count {
+                state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= 1024)
+                state.head = 0
+            }
+        }
     }
 
     /// How many times the buffer overflowed.

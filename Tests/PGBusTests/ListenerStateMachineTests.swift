@@ -84,6 +84,27 @@ import Testing
         #expect(rest.last == notification(9))
     }
 
+    /// A batch is every event buffered when the consumer looks, in order, up to its maximum
+    /// (at least the first, which it waits for); the rest come with the next batch, and a
+    /// finished sequence ends the batches too.
+    @Test func batchesTakeWhatIsBufferedInOrder() async {
+        let sink = PGNotificationSink()
+        let notification = { (n: Int) in PGListenerEvent.notification(PGNotification(channel: "c", payload: "\(n)", pid: 1)) }
+        for n in 0..<5 { sink.yield(notification(n)) }
+        var iterator = PGNotificationSequence(sink: sink).makeAsyncIterator()
+        #expect(await iterator.nextBatch(maximum: 3) == [notification(0), notification(1), notification(2)])
+        #expect(await iterator.nextBatch(maximum: 3) == [notification(3), notification(4)])
+        let waiting = Task { [iterator] in
+            var iterator = iterator
+            return await iterator.nextBatch(maximum: 3)
+        }
+        try? await Task.sleep(for: .milliseconds(20))  // (the batch waits for its first event)
+        sink.yield(notification(5))
+        #expect(await waiting.value == [notification(5)])
+        sink.finish()
+        #expect(await iterator.nextBatch(maximum: 3) == nil)
+    }
+
     /// Several pending resyncs collapse into one; finish ends the sequence.
     @Test func resyncsCollapseAndFinishEnds() async {
         let sink = PGNotificationSink()

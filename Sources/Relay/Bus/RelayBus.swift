@@ -18,45 +18,59 @@ struct RelayBus: Sendable {
     let pushes: PushSender
     let logger: Logger
 
+    /// The most notifications handed to the driver in one call.
+    static let batch = 256
+
     /// Consumes the listener until it stops; `ready` is called once LISTEN is active.
+    /// Notifications come in batches (every one buffered when the bus looks, up to
+    /// `batch`), and the driver's share of a batch goes to it in one call (one change of
+    /// executor for a burst rather than two per notification), in the order they came.
     func run(listener: PGListener, ready: @escaping @Sendable () -> Void) async throws {
         try await listener.listen(on: Self.channels(of: instance)) { events in
-            for await event in events {
-                guard case .notification(let note) = event else {
-                    // Listening (again): what was revoked meanwhile sent notifications nobody
-                    // heard, so every cached credential is checked afresh.
-                    await authenticator.forgetRevocable()
-                    maintenance.requestResync()
-                    ready()
-                    continue
+            var iterator = events.makeAsyncIterator()
+            var forDriver: [RelayNotification] = []
+            while let batch = await iterator.nextBatch(maximum: Self.batch) {
+                for event in batch {
+                    guard case .notification(let note) = event else {
+                        await hand(&forDriver)
+                        // Listening (again): what was revoked meanwhile sent notifications nobody
+                        // heard, so every cached credential is checked afresh.
+                        await authenticator.forgetRevocable()
+                        maintenance.requestResync()
+                        ready()
+                        continue
+                    }
+                    // Payloads come from our own functions, but they are still decoded
+                    // defensively (fuzzed by Fuzz/NotificationFuzz.swift): a malformed one is
+                    // logged and skipped.
+                    guard let decoded = RelayNotification.decode(channel: note.channel, payload: note.payload) else {
+                        logger.warning("notification_malformed", ["channel": String(note.channel.prefix(64))])
+                        continue
+                    }
+                    switch decoded {
+                    case .key(let id):
+                        // The cached key goes first: no call of it gets in while its calls end.
+                        await hand(&forDriver)
+                        await authenticator.dropKey(id: id)
+                        forDriver.append(decoded)
+                    case .reminder(let reminder, let owner, true):
+                        forDriver.append(decoded)
+                        await hand(&forDriver)
+                        await pushes.remind(reminder, owner: owner)
+                    default:
+                        forDriver.append(decoded)
+                    }
                 }
-                await dispatch(note)
+                await hand(&forDriver)
             }
         }
     }
 
-    private func dispatch(_ note: PGNotification) async {
-        // Payloads come from our own functions, but they are still decoded defensively
-        // (fuzzed by Fuzz/NotificationFuzz.swift): a malformed one is logged and skipped.
-        guard let event = RelayNotification.decode(channel: note.channel, payload: note.payload) else {
-            logger.warning("notification_malformed", ["channel": String(note.channel.prefix(64))])
-            return
-        }
-        switch event {
-        case .answer(let answer, let cancel):
-            await driver.deliver(answer)
-            if cancel { await driver.cancel(request: answer.id) }
-        case .locate(let ping, let owner): await driver.ping(ping, owner: owner)
-        case .cancel(let id): await driver.cancel(request: id)
-        case .reminder(let reminder, let owner, let push):
-            await driver.tell(owner: owner, reminder.phoneJSON)
-            if push { await pushes.remind(reminder, owner: owner) }
-        case .replay(let id): await driver.replay(id)
-        case .device(let device, let owner, let kind, let connection):
-            await driver.deviceEvent(device: device, owner: owner, event: kind, connection: connection)
-        case .key(let id):
-            await authenticator.dropKey(id: id)
-            await driver.keyRevoked(id)
-        }
+    /// Hands the notifications gathered for the driver to it, in one call.
+    private func hand(_ notifications: inout [RelayNotification]) async {
+        guard !notifications.isEmpty else { return }
+        await driver.notified(notifications)
+        // The driver keeps none of them: the buffer is this bus's again, storage and all.
+        notifications.removeAll(keepingCapacity: notifications.capacity <= Self.batch)
     }
 }
