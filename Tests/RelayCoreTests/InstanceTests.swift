@@ -213,6 +213,35 @@ import Testing
         }
     }
 
+    /// A refused request never reaches a phone, whoever asked: the ping goes out only in the
+    /// event that saw the open succeed, so quiet hours, the caps and a failed open (a revoked
+    /// credential, the database away) answer the agent and leave the phones and the pushes
+    /// untouched — for a call waiting here and for a task alike.
+    @Test func aRefusedRequestNeverReachesAPhone() throws {
+        let phone = Phone(user: owner)
+        let quiet = RelayRows.QuietHours(name: "Ada", until: now.addingTimeInterval(3600), local: "07:00")
+        let refusals: [Result<RelayRows.Opened, any Error>] = [
+            .success(.init(status: .quiet, connections: 1, ping: nil, quiet: quiet)),
+            .success(.init(status: .tooMany, connections: 1, ping: nil)),
+            .success(.init(status: .full, connections: 1, ping: nil)),
+            .failure(SettleTestError.down),
+        ]
+        for refusal in refusals {
+            var call = instance(with: phone, pushes: PushTiming())
+            let called = call.handle(.waiters(.called(id, waiter())), at: moment)
+            #expect(sent(to: phone, called).isEmpty, "nothing is sent before the open's result")
+            let refused = call.handle(.waiters(.opened(id, refusal)), at: moment)
+            #expect(sent(to: phone, refused).isEmpty && call.pushes.isEmpty && !call.phones.pings.contains(id), "\(refused)")
+            #expect(refused.contains { if case .waiters(.complete(id, _)) = $0 { true } else { false } }, "the agent is answered")
+
+            var task = instance(with: phone, pushes: PushTiming())
+            let asked = task.handle(.durableCalled(id, waiter(resumable: true)), at: moment)
+            #expect(sent(to: phone, asked).isEmpty, "nothing is sent before the open's result")
+            let taskRefused = task.handle(.durableOpened(id, waiter(resumable: true), refusal), at: moment)
+            #expect(sent(to: phone, taskRefused).isEmpty && task.pushes.isEmpty && !task.phones.pings.contains(id))
+        }
+    }
+
     /// A resync's re-creation of a row lost in a crash, as events: the re-open is asked for,
     /// and its result pings the phones here and is counted; a failed one is reported.
     @Test func aRowLostInACrashIsOpenedAgain() throws {
