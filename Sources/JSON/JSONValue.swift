@@ -71,6 +71,11 @@ public enum JSONValue: Equatable, Sendable {
     private struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
+        /// The members of the objects being parsed, innermost last: an object's members are
+        /// gathered here and its dictionary is made once, at its exact size, when it closes
+        /// (one allocation per object, instead of one per growth of a dictionary built
+        /// member by member); the buffer is shared by every object of one parse.
+        var members: [(key: String, value: JSONValue)] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) {
             self.bytes = bytes
@@ -104,12 +109,12 @@ public enum JSONValue: Equatable, Sendable {
 
         private mutating func object(depth: Int) -> JSONValue? {
             index += 1  // {
-            var members: [String: JSONValue] = [:]
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                return .object(members)
+                return .object([:])
             }
+            let first = members.count
             while true {
                 skipWhitespace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\""), let key = string() else { return nil }
@@ -117,14 +122,17 @@ public enum JSONValue: Equatable, Sendable {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
                 index += 1
                 guard let member = value(depth: depth) else { return nil }
-                members[key] = member
+                members.append((key, member))
                 skipWhitespace()
                 guard index < bytes.count else { return nil }
                 if bytes[index] == UInt8(ascii: ",") {
                     index += 1
                 } else if bytes[index] == UInt8(ascii: "}") {
                     index += 1
-                    return .object(members)
+                    var object = [String: JSONValue](minimumCapacity: members.count - first)
+                    for member in members[first...] { object[member.key] = member.value }  // a repeated key: the last
+                    members.removeSubrange(first...)
+                    return .object(object)
                 } else {
                     return nil
                 }

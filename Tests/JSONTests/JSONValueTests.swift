@@ -131,3 +131,20 @@ import Testing
     }
 
 }
+
+/// Objects are gathered member by member and made once they close: nested objects keep
+/// their own members (the inner one closes first), a repeated key keeps its last value, a
+/// large object keeps every member, and a parse that fails inside an object returns nil.
+@Suite struct JSONObjectParsingTests {
+    @Test func nestedRepeatedAndLargeObjects() throws {
+        let nested = try #require(JSONValue.parse(#"{"a":1,"b":{"a":2,"c":{"a":3}},"d":[{"a":4},{}],"a":5}"#))
+        #expect(nested == .object(["a": .number(5), "b": .object(["a": .number(2), "c": .object(["a": .number(3)])]),
+                                   "d": .array([.object(["a": .number(4)]), .object([:])])]))
+        let members = (0..<100).map { #""k\#($0)":\#($0)"# }.joined(separator: ",")
+        let large = try #require(JSONValue.parse("{\(members)}"))
+        guard case .object(let object) = large else { Issue.record("an object"); return }
+        #expect(object.count == 100 && object["k0"] == .number(0) && object["k99"] == .number(99))
+        #expect(JSONValue.parse(#"{"a":{"b":1,"c":}}"#) == nil)
+        #expect(JSONValue.parse(#"[{"a":1},{"a":2,}]"#) == nil)
+    }
+}
