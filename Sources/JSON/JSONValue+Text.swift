@@ -4,10 +4,18 @@
 extension JSONValue {
     /// The value as compact JSON text.
     public var text: String {
+        // Room for the common payload (a ping, a fix, a notification) at once, rather than
+        // growing the text through 16, 32, 64… bytes as it is written.
         var out = ""
+        if case .object = self { out.reserveCapacity(Self.expectedTextSize) } else if case .array = self {
+            out.reserveCapacity(Self.expectedTextSize)
+        }
         write(to: &out)
         return out
     }
+
+    /// The room a text starts with (most payloads the relay writes fit).
+    static let expectedTextSize = 256
 
     /// The value as UTF-8 JSON bytes.
     public var bytes: [UInt8] { Array(text.utf8) }
