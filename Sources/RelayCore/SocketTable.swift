@@ -119,13 +119,30 @@ package struct SocketTable {
             }
         }
 
-        func makeIterator() -> AnyIterator<UUID> {
+        /// Walks the connections without allocating (a type-erased iterator would box its
+        /// state on the heap at every walk: each ping walks its owner's sockets).
+        func makeIterator() -> Iterator {
             switch self {
-            case .one(let connection):
-                var done = false
-                return AnyIterator { defer { done = true }; return done ? nil : connection }
-            case .many(let set):
-                return AnyIterator(set.makeIterator())
+            case .one(let connection): Iterator.one(connection)
+            case .many(let set): Iterator.many(set.makeIterator())
+            }
+        }
+
+        /// The iterator of `Connections`.
+        enum Iterator: IteratorProtocol {
+            case one(UUID?)
+            case many(Set<UUID>.Iterator)
+
+            mutating func next() -> UUID? {
+                switch self {
+                case .one(let connection):
+                    self = .one(nil)
+                    return connection
+                case .many(var iterator):
+                    let next = iterator.next()
+                    self = .many(iterator)
+                    return next
+                }
             }
         }
     }
