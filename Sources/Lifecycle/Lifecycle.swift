@@ -7,9 +7,9 @@
 /// something. It knows nothing of HTTP, Postgres or the relay.
 ///
 /// ## Lifecycle
-/// - `ServiceGroup.start()` starts each service in turn: `start()`, then `run()` in a child
-///   task of the group's one task; `shutdown()` stops them in reverse order, each
-///   `shutdown()` awaited, then its `run()` cancelled and awaited, before the next.
+/// - `ServiceGroup.start()` starts each service in turn (`start()`), then runs them all, each
+///   `run()` in a child task of the group's one task; `shutdown()` stops them in reverse
+///   order, each `shutdown()` awaited, then its `run()` cancelled and awaited, before the next.
 /// - A service whose `run()` returns or throws before the group stopped it ends early: the
 ///   group logs it and shuts down.
 /// - `OwnedTasks` counts tasks that must outlive the event that started them (a fired

@@ -4,10 +4,10 @@
 /// What the group does with it, in order:
 /// 1. `start()`: brings up what must be up before the next service starts (bind a port,
 ///    start a transport) and returns; a throw ends the group's start, and the services
-///    started before it are stopped in reverse.
-/// 2. `run()`, in a child task of the group: runs until the group stops the service.
-///    Returning or throwing before that is an early end, which the group logs and answers
-///    with its shutdown.
+///    started before it are stopped in reverse, none of them having run.
+/// 2. `run()`, in a child task of the group, once every service has started: runs until the
+///    group stops the service. Returning or throwing before that is an early end, which the
+///    group logs and answers with its shutdown.
 /// 3. `shutdown()`, when the group stops (in reverse order of the start): the graceful part
 ///    — finish what is under way, start nothing new — returning when it is done. The group
 ///    then cancels `run()`'s task and waits for `run()` to return, so `run()` must return

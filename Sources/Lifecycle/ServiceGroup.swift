@@ -3,9 +3,10 @@ import Synchronization
 /// Runs services in one order and stops them in the reverse order, as swift-service-lifecycle's
 /// `ServiceGroup` does.
 ///
-/// `start()` starts the services one after the other: each one's `start()` is awaited, then
-/// its `run()` begins in a child task, before the next service starts. `run()` waits until
-/// the group has stopped. `shutdown()` stops it: every started service in reverse order, each
+/// `start()` starts the services one after the other, each one's `start()` awaited before
+/// the next, and once every one has started runs them all, each `run()` in a child task: a
+/// start that fails (a port that cannot be bound) keeps every `run()` from beginning.
+/// `run()` waits until the group has stopped. `shutdown()` stops it: every started service in reverse order, each
 /// one's `shutdown()` awaited, then its `run()` cancelled and awaited, before the service
 /// started before it is stopped. A service that ends early — its `run()` returns or throws
 /// before the group stopped it — is logged, and the group shuts down the same way.
@@ -55,9 +56,10 @@ public final class ServiceGroup: Sendable {
         self.log = log
     }
 
-    /// Starts every service in order and returns once the last one's `start()` returned.
-    /// Throws the first error a `start()` throws, once the services started before it have
-    /// stopped in reverse. A group shut down meanwhile starts no more services and returns.
+    /// Starts every service in order and returns once the last one's `start()` returned and
+    /// every `run()` has begun. Throws the first error a `start()` throws, once the services
+    /// started before it have stopped in reverse (none of them ran). A group shut down
+    /// meanwhile starts no more services, runs none, and returns.
     public func start() async throws {
         let first = state.withLock { state -> Bool in
             guard state.phase == .idle else { return false }
@@ -100,34 +102,37 @@ public final class ServiceGroup: Sendable {
         var failure: (any Error)?
         await withTaskGroup(of: Void.self) { group in
             var count = 0
-            for (index, service) in services.enumerated() {
+            for service in services {
                 if stopRequested.hasFired { break }
                 do { try await service.start() } catch {
                     log("service_start_failed", service.name, error)
                     failure = error
                     break
                 }
-                count = index + 1
-                group.addTask { await self.run(index) }
+                count += 1
+            }
+            let running = failure == nil && !stopRequested.hasFired
+            if running {
+                for index in services.indices { group.addTask { await self.run(index) } }
             }
             if failure == nil {
                 started.resume(returning: .success(()))
                 await stopRequested.wait()
             }
-            for index in (0..<count).reversed() { await stop(index) }
+            for index in (0..<count).reversed() { await stop(index, running: running) }
         }
         if let failure { started.resume(returning: .failure(failure)) }
         stopped.fire()
     }
 
-    /// Stops one service: its graceful `shutdown()`, then the cancellation of its `run()`,
-    /// whose end it awaits.
-    private func stop(_ index: Int) async {
+    /// Stops one service: its graceful `shutdown()`, then the cancellation of its `run()`
+    /// (when the services ran), whose end it awaits.
+    private func stop(_ index: Int, running: Bool) async {
         let run = runs[index]
         run.stopping.fire()
         await services[index].shutdown()
         run.cancel.fire()
-        await run.ended.wait()
+        if running { await run.ended.wait() }
     }
 
     /// Runs one service's `run()` until the group cancels it; an end before the group began
