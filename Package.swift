@@ -44,7 +44,7 @@ let package = Package(
         // The instance's values and the domain's messages, statuses and texts: decisions with
         // no I/O, no clock and no database (InstanceDriver in Relay performs them).
         .target(name: "RelayCore", dependencies: ["JSON"]),
-        .target(name: "Relay", dependencies: ["RelayCore", "Loop", "PGBus", "HTTPServer", "Crypto", "Fetch", "JSON", "Push", "CSystem"],
+        .target(name: "Relay", dependencies: ["RelayCore", "Lifecycle", "Loop", "PGBus", "HTTPServer", "Crypto", "Fetch", "JSON", "Push", "CSystem"],
                 resources: [.copy("Resources/app")]),
         .executableTarget(name: "whereabot", dependencies: ["Relay", "Crypto", "JSON", "Push"]),
         // Benchmarks (`make bench-*`): print numbers, assert nothing.

@@ -29,7 +29,7 @@ final class SessionChecker: Sendable {
             }
         }
         calls = CallCoalescer(maximumInFlight: Self.maximumInFlight, maximumBatch: RelayDatabase.maxSessionChecks,
-                              single: { check in try await states([check])[0] },
+                              tasks: database.batches, single: { check in try await states([check])[0] },
                               batch: { checks in try await states(checks).map { .success($0) } })
     }
 

@@ -1,3 +1,4 @@
+import Lifecycle
 import RelayCore
 import Synchronization
 
@@ -29,6 +30,9 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
 
     private let state: Mutex<State>
     private let single: Single
+    /// The batches' tasks, counted until they end (`RelayDatabase.batches`: the pool's
+    /// shutdown waits for them).
+    private let tasks: OwnedTasks
     /// The batched call (tests make it directly).
     let batch: Batch
     /// Calls (single or batched) in flight at once.
@@ -37,8 +41,10 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
     let maximumBatch: Int
 
     /// A coalescer making at most `maximumInFlight` calls at once, of at most `maximumBatch`
-    /// inputs each (both at least 1; a batch has at least 2).
-    init(maximumInFlight: Int, maximumBatch: Int, single: @escaping Single, batch: @escaping Batch) {
+    /// inputs each (both at least 1; a batch has at least 2), each batch in a task of `tasks`.
+    init(maximumInFlight: Int, maximumBatch: Int, tasks: OwnedTasks = OwnedTasks(), single: @escaping Single,
+         batch: @escaping Batch) {
+        self.tasks = tasks
         self.maximumInFlight = max(1, maximumInFlight)
         self.maximumBatch = max(2, maximumBatch)
         self.single = single
@@ -70,9 +76,12 @@ final class CallCoalescer<Input: Sendable, Output: Sendable>: Sendable {
     private func start(_ actions: [CallBatcher<Waiting>.Action]) {
         for case .send(let calls) in actions {
             if calls.count > 1 { state.withLock { $0.batches += 1 } }
-            // Owner: the callers in `calls`, each awaiting its continuation, which the task
-            // resumes before it ends (the next batch starts from its end).
-            Task { await Logger.untraced { await self.run(calls) } }
+            // Owners: the callers in `calls`, each awaiting its continuation, which the task
+            // resumes before it ends (the next batch starts from its end); and `tasks`, which
+            // counts it until it ended. It must not be the task of one of the callers: a
+            // caller that hangs up would cancel the others' call. Never refused: `tasks` is
+            // only waited for, never finished, since callers wait for every batch.
+            tasks.spawn { await Logger.untraced { await self.run(calls) } }
         }
     }
 

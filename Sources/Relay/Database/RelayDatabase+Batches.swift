@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Lifecycle
 import PGBus
 import RelayCore
 
@@ -49,9 +50,9 @@ extension RelayDatabase {
         }
     }
 
-    static func openCoalescer(_ pool: PGPool) -> CallCoalescer<OpenCall, Opened> {
+    static func openCoalescer(_ pool: PGPool, tasks: OwnedTasks) -> CallCoalescer<OpenCall, Opened> {
         let single: CallCoalescer<OpenCall, Opened>.Single = { call in try await openOne(pool, call, requester: nil) }
-        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
+        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, tasks: tasks, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
                 let results = try await batchCall(pool, "select relay.open_requests($1, $2::jsonb)", instance,
                                                   calls.map(\.json), function: "open_requests")
@@ -60,7 +61,7 @@ extension RelayDatabase {
         })
     }
 
-    static func settleCoalescer(_ pool: PGPool, remindAfter: Int?) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
+    static func settleCoalescer(_ pool: PGPool, remindAfter: Int?, tasks: OwnedTasks) -> CallCoalescer<SettleCall, RelayStatus.Settle> {
         let remind: (any PGEncodable)? = remindAfter
         let single: CallCoalescer<SettleCall, RelayStatus.Settle>.Single = { call in
             let status = try await pool.send("select relay.settle($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -68,7 +69,7 @@ extension RelayDatabase {
                                                call.answer.reason, call.answer.sealed, call.instance, remind]).scalar(String.self)
             return try Self.status(status, from: "settle")
         }
-        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, single: single, batch: { calls in
+        return CallCoalescer(maximumInFlight: callsInFlight, maximumBatch: maxBatch, tasks: tasks, single: single, batch: { calls in
             try await byInstance(calls, \.instance) { instance, calls in
                 let results = try await batchCall(pool, "select relay.settle_many($1, $2::jsonb, $3)", instance,
                                                   calls.map(\.json), extra: [remind], function: "settle_many")

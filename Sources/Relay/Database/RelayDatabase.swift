@@ -1,5 +1,6 @@
 import Foundation
 import JSON
+import Lifecycle
 import PGBus
 import RelayCore
 
@@ -10,14 +11,17 @@ public struct RelayDatabase: Sendable {
     /// Opens and settles that come while others are in flight wait and go as one call.
     let opens: CallCoalescer<OpenCall, Opened>
     let settles: CallCoalescer<SettleCall, RelayStatus.Settle>
+    /// The tasks of every batched call made through this gateway (its coalescers', the
+    /// session checks'): the pool shuts down once none runs (`RelayService`, "Lifecycle").
+    let batches = OwnedTasks()
 
     /// Creates a gateway over a pool connected as `whereabot_relay`. A location settled
     /// under a for-good always-allow standing `grantReminderSeconds` since it was made or
     /// kept sends its reminder (docs/protocol.md, "Reminders"; nil: no reminders).
     public init(pool: PGPool, grantReminderSeconds: Int? = nil) {
         self.pool = pool
-        self.opens = Self.openCoalescer(pool)
-        self.settles = Self.settleCoalescer(pool, remindAfter: grantReminderSeconds)
+        self.opens = Self.openCoalescer(pool, tasks: batches)
+        self.settles = Self.settleCoalescer(pool, remindAfter: grantReminderSeconds, tasks: batches)
     }
 
     // MARK: Instances

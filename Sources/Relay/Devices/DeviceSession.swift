@@ -109,7 +109,11 @@ final class DeviceSession: PhoneHandle, WebSocketDelegate, @unchecked Sendable {
             return .start
         }
         switch decision {
-        case .start: Task(executorPreference: driver.executor) { await self.drain() }
+        case .start:
+            // Owner: the driver's event tasks (`RelayTimers.events`), which the instance's
+            // shutdown waits for; once they are finished (the sockets are closed by then)
+            // nothing more is handed to the driver.
+            driver.timers.events.spawn(executorPreference: driver.executor) { await self.drain() }
         case .queued: break
         case .overflow: close(code: WebSocketCloseCode.policyViolation, reason: "too many messages")
         }

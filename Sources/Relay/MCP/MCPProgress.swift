@@ -24,34 +24,36 @@ enum MCPProgress {
                        _ respond: @escaping @Sendable (Call) async -> JSONValue) async {
         enum Event: Sendable { case tick, done([UInt8]) }
         let (events, continuation) = AsyncStream<Event>.makeStream(bufferingPolicy: .bufferingNewest(4))
-        // Owners: this call. `work` ends with the response, or is cancelled below when the
-        // client went away; `ticks` is cancelled when the call returns (the defer).
-        let work = Task {
-            continuation.yield(.done(await respond(call).bytes))
-            continuation.finish()
-        }
-        let ticks = Task {
-            while !Task.isCancelled {
-                continuation.yield(.tick)
-                try? await Task.sleep(for: interval)
+        await withTaskGroup(of: Void.self) { group in
+            // Child tasks of this call: the call's work, which ends with its response (or is
+            // cancelled with this task when the client went away), and the ticks, cancelled
+            // once the stream ends; both are awaited before this returns.
+            group.addTask {
+                continuation.yield(.done(await respond(call).bytes))
+                continuation.finish()
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    continuation.yield(.tick)
+                    try? await Task.sleep(for: interval)
+                }
+            }
+            defer { group.cancelAll() }  // the response came, or the client went away
+            var progress = 0
+            for await event in events {
+                switch event {
+                case .tick:
+                    let notification: JSONValue = [
+                        "jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": ["progressToken": call.token, "progress": JSONValue(progress),
+                                   "message": "Waiting for the person to answer on their phone."]]
+                    body.write("data: " + notification.text + "\n\n")
+                    progress += 1
+                case .done(let response):
+                    body.write(Array("data: ".utf8) + response + Array("\n\n".utf8))
+                    return
+                }
             }
         }
-        defer { ticks.cancel() }
-        var progress = 0
-        for await event in events {
-            switch event {
-            case .tick:
-                let notification: JSONValue = [
-                    "jsonrpc": "2.0", "method": "notifications/progress",
-                    "params": ["progressToken": call.token, "progress": JSONValue(progress),
-                               "message": "Waiting for the person to answer on their phone."]]
-                body.write("data: " + notification.text + "\n\n")
-                progress += 1
-            case .done(let response):
-                body.write(Array("data: ".utf8) + response + Array("\n\n".utf8))
-                return
-            }
-        }
-        work.cancel()  // the stream ended without a response: the client went away
     }
 }

@@ -19,6 +19,8 @@ actor PushSender {
     /// Reminders being claimed and sent, by number (at most `maximumReminders`).
     private var reminders: [Int: Task<Void, Never>] = [:]
     private let maximumReminders: Int
+    /// Set by `finishSending()`: no reminder starts from now on.
+    private var sendingFinished = false
 
     init(instance: String, database: RelayDatabase, dispatcher: PushDispatcher, timing: PushTiming,
          budgets: PushBudgets = PushBudgets(), metrics: PushMetrics, logger: Logger,
@@ -60,6 +62,10 @@ actor PushSender {
     /// (docs/protocol.md, "Reminders"): claims it once (`relay.claim_reminder_push`) and
     /// sends it to the targets the budgets pay for.
     func remind(_ reminder: GrantReminder, owner: UUID) {
+        guard !sendingFinished else {
+            logger.warning("reminder_push_dropped", ["reason": "shutting_down"])
+            return
+        }
         guard reminders.count < maximumReminders else {
             logger.warning("reminder_push_dropped", ["reason": "too_many"])
             return
@@ -68,7 +74,7 @@ actor PushSender {
         let metrics = self.metrics, logger = self.logger
         sendNumber += 1
         let number = sendNumber
-        // Owner: the scheduler, which keeps the task in `reminders` until it ends and waits
+        // Owner: the sender, which keeps the task in `reminders` until it ends and waits
         // for it in `finishSending`.
         reminders[number] = Task { [weak self] in
             await Logger.untraced {
@@ -89,9 +95,11 @@ actor PushSender {
         reminders[number] = nil
     }
 
-    /// Waits for reminders already being sent (drain; the driver waits for its requests'
-    /// pushes itself).
+    /// The step before the push transport stops: no reminder starts from now on, and this
+    /// returns when those being sent have ended (the driver waits for its requests' pushes
+    /// itself: `InstanceDriver.finishPushes()`).
     func finishSending() async {
-        for reminder in reminders.values { await reminder.value }
+        sendingFinished = true
+        while let reminder = reminders.values.first { await reminder.value }
     }
 }

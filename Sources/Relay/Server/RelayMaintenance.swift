@@ -56,25 +56,28 @@ final class RelayMaintenance: Sendable {
         input.yield(.resync)
     }
 
-    /// Beats and resyncs until the task is cancelled.
+    /// Beats and resyncs until `stop()` or until the task is cancelled.
     func run() async {
-        let input = self.input, interval = self.interval
-        // Owners: this run, which cancels both when it returns (the defer below).
-        let ticker = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
-                input.yield(.beat)
+        let input = self.input, interval = self.interval, driver = self.driver
+        await withTaskGroup(of: Void.self) { group in
+            // The beat's ticker, and a hello that found this instance's row gone asking for a
+            // resync: child tasks, cancelled and awaited when the beats end.
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: interval)
+                    input.yield(.beat)
+                }
             }
+            group.addTask {
+                for await _ in driver.reregistrationRequests { input.yield(.resync) }
+            }
+            await beat()
+            group.cancelAll()
         }
-        // A hello that found this instance's row gone asks for a resync.
-        let driver = self.driver
-        let reregistrations = Task {
-            for await _ in driver.reregistrationRequests { input.yield(.resync) }
-        }
-        defer {
-            ticker.cancel()
-            reregistrations.cancel()
-        }
+    }
+
+    /// Handles the beats and resyncs as they come, until `stop()` or a cancellation.
+    private func beat() async {
         var beats = 0
         var reregister = false
         for await event in events {
