@@ -11,14 +11,32 @@ extension Date: PGCodable {
         let fraction = Int(micros - Double(seconds) * 1_000_000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        let year = Int(parts.tm_year) + 1900
+        guard (0...9999).contains(year) else {
+            // Outside four digits (never a time the relay sends): written as the server reads it.
+            return "\(year)-\(parts.tm_mon + 1)-\(parts.tm_mday)T\(parts.tm_hour):\(parts.tm_min):\(parts.tm_sec).\(fraction)Z"
         }
-        let fractionDigits = String(fraction)
-        return pad(parts.tm_year + 1900, 4) + "-" + pad(parts.tm_mon + 1, 2) + "-" + pad(parts.tm_mday, 2)
-            + "T" + pad(parts.tm_hour, 2) + ":" + pad(parts.tm_min, 2) + ":" + pad(parts.tm_sec, 2)
-            + "." + String(repeating: "0", count: 6 - fractionDigits.count) + fractionDigits + "Z"
+        // `yyyy-mm-ddThh:mm:ss.ffffffZ`, written digit by digit into one buffer: the text is
+        // made once (a date goes with every request opened).
+        return String(unsafeUninitializedCapacity: 27) { buffer in
+            var index = 0
+            func put(_ value: Int, _ width: Int) {
+                var value = value
+                for offset in stride(from: width - 1, through: 0, by: -1) {
+                    buffer[index + offset] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+                index += width
+            }
+            func put(_ character: Unicode.Scalar) {
+                buffer[index] = UInt8(ascii: character)
+                index += 1
+            }
+            put(year, 4); put("-"); put(Int(parts.tm_mon) + 1, 2); put("-"); put(Int(parts.tm_mday), 2)
+            put("T"); put(Int(parts.tm_hour), 2); put(":"); put(Int(parts.tm_min), 2); put(":"); put(Int(parts.tm_sec), 2)
+            put("."); put(fraction, 6); put("Z")
+            return index
+        }
     }
 
     public init(pgText: String) throws {

@@ -44,6 +44,12 @@ import Testing
 
     /// A timestamp written by the server in another offset decodes to the same instant.
     @Test func timestampWithOffset() throws {
+        #expect(Date(timeIntervalSince1970: 1_796_000_000.12).pgText == "2026-11-30T00:53:20.120000Z")
+        #expect(Date(timeIntervalSince1970: 0).pgText == "1970-01-01T00:00:00.000000Z")
+        for seconds in [0.000001, 1_000_000_000.999999, 1_796_000_000.5, 4_102_444_799.25] {
+            let date = Date(timeIntervalSince1970: seconds)
+            #expect(abs(try Date(pgText: date.pgText).timeIntervalSince(date)) < 0.000_001, "\(date.pgText)")
+        }
         let date = try Date(pgText: "2026-11-29 18:00:00.5+02")
         #expect(date == (try Date(pgText: "2026-11-29 16:00:00.5+00")))
         #expect(date == (try Date(pgText: "2026-11-29T16:00:00.500000Z")))
