@@ -124,15 +124,22 @@ enum ServeCommand {
             throw CommandError.usage("PORT \(port) on HOST \(host): cannot listen (\(error))")
         }
         logger.info("listening", ["port": String(bound), "instance": configuration.instanceID])
-        let signals = [SIGTERM, SIGINT].map { number in
-            SignalHandler.on(number) {
-                logger.info("draining", ["signal": String(number)])
-                // Owner: `relay.run()` below, which returns only once this drain has ended.
-                Task { await relay.shutdown() }
+        // SIGTERM and SIGINT drain the relay: the first one starts the graceful stop in a child
+        // task, which `relay.run()` outlasts (it returns once every part has stopped).
+        let (signals, arrived) = AsyncStream<Int32>.makeStream()
+        let sources = [SIGTERM, SIGINT].map { number in SignalHandler.on(number) { arrived.yield(number) } }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await number in signals {
+                    logger.info("draining", ["signal": String(number)])
+                    await relay.shutdown()
+                    return
+                }
             }
+            await relay.run()
+            arrived.finish()  // stopped without a signal (a part ended early): nothing to wait for
         }
-        await relay.run()
-        signals.forEach { $0.cancel() }
+        sources.forEach { $0.cancel() }
         logger.info("stopped")
     }
 }

@@ -1,19 +1,22 @@
 import Foundation
 import HTTPServer
+import Lifecycle
 import Loop
 import PGBus
-import Synchronization
 
 /// One relay instance: the HTTP server, the LISTEN connection and the parts between them.
 ///
-/// Lifecycle: `start()` registers the instance, starts listening and serving; `run()` waits
-/// until `shutdown()` has drained it: /readyz turns 503, new agent requests and phones get
-/// 503 with Retry-After, device sockets close 1012 "restart" (the phones reconnect to
-/// another instance), and requests already waiting here keep waiting until settled or
-/// past their deadline. Then the parts stop in reverse order of their start — server,
-/// pushes, maintenance, listener and bus, the phones' calls in tasks of their own
-/// (`InstanceDriver.finish()`) — and only then the database pool, so that no call starts on a
-/// shut pool (`databaseCallsAfterShutdown`, which the tests' every stop checks).
+/// Lifecycle (docs/architecture.md, "Lifecycle"): every long-lived part is a service of one
+/// `ServiceGroup` (`RelayService+Services.swift`). `start()` starts them in order — the loop,
+/// the database pool, the driver's calls, the signing keys, LISTEN, the heartbeat (which
+/// registers the instance), push, the HTTP server — and `run()` waits until `shutdown()` has
+/// stopped them in the reverse order, each awaited before the next: first the drain —
+/// /readyz turns 503, new agent requests and phones get 503 with Retry-After, device
+/// sockets close 1012 "restart" (the phones reconnect to another instance), and requests
+/// already waiting here keep waiting until settled or past their deadline — then the
+/// server, pushes, the heartbeat, LISTEN and the bus, the phones' calls in tasks of their
+/// own (`InstanceDriver.finish()`), and only then the database pool, so that no call starts
+/// on a shut pool (`databaseCallsAfterShutdown`, which the tests' every stop checks).
 public final class RelayService: Sendable {
     /// What an instance needs.
     public struct Configuration: Sendable {
@@ -98,44 +101,18 @@ public final class RelayService: Sendable {
         }
     }
 
-    private let configuration: Configuration
     /// The one thread of the hot path: HTTP and WebSocket sockets, the database pool's
     /// connections, request handlers and the actors they call.
-    private let loop: EventLoop
+    let loop: EventLoop
     /// The instance's one clock (its loop's), which every part reads the time on.
     private let clock: RelayClock
-
-    /// Moves the instance's manual clock (`Configuration.clock`) on by `duration`; what falls
-    /// due runs before it returns. A statement in flight on the loop's pool then has taken
-    /// that long (and may time out): move time while `databaseIdle`.
-    public func advance(by duration: Duration) async {
-        await loop.advance(by: duration)
-    }
-
-    /// Whether no statement of the pool on the instance's loop waits for Postgres.
-    public var databaseIdle: Bool {
-        get async {
-            let health = await database.pool.health
-            return health.open == health.idle && health.sharedOutstanding == 0
-        }
-    }
-
-    /// Statements and leases the instance's pool refused because it had shut down: 0 after
-    /// a graceful stop, which stops every user of the pool before the pool.
-    public var databaseCallsAfterShutdown: Int {
-        get async { await database.pool.health.refusedAfterShutdown }
-    }
-
+    let database: RelayDatabase
     private let server: HTTPServer
-    private let listener: PGListener
-    private let database: RelayDatabase
-    private let bus: RelayBus
-    private let busTask = Mutex<Task<Void, Never>?>(nil)
-    private let health: RelayHealth
-    private let driver: InstanceDriver
-    private let maintenance: RelayMaintenance
-    private let pushes: PushSender
-    private let authenticator: Authenticator
+    /// The instance's services, in start order (`RelayService+Services.swift`).
+    private let services: ServiceGroup
+    /// Yields each time LISTEN is active (again); ends when the bus stops.
+    private let listening: AsyncStream<Void>
+    private let drain = DrainDeadline()
 
     /// Builds an instance (nothing runs yet). The parts are created bottom-up, and each
     /// knows only parts created before it: the loop and the database pools; credentials;
@@ -143,7 +120,6 @@ public final class RelayService: Sendable {
     /// the locate service, MCP and the routes; health; and on top the
     /// maintenance, the server and the bus, which feed events down.
     public init(_ configuration: Configuration) throws {
-        self.configuration = configuration
         let logger = configuration.logger
         let loop = try EventLoop.start(name: "relay-loop", clock: configuration.clock)
         self.loop = loop
@@ -169,12 +145,10 @@ public final class RelayService: Sendable {
         let pushes = PushSender(instance: configuration.instanceID, database: database, dispatcher: dispatcher,
                                 timing: configuration.push.timing, budgets: configuration.push.budgets, metrics: pushMetrics,
                                 logger: logger)
-        self.pushes = pushes
         let sealedAnswers = SealedAnswerMemory(clock: clock)
         let driver = InstanceDriver(instance: configuration.instanceID, database: database, authenticator: authenticator,
                                     logger: logger, pushes: pushes, sealedAnswers: sealedAnswers,
                                     pushOrigins: configuration.push.webPushOrigins, executor: loop, timers: timers)
-        self.driver = driver
         let locateMetrics = LocateMetrics()
         let locator = LocateService(driver: driver, database: database, metrics: locateMetrics,
                                     clientNames: ClientNames(database: database, logger: logger, clock: clock), clock: clock,
@@ -194,18 +168,15 @@ public final class RelayService: Sendable {
         let listener = PGListener(configuration: listenDatabase, heartbeatInterval: configuration.heartbeatInterval,
                                   heartbeatTimeout: listenDatabase.callTimeout ?? PGListener.defaultHeartbeatTimeout,
                                   backoff: Self.retryBackoff, loop: loop)
-        self.listener = listener
         let serverCounters = HTTPServerCounters()
         let health = RelayHealth(listener: listener, driver: driver, locates: locateMetrics,
                                  sealedAnswers: sealedAnswers, authenticator: authenticator, pushes: pushMetrics, logger: logger,
                                  heartbeatInterval: configuration.heartbeatInterval,
                                  databaseEndpoint: configuration.database.endpoint, listenerEndpoint: listenDatabase.endpoint,
                                  signingKeys: configuration.jwks.displayName, server: serverCounters, clock: clock)
-        self.health = health
         let maintenance = RelayMaintenance(instance: configuration.instanceID, database: beatDatabase, driver: driver,
                                            health: health, logger: logger, interval: configuration.heartbeatInterval,
                                            reapEvery: configuration.reapEvery, staleClientDays: configuration.oauth.staleClientDays)
-        self.maintenance = maintenance
         let routes = RelayRoutes(
             agents: AgentRoutes(gate: gate, locator: locator, durable: DurableRoutes(locator: locator, polls: polls, logger: logger),
                                 mcp: mcp, logger: logger),
@@ -225,11 +196,18 @@ public final class RelayService: Sendable {
                                                                                  caBundle: try configuration.oauth.caBundle()),
                                                           clock: clock),
                                settings: configuration.oauth, issuer: publicURL, logger: logger))
-        self.authenticator = authenticator
         self.server = HTTPServer(host: configuration.host, port: configuration.port,
                                  trustedProxies: configuration.trustedProxies, counters: serverCounters, log: { event, fields in logger.warning(event, fields) }, loop: loop) { await routes.handle($0) }
-        self.bus = RelayBus(instance: configuration.instanceID, driver: driver, authenticator: authenticator,
-                            maintenance: maintenance, pushes: pushes, logger: logger)
+        let bus = RelayBus(instance: configuration.instanceID, driver: driver, authenticator: authenticator,
+                           maintenance: maintenance, pushes: pushes, logger: logger)
+        let (listening, listened) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.listening = listening
+        let parts = Parts(configuration: configuration, loop: loop, clock: clock, database: database, beatDatabase: beatDatabase,
+                          authenticator: authenticator, timers: timers, pushes: pushes, driver: driver, listener: listener,
+                          bus: bus, health: health, maintenance: maintenance, server: server, listening: listened, drain: drain)
+        self.services = ServiceGroup(Self.services(parts)) { event, service, error in
+            if let error { logger.failure(event, error, ["service": service]) } else { logger.error(event, ["service": service]) }
+        }
     }
 
     /// How the start retries what does not answer yet (the database, the JWKS URL) and how
@@ -241,128 +219,30 @@ public final class RelayService: Sendable {
     /// keys, registers the instance, LISTENs and starts the heartbeat: a relay started
     /// before its database or Supabase Auth becomes ready by itself when they answer.
     /// Returns the port once bound; with `untilListening` only once LISTEN is active too.
-    /// Throws only what a restart cannot fix (the port cannot be bound).
+    /// Throws only what a restart cannot fix (the port cannot be bound: then no part has run,
+    /// so the instance has not registered), or `CancellationError` when `shutdown()` came
+    /// first.
     @discardableResult
     public func start(untilListening: Bool = true) async throws -> Int {
-        let port = try server.start()
-        announcePush()
-        let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
-        let listener = self.listener, bus = self.bus, maintenance = self.maintenance, heap = health.heap
-        let logger = configuration.logger
-        let task = Task(executorPreference: loop) { [self] in
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { await self.keepSigningKeys() }
-                group.addTask { await listener.run() }
-                // Off the loop: a trim holds the allocator's locks for milliseconds.
-                group.addTask(executorPreference: globalConcurrentExecutor) { await heap.run() }
-                group.addTask {
-                    do { try await bus.run(listener: listener) { readyContinuation.yield() } } catch {
-                        logger.failure("listener_stopped", error)
-                    }
-                }
-                guard await self.register() else { return }
-                // Off the loop: a flood of requests must not delay the heartbeat.
-                group.addTask(executorPreference: globalConcurrentExecutor) { await maintenance.run() }
-            }
-        }
-        busTask.withLock { $0 = task }
+        try await services.start()
+        guard let port = server.port else { throw CancellationError() }  // shut down while starting
         if untilListening {
-            var iterator = ready.makeAsyncIterator()
+            var iterator = listening.makeAsyncIterator()
             _ = await iterator.next()
         }
         return port
     }
 
-    /// Registers the instance, retrying until the database answers; false when cancelled.
-    private func register() async -> Bool {
-        await retrying {
-            do {
-                let left = try await database.registerInstance(configuration.instanceID)
-                health.beatCompleted()
-                if left.connections > 0 || left.abandoned > 0 {
-                    configuration.logger.info("instance_restarted", ["instance": configuration.instanceID,
-                                                                     "connections": String(left.connections),
-                                                                     "abandoned": String(left.abandoned)])
-                }
-                return true
-            } catch {
-                health.beatFailed(error)
-                return false
-            }
-        }
-    }
-
-    /// Runs `attempt` until it succeeds, waiting `retryBackoff` after each failure; false
-    /// when the task is cancelled first.
-    private func retrying(_ attempt: () async -> Bool) async -> Bool {
-        var failures = 0
-        while !Task.isCancelled {
-            if await attempt() { return true }
-            do { try await Task.sleep(for: Self.retryBackoff.delay(attempt: failures, random: .random(in: 0...1))) } catch {
-                return false
-            }
-            failures += 1
-        }
-        return false
-    }
-
-    /// Fetches the JWKS until it answers, then reads it again on its schedule
-    /// (`Authenticator.refreshKeys()`: a withdrawn key is refused within one refresh).
-    /// Keys already read keep working if it goes away later.
-    private func keepSigningKeys() async {
-        let loaded = await retrying {
-            guard let failure = await authenticator.loadKeys() else { return true }
-            health.signingKeys.failed(failure.reason)
-            return false
-        }
-        guard loaded else { return }
-        health.signingKeys.reached()
-        guard configuration.jwks != .none else { return }
-        var delay = await authenticator.keysRefreshAfter
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: .milliseconds(Int(delay * 1000))) } catch { return }
-            delay = await authenticator.refreshKeys()
-        }
-    }
-
-    /// Says once which push services are off, and starts the push transport.
-    private func announcePush() {
-        let push = configuration.push
-        if push.apns == nil {
-            configuration.logger.info("apns disabled", ["reason": "APNS_KEY_ID, APNS_TEAM_ID, APNS_TOPIC and APNS_PRIVATE_KEY(_FILE) are not all set"])
-        }
-        if push.webPush == nil {
-            configuration.logger.info("web push disabled", ["reason": "VAPID_PRIVATE_KEY and VAPID_SUBJECT are not both set"])
-        }
-        push.transport?.start()
-    }
-
-    /// Waits until the instance has stopped.
+    /// Waits until the instance has stopped: every service, the loop last.
     public func run() async {
-        await server.run()
-        let task = busTask.withLock { $0 }
-        await task?.value
+        await services.run()
     }
 
     /// Graceful stop (see the type's overview). Waiting requests get until `drainTimeout`
     /// (by default past the longest possible wait); then the listener stops.
     public func shutdown(drainTimeout: Duration = RelayService.defaultDrainTimeout) async {
-        let deadline = clock.instant + drainTimeout
-        health.startDraining()
-        await driver.closeAll()
-        await driver.untilIdle(within: deadline - clock.instant)
-        await server.shutdown(drainTimeout: max(.zero, min(.seconds(2), deadline - clock.instant)),
-                              webSocketCloseCode: WebSocketCloseCode.serviceRestart, reason: "restart")
-        await driver.finishPushes()  // the requests' pushes under way are sent, and no more start
-        await pushes.finishSending()  // and the reminders'
-        configuration.push.transport?.shutdown()
-        maintenance.stop()
-        listener.shutdown()
-        busTask.withLock { $0 }?.cancel()
-        await busTask.withLock { $0 }?.value
-        await driver.finish()  // the phones' batched calls end, and no more start
-        await database.pool.shutdown()
-        loop.stop()
+        _ = drain.fix(after: drainTimeout, now: clock.instant)
+        await services.shutdown()
     }
 
     /// Longer than any request may wait (120 s plus the grace), so a drain loses none.
