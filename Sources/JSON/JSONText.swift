@@ -5,8 +5,9 @@ import Foundation
 /// per call. Keys are written in the order given; values are escaped as RFC 8259 requires
 /// (and `/` is left alone, as `.withoutEscapingSlashes` does).
 public struct JSONText {
-    /// The object so far (without its closing brace).
-    public private(set) var text = "{"
+    /// The object so far, closed: each member goes in before the closing brace, so the
+    /// finished object is this text itself (no copy to close it).
+    private var text = "{}"
     private var empty = true
 
     /// Starts an object.
@@ -15,37 +16,47 @@ public struct JSONText {
     }
 
     /// The finished object.
-    public var object: String { text + "}" }
+    public var object: String { text }
 
+    /// Opens the object for one more member (its value follows; `close()` ends it).
     private mutating func key(_ name: String) {
+        text.removeLast()  // }
         if !empty { text += "," }
         empty = false
         Self.appendQuoted(name, to: &text)
         text += ":"
     }
 
+    private mutating func close() {
+        text += "}"
+    }
+
     /// `"name":"value"`, or `"name":null` for nil.
     public mutating func string(_ name: String, _ value: String?) {
         key(name)
         if let value { Self.appendQuoted(value, to: &text) } else { text += "null" }
+        close()
     }
 
     /// `"name":number`, or `"name":null` for nil; integral values without a fraction.
     public mutating func number(_ name: String, _ value: Double?) {
         key(name)
         text += value.map(Self.number) ?? "null"
+        close()
     }
 
     /// `"name":integer`.
     public mutating func integer(_ name: String, _ value: Int64) {
         key(name)
         text += String(value)
+        close()
     }
 
     /// `"name":<json>` for an object or array written elsewhere (or null).
     public mutating func raw(_ name: String, _ json: String?) {
         key(name)
         text += json ?? "null"
+        close()
     }
 
     /// A number as JSON: integral values below 2^53 as integers, others in Swift's

@@ -148,3 +148,23 @@ import Testing
         #expect(JSONValue.parse(#"[{"a":1},{"a":2,}]"#) == nil)
     }
 }
+
+/// The hand-written objects of a locate's path: an empty one, members in the order given
+/// (strings escaped, null for nil, integers, a raw object), each closed as it is written.
+@Suite struct JSONTextTests {
+    @Test func objectsAreClosedAsTheyAreWritten() throws {
+        #expect(JSONText().object == "{}")
+        var inner = JSONText()
+        inner.string("precision", "approximate")
+        var json = JSONText()
+        json.string("type", "locate")
+        json.string("reason", nil)
+        json.integer("expires_ms", 1_796_000_000_000)
+        json.number("accuracy_m", 12.5)
+        json.raw("always_allow", inner.object)
+        json.string("name", "Ada \"A\" /x\n")
+        let text = json.object
+        #expect(text == #"{"type":"locate","reason":null,"expires_ms":1796000000000,"accuracy_m":12.5,"always_allow":{"precision":"approximate"},"name":"Ada \"A\" /x\n"}"#)
+        #expect(JSONValue.parse(text)?["always_allow"]?["precision"]?.string == "approximate")
+    }
+}
