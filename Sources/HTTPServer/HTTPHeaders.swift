@@ -25,6 +25,18 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
+    /// The first value of `name` (case-insensitive) and how many fields carry it, without
+    /// gathering them (the parser's checks of Host and Content-Length on every request).
+    public func first(_ name: String) -> (value: String?, count: Int) {
+        var first: String?
+        var count = 0
+        for field in fields where field.name.caseInsensitiveEquals(name) {
+            if count == 0 { first = field.value }
+            count += 1
+        }
+        return (first, count)
+    }
+
     /// Appends a field (a second field of the same name is kept as a second field).
     public mutating func add(_ name: String, _ value: String) {
         fields.append((name: name, value: value))

@@ -164,13 +164,13 @@ public struct HTTPRequestParser: Sendable {
             headers.add(String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
         }
 
-        let hosts = headers.values("Host")
-        if hosts.count > 1 || (version == .http11 && hosts.isEmpty) { return fail(400) }
-        if !headers.values("Transfer-Encoding").isEmpty { return fail(411) }
-        let lengths = headers.values("Content-Length")
+        let hosts = headers.first("Host").count
+        if hosts > 1 || (version == .http11 && hosts == 0) { return fail(400) }
+        if headers.first("Transfer-Encoding").count > 0 { return fail(411) }
+        let lengths = headers.first("Content-Length")
         var length = 0
         if lengths.count > 1 { return fail(400) }
-        if let text = lengths.first {
+        if let text = lengths.value {
             guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
                   let value = Int(text) else { return fail(400) }
             length = value
