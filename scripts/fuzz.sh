@@ -59,7 +59,7 @@ bin=$(swift build --scratch-path "$scratch" --show-bin-path)
 # the modules would carry no coverage counters; libFuzzer would then run blind.)
 [ "$(nm "$bin"/HTTPServer.build/HTTPRequestParser.swift.o | grep -c __sancov)" -gt 0 ] || die "the modules were built without coverage counters"
 objects=()
-for module in CSystem Loop PGBus HTTPServer Crypto Fetch JSON Push RelayCore Relay; do
+for module in CSystem Loop Lifecycle PGBus HTTPServer Crypto Fetch JSON Push RelayCore Relay; do
   objects+=("$bin/$module.build"/*.o)
 done
 imports=(-I "$bin/Modules" -I Sources/COpenSSL -I Sources/CLibPQ -I Sources/CCurl
