@@ -50,7 +50,7 @@ public enum AgentFailure: Equatable, Sendable {
     }
 
     /// Seconds until asking again can help (`Retry-After`), when that is known.
-    public func retryAfter(now: Date = Date()) -> Int? {
+    public func retryAfter(now: Date) -> Int? {
         guard case .quietHours(_, let until, _) = self else { return nil }
         return max(1, Int(until.timeIntervalSince(now).rounded(.up)))
     }

@@ -206,7 +206,7 @@ open class PhoneHandle: @unchecked Sendable {
     public let openedAt: Date
 
     /// A socket of `user`'s session `sessionID`.
-    public init(connection: UUID = UUID(), user: UUID, sessionID: UUID, openedAt: Date = Date()) {
+    public init(connection: UUID = UUID(), user: UUID, sessionID: UUID, openedAt: Date) {
         self.connection = connection
         self.user = user
         self.sessionID = sessionID

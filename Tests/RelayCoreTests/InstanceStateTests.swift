@@ -7,7 +7,7 @@ import Testing
 /// versions are in PhoneRacesTests and ResyncAndDrainTests).
 @Suite struct InstanceStateTests {
     final class Phone: PhoneHandle, @unchecked Sendable {
-        init(user: UUID = UUID()) { super.init(user: user, sessionID: UUID()) }
+        init(user: UUID = UUID()) { super.init(user: user, sessionID: UUID(), openedAt: Date(timeIntervalSince1970: 1_800_000_000)) }
     }
 
     typealias State = InstanceState

@@ -40,7 +40,7 @@ final class DeviceSession: PhoneHandle, WebSocketDelegate, @unchecked Sendable {
     init(phone: PhoneIdentity, driver: InstanceDriver, waiting: HelloWaitingRoom.Ticket?) {
         self.driver = driver
         self.state = Mutex(State(credentialExpiresAt: phone.expiresAt, waiting: waiting))
-        super.init(user: phone.userID, sessionID: phone.sessionID)
+        super.init(user: phone.userID, sessionID: phone.sessionID, openedAt: driver.clock.date)
     }
 
     /// The socket said hello or closed: its place in the waiting room is given back, and

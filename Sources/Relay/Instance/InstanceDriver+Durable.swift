@@ -61,8 +61,9 @@ extension InstanceDriver {
                 if Task.isCancelled { continuation.resume() } else { polls.sleep(id, key, continuation) }
             }
         } onCancel: {
-            // Owner: the driver; it resumes the poll's continuation once, here or at the answer.
-            Task { await self.stopWatching(id, key) }
+            // Owner: `background`; it resumes the poll's continuation once, here or at the
+            // answer (its timer resumes it otherwise).
+            background.spawn(executorPreference: executor) { await self.stopWatching(id, key) }
         }
     }
 

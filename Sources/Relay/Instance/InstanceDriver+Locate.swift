@@ -84,8 +84,9 @@ extension InstanceDriver {
                 resume(continuation, with: completion, replyKey: call.replyKey)
             }
         } onCancel: {
-            // Owner: the driver; the hang-up is one event, handled once the actor is free.
-            Task { await Logger.untraced { await self.handle(.waiters(.hungUp(id))) } }
+            // Owner: `background`; the hang-up is one event, handled once the actor is free
+            // (none after the instance finished: nothing waits then).
+            background.spawn(executorPreference: executor) { await Logger.untraced { await self.handle(.waiters(.hungUp(id))) } }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Lifecycle
 import RelayCore
 
 /// Events in, actions out: every event of the instance goes through `handle(_:)`, which
@@ -127,14 +128,12 @@ extension InstanceDriver {
         case .registerHellos(_, batched: false):
             return false  // a resync's, one call after the other
         case .registerHellos(let batch, let batched):
-            guard callStarting() else { break }
-            // Owner: the driver (`finish()` waits for it); the result comes back as the event
-            // `hellosRegistered`.
-            Task(executorPreference: executor) {
+            // Owner: `background` (`finish()` waits for it); the result comes back as the
+            // event `hellosRegistered`.
+            background.spawn(executorPreference: executor) {
                 await Logger.untraced {
                     let result = await self.helloStatuses(batch)
                     await self.handle(.phones(.hellosRegistered(batch, result, batched: batched)))
-                    await self.callEnded()
                 }
             }
         case .disconnect(let batch):
@@ -144,12 +143,10 @@ extension InstanceDriver {
         case .armWindow(let call, let delay):
             _ = timers.after(delay) { await self.handle(.phones(.windowEnded(call))) }
         case .sendAlwaysAllowed(let handle):
-            guard callStarting() else { break }
             let account = self.account, session = handle.session
-            // Owner: the driver (`finish()` waits for it); a socket closed meanwhile drops the send.
-            Task(executorPreference: executor) {
+            // Owner: `background` (`finish()` waits for it); a socket closed meanwhile drops the send.
+            background.spawn(executorPreference: executor) {
                 for list in await account.lists(user: session.user) ?? [] { session.send(list) }
-                await self.callEnded()
             }
         case .renewCredential(let handle, let expiry):
             handle.session.renewCredential(until: expiry)
@@ -170,15 +167,13 @@ extension InstanceDriver {
     /// One disconnects or delivered-marks call in a task of its own; its end is an event.
     private func batchCall(_ call: State.Call, _ failure: String, _ count: Int,
                            _ body: @escaping @Sendable (RelayDatabase) async throws -> Void) {
-        guard callStarting() else { return }
         let database = self.database, logger = self.logger
-        // Owner: the driver (`finish()` waits for it); its end is the event `batchSent`, which
-        // lets the next batch go.
-        Task(executorPreference: executor) {
+        // Owner: `background` (`finish()` waits for it); its end is the event `batchSent`,
+        // which lets the next batch go.
+        background.spawn(executorPreference: executor) {
             await Logger.untraced {
                 do { try await body(database) } catch { logger.failure(failure, error, ["count": String(count)]) }
                 await self.handle(.phones(.batchSent(call)))
-                await self.callEnded()
             }
         }
     }
@@ -247,14 +242,13 @@ extension InstanceDriver {
             let delay = Duration.milliseconds(Int(max(0, at.timeIntervalSince(clock.date)) * 1000))
             pushRuns.arm(id, timers.after(delay) { [weak self] in await self?.handle(.pushTimerFired(id, stage)) })
         case .claim(let stage):
-            guard !pushRuns.finished, callStarting() else { return }
-            // Owner: the driver (`finish()` waits for it); the claim's result is the event
-            // `push(.claimResult)`.
-            Task(executorPreference: executor) {
+            guard !pushRuns.finished else { return }
+            // Owner: `background` (`finish()` waits for it); the claim's result is the event
+            // `pushClaimed`.
+            background.spawn(executorPreference: executor) {
                 await Logger.untraced {
                     let (result, claim) = await pushes.claim(id, stage: stage)
                     await self.claimed(id, stage, result, claim)
-                    await self.callEnded()
                 }
             }
         case .send:
@@ -276,15 +270,13 @@ extension InstanceDriver {
     private func send(_ kind: PushPlan.Kind, stage: PushPlan.Stage, of id: UUID) {
         guard let pushes, let claim = pushRuns.claim(of: id), !pushRuns.finished else { return }
         pushRuns.send(id) { previous, number in
-            guard callStarting() else { return nil }
-            // Owner: the driver, which keeps it in `pushRuns` until it ends or a newer send of
-            // the request replaces it (that one waits for it), and whose `finish()` waits for it.
-            return Task(executorPreference: executor) {
+            // Owners: `background` (`finish()` waits for it) and `pushRuns`, which keeps it
+            // until it ends or a newer send of the request replaces it (that one waits for it).
+            background.spawn(executorPreference: executor) {
                 await Logger.untraced {
                     await previous?.value
                     await pushes.send(kind, stage: stage, request: id, claim: claim)
                     await self.sent(id, number)
-                    await self.callEnded()
                 }
             }
         }
@@ -298,14 +290,20 @@ extension InstanceDriver {
     /// back as the event `then` makes of it (nil: none).
     private func databaseCall<T: Sendable>(_ body: @escaping @Sendable () async throws -> T,
                                            then event: @escaping @Sendable (Result<T, any Error>) -> WaiterState.Event?) {
-        // Owner: the driver, which waits for the event the result becomes (a call
-        // that waits on it is resumed from there, a drain waits in `untilIdle`).
-        Task(executorPreference: timers.loop) {
+        // Owner: `background` (`finish()` waits for it); the result is the next event, which
+        // resumes a call that waits on it. Once finished (the pool is about to stop) the call
+        // is not made, and its event says so at once: no call waits for a result that never
+        // comes.
+        let started = background.spawn(executorPreference: timers.loop) {
             await Logger.untraced {
                 let result: Result<T, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
                 if let event = event(result) { await self.handle(.waiters(event)) }
             }
+        }
+        if started == nil, let event = event(.failure(CancellationError())) {
+            // Owner: `timers.events`, which the instance's shutdown finishes last.
+            timers.events.spawn(executorPreference: timers.loop) { await self.handle(.waiters(event)) }
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPServer
+import Lifecycle
 import RelayCore
 
 /// The one executor of an instance (docs/architecture.md, "One instance"): it holds the
@@ -84,13 +85,10 @@ public actor InstanceDriver {
     /// re-registers. At most one request waits (a storm of refused hellos asks once anyway).
     nonisolated let reregistrationRequests: AsyncStream<Void>
     nonisolated let reregistrationInput: AsyncStream<Void>.Continuation
-    /// The calls in tasks of their own that `finish()` waits for (hellos, disconnects,
-    /// delivered marks, a browser phone's lists, push claims and sends) running now, and who
-    /// waits for there to be none.
-    var callsInFlight = 0
-    var callWaiters: [CheckedContinuation<Void, Never>] = []
-    /// Set by `finish()`: the pool is about to shut down, so no such call starts.
-    var finished = false
+    /// The calls in tasks of their own (hellos, disconnects, delivered marks, a browser
+    /// phone's lists, a waiting call's database steps, push claims and sends), each counted
+    /// until it ends; `finish()` waits for them, and none starts after it.
+    nonisolated let background = OwnedTasks()
     /// Sockets whose messages sent while their hello was in the database are being handled
     /// by the hello's task, and the socket events waiting for that to end: a socket's
     /// messages are handled in the order it sent them (docs/protocol.md, "The socket"),
@@ -181,8 +179,7 @@ public actor InstanceDriver {
     /// starts from now on (a batch window that ends later, a socket's late close, a push
     /// timer), and this returns when those already running have ended.
     func finish() async {
-        finished = true
-        while callsInFlight > 0 { await withCheckedContinuation { callWaiters.append($0) } }
+        await background.finish()
     }
 
     /// The step before the push transport stops: no push claim or send starts from now on,
@@ -190,19 +187,5 @@ public actor InstanceDriver {
     /// cut off: it was claimed exactly once, across instances).
     func finishPushes() async {
         for send in pushRuns.finish() { await send.value }
-    }
-
-    /// A call in a task of its own may start (false once finished); counted until `callEnded()`.
-    func callStarting() -> Bool {
-        guard !finished else { return false }
-        callsInFlight += 1
-        return true
-    }
-
-    func callEnded() {
-        callsInFlight -= 1
-        guard callsInFlight == 0 else { return }
-        for waiter in callWaiters { waiter.resume() }
-        callWaiters = []
     }
 }
