@@ -1,4 +1,4 @@
-"""An outside checker of the OAuth flow (issues 26 and 56): `mcp-authlab login --thorough`
+"""An outside checker of the OAuth flow: `mcp-authlab login --thorough`
 signs in through the relay's discovery, the relay's own authorization server and its
 consent page (driven in Debian's Chromium by Playwright; the person's session from the
 Supabase Auth stand-in, which refuses agents' requests as Supabase does today,

@@ -242,6 +242,30 @@ import Testing
         }
     }
 
+    /// The phones' resync as the value's event (the driver no longer reads the phones'
+    /// actions itself): it asks for the re-registrations one call after the other
+    /// (`registerHellos(_, batched: false)`, which the resync's task awaits) and settles a
+    /// held answer again through its settlement — the database took none of it the first time.
+    @Test func thePhonesResyncReregistersAndSettlesHeldAnswersAgain() throws {
+        let phone = Phone(user: owner)
+        var value = instance(with: phone)
+        let elsewhere = UUID()
+        let reply = PhoneMessage.PhoneReply.denied(.user)
+        guard case .settle(let first, .denied(.user))? = value.handle(.phones(.received(phone, .answer(id: elsewhere, reply))),
+                                                                     at: moment).last else {
+            Issue.record("settled"); return
+        }
+        _ = value.handle(.settled(first, .denied(reason: .user), .failure(SettleTestError.down)), at: moment)
+        #expect(value.phones.held[elsewhere] != nil, "held for the resync")
+        let resync = value.handle(.phones(.resync(reregister: true, maximumBatch: 100)), at: moment)
+        #expect(resync.contains { if case .phones(.registerHellos(_, batched: false)) = $0 { true } else { false } }, "\(resync)")
+        guard case .settle(let again, .denied(.user))? = resync.last, case .socket(let held) = again.origin, held.id == elsewhere else {
+            Issue.record("the held answer is settled again: \(resync)"); return
+        }
+        let settled = value.handle(.settled(again, .denied(reason: .user), .success(.gone)), at: moment)
+        #expect(!settled.contains { if case .settle = $0 { true } else { false } })
+    }
+
     /// A resync's re-creation of a row lost in a crash, as events: the re-open is asked for,
     /// and its result pings the phones here and is counted; a failed one is reported.
     @Test func aRowLostInACrashIsOpenedAgain() throws {
