@@ -30,8 +30,8 @@ extension InstanceDriver {
         waiter.continuation.resume()
     }
 
-    /// An answer's notification for this instance (answers settled here are the event
-    /// `settledHere`).
+    /// An answer's notification for this instance (an answer settled here reaches its call
+    /// in the settle's own result event, `settled`).
     func deliver(_ answer: AnswerNotification) async {
         guard answer.waiter == instance else { return }
         await handle(.waiters(.answer(answer, fix: nil)))
