@@ -81,6 +81,9 @@ public enum JSONValue: Equatable, Sendable {
             self.bytes = bytes
         }
 
+        /// The members the buffer starts with room for.
+        static let expectedMembers = 16
+
         mutating func skipWhitespace() {
             while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
         }
@@ -114,6 +117,10 @@ public enum JSONValue: Equatable, Sendable {
                 index += 1
                 return .object([:])
             }
+            // Room for the members of the relay's payloads at once (a ping's or a
+            // notification's dozen, with an object inside): the buffer does not grow member by
+            // member either.
+            if members.capacity == 0 { members.reserveCapacity(Self.expectedMembers) }
             let first = members.count
             while true {
                 skipWhitespace()
