@@ -113,6 +113,12 @@ extension WaiterState {
             actions.append(.keptHere(id))
         case .settledElsewhere(let id):
             waiters[id]?.settlingFix = nil
+        case .stopping(let error):
+            for id in waiters.keys.sorted(by: { $0.uuidString < $1.uuidString }) {
+                actions.append(.cancelTimer(id))
+                actions.append(.pushesSettled(id))
+                complete(id, .failed(error), into: &actions)
+            }
         }
     }
 

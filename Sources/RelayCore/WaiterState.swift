@@ -141,6 +141,11 @@ package struct WaiterState {
         case states([RelayRows.RequestState], asked: [UUID])
         /// The open of a row lost in a crash (`open(_, again: true)`) came back.
         case reopened(UUID, Result<RelayRows.Opened, any Error>)
+        /// The instance stops (its drain is over): every call still here ends at once with
+        /// `error` — a caller who left (a hang-up keeps its call for the calls that join it)
+        /// or one past the drain's deadline. Their requests are left to the database, which
+        /// abandons a stopped instance's requests when it reaps it.
+        case stopping(any Error)
         /// A phone on this instance answered request `id` with `fix`, and the settle is about
         /// to run: a call waiting here for it keeps the fix (`keptHere`), which then never
         /// needs sealing (it does not cross Postgres); otherwise nothing happens and the fix

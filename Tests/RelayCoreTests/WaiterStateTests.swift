@@ -123,6 +123,21 @@ import Testing
         }
     }
 
+    /// The instance's stop ends every call still here at once — one whose caller hung up
+    /// (kept only for the calls that join it) as well as one still waiting — with the error
+    /// given, its timer stopped and its pushes ended; none is left behind.
+    @Test func theStopEndsEveryCallLeft() throws {
+        var (state, _) = openedCall(waiter())
+        _ = state.handle(.hungUp(id), now: start)
+        #expect(state.count == 1, "a hung-up call stays for the calls that join it")
+        let stopped = state.handle(.stopping(StopTestError.stopped), now: start)
+        #expect(stopped.labels == ["cancelTimer", "pushesSettled", "complete"], "\(stopped.labels)")
+        guard case .complete(id, .failed(let error))? = stopped.last, error is StopTestError else {
+            Issue.record("failed with the stop's error"); return
+        }
+        #expect(state.count == 0)
+    }
+
     /// A reaped request ends its wait at the resync (finish then reports how); a row lost
     /// in a Postgres crash is opened again while its call still waits.
     @Test func theResyncEndsReapedWaitsAndReopensLostRows() throws {
@@ -259,4 +274,8 @@ extension Array where Element == WaiterState.Action {
             }
         }
     }
+}
+
+private enum StopTestError: Error {
+    case stopped
 }

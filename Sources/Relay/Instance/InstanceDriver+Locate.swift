@@ -24,6 +24,14 @@ extension InstanceDriver {
         }
     }
 
+    /// The drain is over: every call still here ends at once as `RelayError.draining` (a
+    /// caller who hung up keeps its call only for the calls that join it, and one still
+    /// waiting past the drain's deadline is told to retry), so that no request's task
+    /// outlives the instance's stop.
+    func endCalls() async {
+        await handle(.waiters(.stopping(RelayError.draining)))
+    }
+
     func endIdleWait(_ key: UUID) {
         guard let waiter = idleWaiters.removeValue(forKey: key) else { return }
         waiter.deadline.cancel()

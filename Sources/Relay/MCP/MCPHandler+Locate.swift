@@ -68,6 +68,8 @@ extension MCPHandler {
                                               timeoutSeconds: timeout, mode: mode) { token in
                 inFlight.begin(rpcID, token: token, for: agent)
             }
+        } catch let refusal as RelayError {
+            return refusal.toolResult  // the instance stopped while the call waited (`draining`)
         } catch {
             logger.failure("locate_failed", error)
             return RelayError.databaseUnreachable.toolResult

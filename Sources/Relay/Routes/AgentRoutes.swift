@@ -60,6 +60,8 @@ struct AgentRoutes: Sendable {
         let result: LocateService.Result
         do {
             result = try await locator.locate(agent: agent, person: request.queryItem("person"), reason: reason, timeoutSeconds: timeout)
+        } catch let refusal as RelayError {
+            return refusal.response  // the instance stopped while the call waited (`draining`)
         } catch {
             logger.failure("locate_failed", error)
             return RelayError.databaseUnreachable.response

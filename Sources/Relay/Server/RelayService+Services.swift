@@ -100,6 +100,7 @@ extension RelayService {
                 parts.health.startDraining()
                 await driver.closeAll()
                 await driver.untilIdle(within: deadline - clock.instant)
+                await driver.endCalls()  // the rest (hung up, or past the deadline) end now
             }),
         ]
     }
