@@ -67,6 +67,9 @@ package struct WaiterState {
         /// A resumable request's fix always comes sealed (the agent may fetch it elsewhere).
         var resumable: Bool { request.resumable }
 
+        /// Whether its request is still being opened (its row not committed yet).
+        package var isOpening: Bool { phase == .opening }
+
         /// A call of `request`, its reply key's public half, when its phone's answer is due
         /// and when it began.
         package init(request: Request, publicKey: [UInt8], expiresAt: Date, calledAt: ContinuousClock.Instant) {

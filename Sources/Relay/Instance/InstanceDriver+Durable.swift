@@ -18,6 +18,8 @@ extension InstanceDriver {
     /// The longest a waiting poll sleeps before it reads the row again (a missed
     /// notification, another instance's poll taking over the watch).
     static let pollBackstop: Duration = .seconds(5)
+    /// How often a poll reads again while the request it names is still being opened here.
+    static let openingRecheck: Duration = .milliseconds(50)
 
     /// Reads request `token` for `binding`, waiting up to `wait` for it to end.
     /// - Parameter email: the credential's email, for the 503 text of a request no phone got.
@@ -33,7 +35,16 @@ extension InstanceDriver {
             let remaining = until - clock.instant
             polls.reading(id)
             guard let state = try await database.durableState(id: id, binding: binding, instance: instance,
-                                                              watch: remaining > .zero) else { return .unknown }
+                                                              watch: remaining > .zero) else {
+                // Opened here a moment ago and not committed yet (a slow open, under load): its
+                // row appears when the open commits. An agent's next ask that joins it waits
+                // for that rather than finding nothing and asking the person a second time.
+                if remaining > .zero, !Task.isCancelled, value.waiters.waiters[id]?.isOpening == true {
+                    await watch(id, for: min(remaining, Self.openingRecheck))
+                    continue
+                }
+                return .unknown
+            }
             if !state.waiting { return .settled(state, outcome(of: state, token: token, email: email)) }
             guard remaining > .zero, !Task.isCancelled else { return .waiting(state) }
             if polls.wasWoken(id) { continue }
