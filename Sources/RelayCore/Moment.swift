@@ -17,11 +17,4 @@ package struct Moment: Sendable, Equatable {
         self.instant = instant
         self.date = date
     }
-
-    /// This moment moved on by `duration` on both clocks (for tests of the value).
-    package func advanced(by duration: Duration) -> Moment {
-        let parts = duration.components
-        return Moment(instant: instant + duration,
-                      date: date.addingTimeInterval(Double(parts.seconds) + Double(parts.attoseconds) * 1e-18))
-    }
 }
