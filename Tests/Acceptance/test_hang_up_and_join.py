@@ -299,3 +299,83 @@ def test_on_another_instance_a_join_is_bound_to_the_credential(two_instances, ma
 
     ping, own = asyncio.run(scenario())
     assert own is not None and own["type"] == "locate" and own["id"] != ping["id"], "its own request, its own prompt"
+
+
+def read_response(conn):
+    """The JSON-RPC body of the HTTP response a raw `open_call` socket got (read to its end)."""
+    conn.settimeout(15)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536)
+    head, body = data.split(b"\r\n\r\n", 1)
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+    while len(body) < length:
+        body += conn.recv(65536)
+    return json.loads(body[:length])
+
+
+def test_an_answer_that_came_as_the_retrys_timeout_ran_out_reaches_the_next_retry(relay, make_user):
+    """A client that timed out once may time out again just as the answer comes (the relay
+    hands it over, the client has stopped listening): its next retry gets the same answer,
+    not a second prompt."""
+    user, session, email = make_user("Unlucky", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            first = open_call(relay, agent, call_body(1))
+            ping = await next_message(ws, 5)
+            first.close()  # its timeout: a hang-up
+            retry = open_call(relay, agent, call_body(2))
+            assert await next_message(ws, 1) is None, "the retry joins"
+            await ws.send(fix(ping["id"]))
+            handed = await asyncio.to_thread(read_response, retry)
+            retry.close()  # ... which came as this retry's own timeout ran out: the client dropped it
+            status, body, _ = await call_in_thread(relay, agent, 3)
+            assert await next_message(ws, 1) is None, "no second prompt"
+            return handed, status, body
+
+    handed, status, body = asyncio.run(scenario())
+    assert handed["result"]["isError"] is False, handed
+    result = body["result"]
+    assert status == 200 and result["isError"] is False, body
+    assert result["structuredContent"] == handed["result"]["structuredContent"], "the same answer"
+
+
+def test_a_timeout_cancel_after_the_answer_lets_the_next_ask_have_it_and_only_then(relay, make_user):
+    """The official SDK's courtesy cancel ("timed out after …") for a call the relay had
+    already answered says the answer never reached the client: the next ask gets it. Without
+    such a cancel (or a hang-up before), the next ask after an answer asks the person anew."""
+    user, session, email = make_user("Courteous", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+    headers = {"Authorization": f"Bearer {agent}", "MCP-Protocol-Version": "2025-06-18"}
+
+    def legacy_call(request_id):
+        return asyncio.to_thread(post, relay, call_body(request_id, revision_meta=False), headers)
+
+    async def answered_call(ws, request_id):
+        call = asyncio.create_task(legacy_call(request_id))
+        ping = await next_message(ws, 5)
+        assert ping and ping["type"] == "locate", f"call {request_id} asks the person: {ping}"
+        await ws.send(fix(ping["id"]))
+        status, body, _ = await asyncio.wait_for(call, 15)
+        assert status == 200 and body["result"]["isError"] is False, body
+        return body["result"]
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            await answered_call(ws, 1)
+            answered = await answered_call(ws, 2)  # nobody hung up: a new prompt
+            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 2, "reason": "timed out after 5.0s"}}
+            status, _, _ = await asyncio.to_thread(post, relay, cancel, headers)
+            assert status == 202
+            status, body, _ = await legacy_call(3)
+            assert await next_message(ws, 1) is None, "no second prompt"
+            return answered, status, body
+
+    answered, status, body = asyncio.run(scenario())
+    assert status == 200 and body["result"]["isError"] is False, body
+    assert body["result"]["structuredContent"] == answered["structuredContent"], "the answer call 2 never received"

@@ -26,8 +26,34 @@ import Testing
         let token = try RequestToken()
         joins.remember(token, for: key(-2), until: now.addingTimeInterval(600), now: now)
         #expect(joins.token(for: key(-2), now: now)?.id == token.id)
-        joins.forget(token)
-        #expect(joins.token(for: key(-2), now: now) == nil, "forgotten by its token alone")
+        joins.handedOver(token, now: now, hungUp: false)
+        #expect(joins.token(for: key(-2), now: now) == nil, "handed to a call (found by its token alone): the next ask is new")
+    }
+
+    @Test func anOutcomeHandedToACallIsJoinedAgainOnlyAfterAHangUpAndOnlyForAWhile() throws {
+        let joins = JoinableRequests()
+        let now = Date()
+        let window = JoinableRequests.redeliveryWindow
+        let until = now.addingTimeInterval(600)
+        let (missed, late, waited, plain) = (try RequestToken(), try RequestToken(), try RequestToken(), try RequestToken())
+        for (n, token) in [missed, late, waited, plain].enumerated() { joins.remember(token, for: key(n), until: until, now: now) }
+        // The call's own caller had left: the outcome reached nobody, and stays joinable.
+        joins.handedOver(missed, now: now, hungUp: true)
+        #expect(joins.token(for: key(0), now: now.addingTimeInterval(window * 2))?.id == missed.id)
+        // Handed over, then the client's late cancel said it had timed out: joinable a while.
+        joins.handedOver(late, now: now, hungUp: false)
+        joins.hungUp(late)
+        #expect(joins.token(for: key(1), now: now.addingTimeInterval(window - 1))?.id == late.id)
+        #expect(joins.token(for: key(1), now: now.addingTimeInterval(window + 1)) == nil, "past the window: a new ask")
+        // A call of it hung up before; a later call got the outcome: joinable a while.
+        joins.hungUp(waited)
+        joins.handedOver(waited, now: now, hungUp: false)
+        #expect(joins.token(for: key(2), now: now.addingTimeInterval(1))?.id == waited.id)
+        // Nobody hung up: the next ask is a new one at once.
+        joins.handedOver(plain, now: now, hungUp: false)
+        #expect(joins.token(for: key(3), now: now) == nil)
+        joins.hungUp(plain)
+        #expect(joins.token(for: key(3), now: now) == nil, "forgotten when found unjoinable")
     }
 
     @Test func anOutcomeNobodyReceivedIsKeptAMinuteAndAFailureIsNeverJoined() async throws {
@@ -59,9 +85,23 @@ import Testing
         let overflow = try RequestToken()
         calls.begin(.string("one more"), token: overflow, for: agent("a"))
         #expect(calls.token(of: .string("one more"), for: agent("a")) == nil, "full: a new call is not remembered")
-        calls.end(.number(0), for: agent("a"))
+        let now = Date()
+        calls.end(.number(0), for: agent("a"), now: now)
         calls.begin(.string("one more"), token: overflow, for: agent("a"))
         #expect(calls.token(of: .string("one more"), for: agent("a"))?.id == overflow.id)
+        #expect(calls.token(of: .number(0), for: agent("a")) == nil, "ended")
+        let late = now.addingTimeInterval(InFlightCalls.lateCancelWindow - 1)
+        #expect(calls.recentToken(of: .number(0), for: agent("a"), now: late) != nil, "a late cancel still finds it")
+        #expect(calls.recentToken(of: .number(0), for: agent("b"), now: late) == nil)
+        #expect(calls.recentToken(of: .number(0), for: agent("a"), now: late.addingTimeInterval(2)) == nil, "not too late")
+        // Full of calls that ended long ago (the first was found too late, and forgotten).
+        for n in 1..<InFlightCalls.maximumEntries { calls.end(.number(Double(n)), for: agent("a"), now: now) }
+        let later = now.addingTimeInterval(InFlightCalls.lateCancelWindow + 1)
+        calls.end(.string("one more"), for: agent("a"), now: later)
+        calls.begin(.string("last"), token: overflow, for: agent("a"))
+        calls.end(.string("last"), for: agent("a"), now: later)
+        #expect(calls.recentToken(of: .number(2), for: agent("a"), now: now) == nil, "full: those ended long ago are dropped")
+        #expect(calls.recentToken(of: .string("one more"), for: agent("a"), now: later) != nil, "a recent one stays")
         #expect(calls.token(of: .string("one more"), for: agent("b")) == nil, "another agent's cancel finds nothing")
         #expect(calls.token(of: .null, for: agent("a")) == nil, "a null id names no call")
     }

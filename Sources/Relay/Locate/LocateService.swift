@@ -100,7 +100,9 @@ struct LocateService: Sendable {
         case .waiting(let state):
             return .waiting(state, person: namingWhileWaiting ? try await person(owning: state, agent: agent) : nil)
         case .settled(let state, let outcome):
-            joins.forget(token)  // its outcome reaches a call: the next ask is a new one
+            // Its outcome reaches a call (the next ask is a new one), unless that call's
+            // caller already left.
+            joins.handedOver(token, now: clock.date, hungUp: Task.isCancelled)
             // A request made through a share is bound to it: once the share has ended
             // nothing of the owner's reaches the viewer (never a fix without `person`, which
             // the agent would read as its own user's location).
@@ -195,7 +197,14 @@ struct LocateService: Sendable {
             throw error
         }
         let result = phrase(outcome, token: resumable?.token, shared: shared)
-        if let token = resumable?.token, !result.isWaiting { joins.forget(token, for: joinKey) }  // its outcome reached its call
+        if let token = resumable?.token {
+            // Its outcome reached its call, unless the caller left (then the next ask gets it).
+            if !result.isWaiting {
+                joins.handedOver(token, now: clock.date, hungUp: Task.isCancelled)
+            } else if Task.isCancelled {
+                joins.hungUp(token)
+            }
+        }
         if let synchronous {
             // Handed to the calls that joined it; kept a while for the next ask when its own
             // caller hung up and nobody received it.
@@ -230,11 +239,13 @@ struct LocateService: Sendable {
             joins.forget(token, for: key)
             return nil
         case .waiting(let state, let person):
+            if Task.isCancelled { joins.hungUp(token) }
             return .waiting(token, expiresAt: state.expiresAt, person: person, joined: true)
+        case .settled(_, .abandoned):
+            joins.forget(token, for: key)  // withdrawn: the call opens a new one
+            return nil
         case .settled(_, let result):
-            joins.forget(token, for: key)  // delivered: the next ask is a new one
-            if case .abandoned = result { return nil }
-            return result
+            return result  // handed over by `resume`
         }
     }
 

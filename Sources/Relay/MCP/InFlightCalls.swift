@@ -6,7 +6,10 @@ import Synchronization
 /// The tool calls running on this instance by their JSON-RPC id, per credential, so that
 /// `notifications/cancelled` (an explicit cancel) can withdraw the request a call waits
 /// for. Stateless MCP has no session: a cancel names the id its client gave the call, and
-/// only the same credential's cancel finds it. Bounded; an entry ends with its call.
+/// only the same credential's cancel finds it. A call that ended is remembered
+/// `lateCancelWindow` more, for the courtesy cancel of a client whose timeout ran out as its
+/// answer came (the answer never reached it). Bounded; an entry ends with its call, or
+/// that window after.
 final class InFlightCalls: Sendable {
     private struct Key: Hashable {
         let user: UUID
@@ -19,7 +22,16 @@ final class InFlightCalls: Sendable {
     /// Calls remembered at once (each holds an HTTP request open).
     static let maximumEntries = 20_000
 
+    /// How long a call is remembered after it ended, for a late cancel.
+    static let lateCancelWindow: TimeInterval = 10
+
+    private struct Ended {
+        let token: RequestToken
+        let at: Date
+    }
+
     private let calls = Mutex<[Key: RequestToken]>([:])
+    private let ended = Mutex<[Key: Ended]>([:])
 
     private static func key(_ id: JSONValue, _ agent: AgentIdentity) -> Key? {
         guard !id.isNull else { return nil }
@@ -37,15 +49,36 @@ final class InFlightCalls: Sendable {
         }
     }
 
-    /// Call `id` of `agent` has ended.
-    func end(_ id: JSONValue, for agent: AgentIdentity) {
-        guard let key = Self.key(id, agent) else { return }
-        _ = calls.withLock { $0.removeValue(forKey: key) }
+    /// Call `id` of `agent` has ended at `now`.
+    func end(_ id: JSONValue, for agent: AgentIdentity, now: Date) {
+        guard let key = Self.key(id, agent), let token = calls.withLock({ $0.removeValue(forKey: key) }) else { return }
+        ended.withLock { ended in
+            if ended.count >= Self.maximumEntries {
+                ended = ended.filter { now.timeIntervalSince($0.value.at) < Self.lateCancelWindow }
+                if ended.count >= Self.maximumEntries { ended.removeAll() }
+            }
+            ended[key] = Ended(token: token, at: now)
+        }
     }
 
     /// The request call `id` of `agent` waits for, if it runs here.
     func token(of id: JSONValue, for agent: AgentIdentity) -> RequestToken? {
         guard let key = Self.key(id, agent) else { return nil }
         return calls.withLock { $0[key] }
+    }
+
+    /// The request of call `id` of `agent`, running here or ended less than
+    /// `lateCancelWindow` before `now`.
+    func recentToken(of id: JSONValue, for agent: AgentIdentity, now: Date) -> RequestToken? {
+        guard let key = Self.key(id, agent) else { return nil }
+        if let token = calls.withLock({ $0[key] }) { return token }
+        return ended.withLock { ended in
+            guard let call = ended[key] else { return nil }
+            guard now.timeIntervalSince(call.at) < Self.lateCancelWindow else {
+                ended[key] = nil
+                return nil
+            }
+            return call.token
+        }
     }
 }

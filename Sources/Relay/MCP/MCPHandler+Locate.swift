@@ -62,7 +62,7 @@ extension MCPHandler {
         let opened = locator.clock.date
         let result: LocateService.Result
         // The call's request is known by its JSON-RPC id while it runs, for an explicit cancel.
-        defer { inFlight.end(rpcID, for: agent) }
+        defer { inFlight.end(rpcID, for: agent, now: locator.clock.date) }
         do {
             result = try await locator.locate(agent: agent, person: arguments["person"]?.string, reason: reason,
                                               timeoutSeconds: timeout, mode: mode) { token in

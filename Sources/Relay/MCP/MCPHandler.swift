@@ -54,12 +54,19 @@ struct MCPHandler: Sendable {
             // courtesy cancel a client sends when its own timeout ran out (the official SDK's
             // reason: "timed out after 5.0s"): both are hang-ups, and the person keeps the
             // prompt for the agent's next ask.
-            if method == "notifications/cancelled", let requestID = params["requestId"],
-               !Self.isTimeout(params["reason"]?.string), let token = inFlight.token(of: requestID, for: agent) {
-                do {
-                    try await locator.withdraw(token, agent: agent)
-                } catch {
-                    logger.failure("withdraw_failed", error, ["request": token.tag])
+            if method == "notifications/cancelled", let requestID = params["requestId"] {
+                if Self.isTimeout(params["reason"]?.string) {
+                    // The client stopped waiting: an answer handed to that call as its timeout
+                    // ran out never reached it, and its next ask gets it.
+                    if let token = inFlight.recentToken(of: requestID, for: agent, now: locator.clock.date) {
+                        locator.joins.hungUp(token)
+                    }
+                } else if let token = inFlight.token(of: requestID, for: agent) {
+                    do {
+                        try await locator.withdraw(token, agent: agent)
+                    } catch {
+                        logger.failure("withdraw_failed", error, ["request": token.tag])
+                    }
                 }
             }
             return HTTPResponse(status: 202)  // notifications/initialized, ...
