@@ -2,6 +2,8 @@
 #include "CSystem.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -108,3 +110,17 @@ void wb_heap_stats(size_t *in_use, size_t *free_bytes) {
 }
 
 int wb_heap_trim(void) { return malloc_trim(0); }
+
+size_t wb_resident_bytes(void) {
+    char text[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t count = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (count <= 0) return 0;
+    text[count] = 0;
+    char *field = text;
+    strtoul(field, &field, 10);  /* the size; the resident set follows */
+    unsigned long pages = strtoul(field, NULL, 10);
+    return (size_t)pages * (size_t)sysconf(_SC_PAGESIZE);
+}

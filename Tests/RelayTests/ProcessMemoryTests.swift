@@ -26,14 +26,36 @@ import Testing
         let blocks = burst()
         let freed = trimmer.look()
         #expect(freed.free >= 24 << 20, "the burst's blocks are free to the allocator")
-        let resident = try residentBytes()
+        let resident = HeapTrimmer.resident()
         // Trimmed once the heap is steady: at this look, or (if other tests' allocations
         // moved it meanwhile) at the next.
         #expect(trimmer.trimIfWorthIt() || trimmer.trimIfWorthIt())
         #expect(trimmer.trims == before + 1)
-        #expect(try residentBytes() < resident - (16 << 20), "and their pages are given back to the system")
+        #expect(HeapTrimmer.resident() < resident - (16 << 20), "and their pages are given back to the system")
         #expect(!trimmer.trimIfWorthIt(), "nothing more came free: no second trim")
         #expect(trimmer.trims == before + 1)
+        for block in blocks { free(block) }
+    }
+
+    /// A burst that goes on after a trim — as much allocated and freed again — leaves the
+    /// allocator's counts where the trim left them while the pages are resident again: the
+    /// resident set says it moved, and the next steady look trims again. Before, "nothing
+    /// moved" held the trim back until the next burst.
+    @Test func pagesMadeResidentAgainAfterATrimAreGivenBackAgain() throws {
+        let trimmer = HeapTrimmer(minimumSpacing: .zero)
+        trimmer.trimIfWorthIt()
+        let blocks = burst()
+        #expect(trimmer.trimIfWorthIt() || trimmer.trimIfWorthIt())
+        let trims = trimmer.trims
+        let trimmedTo = HeapTrimmer.resident()
+        // The same blocks again, written (resident), then freed: the counts as they were.
+        let again = (0..<(32 << 20) / 4096).map { _ in malloc(4000)! }
+        for block in again { memset(block, 1, 4000) }
+        for block in again { free(block) }
+        #expect(HeapTrimmer.resident() > trimmedTo + (16 << 20), "the pages are resident again")
+        #expect(trimmer.trimIfWorthIt() || trimmer.trimIfWorthIt(), "and given back again")
+        #expect(trimmer.trims == trims + 1)
+        #expect(HeapTrimmer.resident() < trimmedTo + (8 << 20))
         for block in blocks { free(block) }
     }
 
@@ -85,11 +107,5 @@ import Testing
         }
         for (index, block) in blocks.enumerated() where index % 64 != 0 { free(block) }
         return blocks.enumerated().filter { $0.offset % 64 == 0 }.map(\.element)
-    }
-
-    /// The process's resident set (/proc/self/statm, in pages).
-    private func residentBytes() throws -> Int {
-        let fields = try String(contentsOfFile: "/proc/self/statm", encoding: .utf8).split(separator: " ")
-        return Int(fields[1])! * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }

@@ -72,5 +72,8 @@ const curl_version_info_data *wb_curl_version_info(void);
 void wb_heap_stats(size_t *in_use, size_t *free_bytes);
 /// Gives the allocator's free pages back to the system (`malloc_trim(0)`); 1 if any were.
 int wb_heap_trim(void);
+/// The process's resident set in bytes (`/proc/self/statm`, read without allocating); 0 if
+/// it cannot be read.
+size_t wb_resident_bytes(void);
 
 #endif
