@@ -379,3 +379,36 @@ def test_a_timeout_cancel_after_the_answer_lets_the_next_ask_have_it_and_only_th
     answered, status, body = asyncio.run(scenario())
     assert status == 200 and body["result"]["isError"] is False, body
     assert body["result"]["structuredContent"] == answered["structuredContent"], "the answer call 2 never received"
+
+
+def test_a_retry_that_comes_while_the_first_call_is_still_opening_waits_for_its_row(relay, make_user, admin):
+    """Under load the first call's open can take a while: its row is not committed when the
+    model's retry joins it. The retry waits for the row rather than finding nothing and
+    asking the person a second time (the open is held back here by a lock on the table)."""
+    user, session, email = make_user("Early", with_session=True)
+    agent = token(user, session, email, client_id=str(uuid.uuid4()))
+
+    async def scenario():
+        ws = await phone(relay, user, session, email)
+        async with ws:
+            admin.execute("begin")
+            admin.execute("lock table relay.pending_requests in exclusive mode")  # inserts wait; reads do not
+            try:
+                first = open_call(relay, agent, call_body(1))
+                await asyncio.sleep(0.5)
+                first.close()  # its timeout, while its open still waits
+                retry = asyncio.create_task(call_in_thread(relay, agent, 2))
+                await asyncio.sleep(1)
+                assert await next_message(ws, 0.1) is None, "nothing is asked before the open commits"
+            finally:
+                admin.execute("commit")
+            ping = await next_message(ws, 5)
+            assert ping and ping["type"] == "locate", ping
+            assert await next_message(ws, 1) is None, "one prompt: the retry joined the first call's request"
+            await ws.send(fix(ping["id"]))
+            status, body, _ = await asyncio.wait_for(retry, 15)
+            return status, body
+
+    status, body = asyncio.run(scenario())
+    assert status == 200 and body["result"]["isError"] is False, body
+    assert round(body["result"]["structuredContent"]["latitude"], 3) == round(LAT, 3)
