@@ -9,7 +9,8 @@ import Synchronization
 /// `run()` waits until the group has stopped. `shutdown()` stops it: every started service in reverse order, each
 /// one's `shutdown()` awaited, then its `run()` cancelled and awaited, before the service
 /// started before it is stopped. A service that ends early — its `run()` returns or throws
-/// before the group stopped it — is logged, and the group shuts down the same way.
+/// before the group stopped it — is logged, and the group shuts down the same way; `run()`
+/// then says which one (`Ending`).
 ///
 /// The group lives in one task of its own, which `start()` starts and `run()` awaits; each
 /// service's `run()` is a child task of it. `start()` and `shutdown()` may each be called more
@@ -28,6 +29,17 @@ public final class ServiceGroup: Sendable {
     private struct State {
         var phase = Phase.idle
         var task: Task<Void, Never>?
+        /// The first service that ended before the group stopped it.
+        var endedEarly: String?
+    }
+
+    /// How the group stopped.
+    public enum Ending: Sendable, Equatable {
+        /// `shutdown()` stopped it (or a failed start did).
+        case shutDown
+        /// This service's `run()` returned or threw before the group stopped it, and the
+        /// group stopped the others (a process should exit non-zero: it did not choose to stop).
+        case serviceEnded(String)
     }
 
     /// One service's run, as the group sees it.
@@ -75,10 +87,13 @@ public final class ServiceGroup: Sendable {
         try result.get()
     }
 
-    /// Waits until every started service has stopped (after `shutdown()` or an early end).
-    public func run() async {
+    /// Waits until every started service has stopped (after `shutdown()` or an early end);
+    /// how the group stopped.
+    @discardableResult
+    public func run() async -> Ending {
         await stopped.wait()
         await state.withLock { $0.task }?.value
+        return state.withLock { $0.endedEarly }.map(Ending.serviceEnded) ?? .shutDown
     }
 
     /// Stops the group (see the type's overview) and returns once every service has stopped.
@@ -160,6 +175,10 @@ public final class ServiceGroup: Sendable {
 
     private func endedEarly(_ name: String, _ error: (any Error)?) {
         log(error == nil ? "service_ended_early" : "service_failed", name, error)
+        state.withLock { state in
+            // A service that ends after a shutdown began was stopped, not early.
+            if state.endedEarly == nil, !stopRequested.hasFired { state.endedEarly = name }
+        }
         stopRequested.fire()
     }
 }

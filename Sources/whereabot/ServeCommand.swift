@@ -128,7 +128,7 @@ enum ServeCommand {
         // task, which `relay.run()` outlasts (it returns once every part has stopped).
         let (signals, arrived) = AsyncStream<Int32>.makeStream()
         let sources = [SIGTERM, SIGINT].map { number in SignalHandler.on(number) { arrived.yield(number) } }
-        await withTaskGroup(of: Void.self) { group in
+        let ended = await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 for await number in signals {
                     logger.info("draining", ["signal": String(number)])
@@ -136,12 +136,22 @@ enum ServeCommand {
                     return
                 }
             }
-            await relay.run()
+            let ended = await relay.run()
             arrived.finish()  // stopped without a signal (a part ended early): nothing to wait for
+            return ended
         }
         sources.forEach { $0.cancel() }
         logger.info("stopped")
+        // Nobody asked it to stop: exit non-zero, so that a supervisor restarts it.
+        if let ended { throw PartEnded(part: ended) }
     }
+}
+
+/// A part of the instance ended by itself and stopped it (logged as `service_ended_early` or
+/// `service_failed`): exit 1.
+struct PartEnded: Error, CustomStringConvertible {
+    let part: String
+    var description: String { "stopped because its \(part) ended by itself" }
 }
 
 /// A bad command line or configuration: printed with the usage, exit 64.

@@ -233,9 +233,12 @@ public final class RelayService: Sendable {
         return port
     }
 
-    /// Waits until the instance has stopped: every service, the loop last.
-    public func run() async {
-        await services.run()
+    /// Waits until the instance has stopped: every service, the loop last. Returns the name
+    /// of the part that ended by itself and so stopped the instance, or nil after `shutdown()`.
+    @discardableResult
+    public func run() async -> String? {
+        if case .serviceEnded(let name) = await services.run() { return name }
+        return nil
     }
 
     /// Graceful stop (see the type's overview). Waiting requests get until `drainTimeout`
