@@ -94,14 +94,15 @@ import Testing
         #expect(calls.recentToken(of: .number(0), for: agent("a"), now: late) != nil, "a late cancel still finds it")
         #expect(calls.recentToken(of: .number(0), for: agent("b"), now: late) == nil)
         #expect(calls.recentToken(of: .number(0), for: agent("a"), now: late.addingTimeInterval(2)) == nil, "not too late")
-        // Full of calls that ended long ago (the first was found too late, and forgotten).
+        // Ended calls expire a generation at a time, and a flood of them is bounded.
         for n in 1..<InFlightCalls.maximumEntries { calls.end(.number(Double(n)), for: agent("a"), now: now) }
-        let later = now.addingTimeInterval(InFlightCalls.lateCancelWindow + 1)
-        calls.end(.string("one more"), for: agent("a"), now: later)
+        calls.end(.string("one more"), for: agent("a"), now: now)
+        #expect(calls.recentToken(of: .string("one more"), for: agent("a"), now: now) == nil, "full: not remembered")
+        let later = now.addingTimeInterval(InFlightCalls.lateCancelWindow * 3)
         calls.begin(.string("last"), token: overflow, for: agent("a"))
         calls.end(.string("last"), for: agent("a"), now: later)
-        #expect(calls.recentToken(of: .number(2), for: agent("a"), now: now) == nil, "full: those ended long ago are dropped")
-        #expect(calls.recentToken(of: .string("one more"), for: agent("a"), now: later) != nil, "a recent one stays")
+        #expect(calls.recentToken(of: .string("last"), for: agent("a"), now: later) != nil, "a new generation has room")
+        #expect(calls.recentToken(of: .number(2), for: agent("a"), now: now) == nil, "the old generations are gone")
         #expect(calls.token(of: .string("one more"), for: agent("b")) == nil, "another agent's cancel finds nothing")
         #expect(calls.token(of: .null, for: agent("a")) == nil, "a null id names no call")
     }

@@ -15,10 +15,11 @@ import Synchronization
 /// resident set too: pages given back in the middle of the heap still count as free to the
 /// allocator, so a burst that goes on after a trim (allocating and freeing as much again)
 /// leaves the allocator's counts where the trim left them while its pages are resident
-/// again — one run in four of 10,000 phones measured it, 3 MB kept until the next burst. Looking at the
-/// maintenance beat instead (every 5 s) needed two beats to call a heap steady, so a burst's
-/// memory stayed resident for 5 to 10 s, and an instance measured a beat after a burst of
-/// 8,000 hellos had given nothing back in three runs of four.
+/// again (one run in four with 10,000 phones kept 3 MB so, until the next burst).
+///
+/// Looking at the maintenance beat instead (every 5 s) needed two beats to call a heap
+/// steady, so a burst's memory stayed resident for 5 to 10 s, and an instance measured a
+/// beat after a burst of 8,000 hellos had given nothing back in three runs of four.
 final class HeapTrimmer: Sendable {
     /// Free bytes the allocator may keep before a steady look trims.
     static let threshold = 4 << 20

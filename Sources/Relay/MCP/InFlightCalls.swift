@@ -9,7 +9,7 @@ import Synchronization
 /// only the same credential's cancel finds it. A call that ended is remembered
 /// `lateCancelWindow` more, for the courtesy cancel of a client whose timeout ran out as its
 /// answer came (the answer never reached it). Bounded; an entry ends with its call, or
-/// that window after.
+/// one to two windows after.
 final class InFlightCalls: Sendable {
     private struct Key: Hashable {
         let user: UUID
@@ -30,8 +30,27 @@ final class InFlightCalls: Sendable {
         let at: Date
     }
 
+    /// Calls that ended, in two generations of `lateCancelWindow` each: the older one is
+    /// dropped whole as the next begins, so an idle entry costs nothing to expire.
+    private struct EndedCalls {
+        var current: [Key: Ended] = [:]
+        var previous: [Key: Ended] = [:]
+        var currentSince: Date?
+
+        /// Makes `now`'s generation current: a generation `lateCancelWindow` old becomes the
+        /// previous one (its calls may still be asked for), and an older one is dropped.
+        mutating func turn(_ now: Date) {
+            let window = InFlightCalls.lateCancelWindow
+            if let since = currentSince, now.timeIntervalSince(since) < window { return }
+            let recent = currentSince.map { now.timeIntervalSince($0) < 2 * window } ?? false
+            previous = recent ? current : [:]
+            current = [:]
+            currentSince = now
+        }
+    }
+
     private let calls = Mutex<[Key: RequestToken]>([:])
-    private let ended = Mutex<[Key: Ended]>([:])
+    private let ended = Mutex(EndedCalls())
 
     private static func key(_ id: JSONValue, _ agent: AgentIdentity) -> Key? {
         guard !id.isNull else { return nil }
@@ -53,11 +72,9 @@ final class InFlightCalls: Sendable {
     func end(_ id: JSONValue, for agent: AgentIdentity, now: Date) {
         guard let key = Self.key(id, agent), let token = calls.withLock({ $0.removeValue(forKey: key) }) else { return }
         ended.withLock { ended in
-            if ended.count >= Self.maximumEntries {
-                ended = ended.filter { now.timeIntervalSince($0.value.at) < Self.lateCancelWindow }
-                if ended.count >= Self.maximumEntries { ended.removeAll() }
-            }
-            ended[key] = Ended(token: token, at: now)
+            ended.turn(now)
+            guard ended.current.count < Self.maximumEntries else { return }  // a flood: a late cancel finds less
+            ended.current[key] = Ended(token: token, at: now)
         }
     }
 
@@ -73,11 +90,8 @@ final class InFlightCalls: Sendable {
         guard let key = Self.key(id, agent) else { return nil }
         if let token = calls.withLock({ $0[key] }) { return token }
         return ended.withLock { ended in
-            guard let call = ended[key] else { return nil }
-            guard now.timeIntervalSince(call.at) < Self.lateCancelWindow else {
-                ended[key] = nil
-                return nil
-            }
+            guard let call = ended.current[key] ?? ended.previous[key],
+                  now.timeIntervalSince(call.at) < Self.lateCancelWindow else { return nil }
             return call.token
         }
     }
